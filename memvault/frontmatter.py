@@ -1,0 +1,187 @@
+"""Text <-> (frontmatter, body), preserving the person's file.
+
+Parsing uses PyYAML for values. Rewriting never re-serialises the whole
+frontmatter: only the blocks of keys that changed are replaced, so unknown
+keys, key order, comments and blank lines of a hand-written file survive.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from .errors import MalformedMemoryError
+
+BOM = "\ufeff"
+_FENCE = "---"
+_CLOSERS = ("---", "...")
+_KEY_LINE = re.compile(r"""^(?P<key>"[^"]*"|'[^']*'|[^\s#'"\-][^:]*?)\s*:(?:\s|$)""")
+_TRAILING_COMMENT = re.compile(r"\s+#\s.*$")
+
+
+class _Delete:
+    """Marker: remove this key from the frontmatter."""
+
+    def __repr__(self) -> str:
+        return "DELETE"
+
+
+DELETE: Any = _Delete()
+
+
+@dataclass(frozen=True)
+class Document:
+    """A memory file split into its parts. ``meta`` is what YAML said."""
+
+    meta: dict[str, Any]
+    frontmatter: str | None  # raw YAML text between the fences, "\n" newlines
+    body: str  # "\n" newlines
+    crlf: bool
+    bom: bool
+
+
+def parse(text: str) -> Document:
+    """Split and parse a memory file. Raises MalformedMemoryError on bad YAML."""
+    bom = text.startswith(BOM)
+    if bom:
+        text = text[1:]
+    crlf = "\r\n" in text
+    text = text.replace("\r\n", "\n")
+    if "\x00" in text:
+        raise MalformedMemoryError("file contains NUL bytes (binary?); it is left untouched")
+    fm_text, body = _split(text)
+    if fm_text is None:
+        return Document({}, None, body, crlf, bom)
+    try:
+        loaded = yaml.safe_load(fm_text) if fm_text.strip() else {}
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" at frontmatter line {where.line + 1}" if where is not None else ""
+        raise MalformedMemoryError(
+            f"frontmatter is not valid YAML{line}: fix the YAML by hand; "
+            "memvault will not rewrite this file"
+        ) from exc
+    if loaded is None:
+        loaded = {}
+    if not isinstance(loaded, dict):
+        raise MalformedMemoryError("frontmatter is not a mapping of keys to values: fix it by hand")
+    meta = {str(k): v for k, v in loaded.items()}
+    return Document(meta, fm_text, body, crlf, bom)
+
+
+def _split(text: str) -> tuple[str | None, str]:
+    lines = text.split("\n")
+    if not lines or lines[0].rstrip() != _FENCE:
+        return None, text
+    for i in range(1, len(lines)):
+        if lines[i].rstrip() in _CLOSERS:
+            return "\n".join(lines[1:i]), "\n".join(lines[i + 1 :])
+    return None, text  # an opening fence with no closer is just body text
+
+
+def render(doc: Document, changes: dict[str, Any] | None = None, body: str | None = None) -> str:
+    """Render ``doc`` with ``changes`` applied to its frontmatter (minimal edit)."""
+    changes = changes or {}
+    fm_lines = doc.frontmatter.split("\n") if doc.frontmatter is not None else []
+    if doc.frontmatter == "":
+        fm_lines = []
+    for key, value in changes.items():
+        fm_lines = _apply(fm_lines, key, value)
+    new_body = doc.body if body is None else body
+    if doc.frontmatter is None and not fm_lines:
+        text = new_body
+    else:
+        text = "\n".join([_FENCE, *fm_lines, _FENCE]) + "\n" + new_body
+    if doc.crlf:
+        text = text.replace("\n", "\r\n")
+    return (BOM if doc.bom else "") + text
+
+
+def new_file(meta: dict[str, Any], body: str) -> str:
+    """A fresh memory file with keys in the given order."""
+    empty = Document({}, "", "", crlf=False, bom=False)
+    return render(empty, meta, body)
+
+
+def _apply(lines: list[str], key: str, value: Any) -> list[str]:
+    span = _find_block(lines, key)
+    if value is DELETE:
+        if span is None:
+            return lines
+        return lines[: span[0]] + lines[span[1] :]
+    new = render_value(key, value)
+    if span is None:
+        return [*lines, *new]
+    start, end = span
+    if len(new) == 1 and end - start == 1:
+        comment = _TRAILING_COMMENT.search(lines[start])
+        if comment and "'" not in lines[start] and '"' not in lines[start]:
+            new = [new[0] + comment.group(0)]
+    return lines[:start] + new + lines[end:]
+
+
+def _find_block(lines: list[str], key: str) -> tuple[int, int] | None:
+    """Line span [start, end) of a top-level key and its continuation lines."""
+    for start, line in enumerate(lines):
+        match = _KEY_LINE.match(line)
+        if not match or match.group("key").strip("\"'") != key:
+            continue
+        end = start + 1
+        while end < len(lines):
+            nxt = lines[end]
+            if _continues(nxt):
+                end += 1
+                continue
+            if nxt.strip() == "" and _blank_run_continues(lines, end):
+                end += 1
+                continue
+            break
+        return start, end
+    return None
+
+
+def _continues(line: str) -> bool:
+    return line[:1] in (" ", "\t") or line == "-" or line.startswith("- ")
+
+
+def _blank_run_continues(lines: list[str], index: int) -> bool:
+    while index < len(lines) and lines[index].strip() == "":
+        index += 1
+    return index < len(lines) and lines[index][:1] in (" ", "\t")
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _represent_datetime(dumper: yaml.SafeDumper, value: dt.datetime) -> yaml.Node:
+    return dumper.represent_scalar("tag:yaml.org,2002:timestamp", value.isoformat())
+
+
+_Dumper.add_representer(dt.datetime, _represent_datetime)
+
+
+def render_value(key: str, value: Any) -> list[str]:
+    """YAML lines for one key; lists of scalars stay inline (``[a, b]``)."""
+    if isinstance(value, tuple):
+        value = list(value)
+    if isinstance(value, list) and all(not isinstance(v, (list, dict)) for v in value):
+        flow = _dump(value, flow=True)
+        return [f"{_dump({key: None}, flow=False).split(':', 1)[0]}: {flow}"]
+    return _dump({key: value}, flow=False).split("\n")
+
+
+def _dump(value: Any, flow: bool) -> str:
+    text = yaml.dump(
+        value,
+        Dumper=_Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=flow,
+        width=10**9,
+    )
+    return text.rstrip("\n").removesuffix("\n...").rstrip("\n")

@@ -1,0 +1,265 @@
+"""The disposable index: full text (Whoosh) + vectors (SQLite/numpy) + ranking.
+
+Everything here can be rebuilt from the files. A version mismatch or a corrupt
+index means: wipe, warn, rebuild. Never a crash, never a migration.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import shutil
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..config import Settings
+from ..models import Memory, parse_time
+from .fulltext import FullText, TextDoc
+from .rank import Candidate, Weights, rank
+from .store import DocInfo, Store
+from .vectors import EmbedderLoader, chunks
+
+log = logging.getLogger(__name__)
+
+INDEX_VERSION = 1
+KEYWORD_CANDIDATES = 100
+VECTOR_CANDIDATES = 100
+
+
+class FilterLike(Protocol):
+    def accepts(self, memory: Any) -> bool: ...
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    text: str
+    k: int = 8
+    filters: FilterLike | None = None
+    mode: str = "hybrid"  # hybrid | bm25 | vector
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    doc: DocInfo
+    score: float
+    why: dict[str, Any] = field(default_factory=dict)
+
+
+def when_text(created: str | None) -> str:
+    """Date words a question can hit: '2023-05-08 8 May 2023 Monday'."""
+    moment = parse_time(created)
+    if moment is None:
+        return ""
+    return f"{moment.date().isoformat()} {moment.day} {moment:%B %Y %A}"
+
+
+def doc_info(memory: Memory, mtime_ns: int = 0, size: int = 0) -> DocInfo:
+    return DocInfo(
+        id=memory.id,
+        path=memory.path,
+        title=memory.title,
+        type=memory.type,
+        status=memory.status,
+        tags=memory.tags,
+        scope=memory.scope,
+        created=memory.created,
+        updated=memory.updated,
+        importance=memory.importance,
+        confidence=memory.confidence,
+        hash=memory.content_hash,
+        mtime_ns=mtime_ns,
+        size=size,
+    )
+
+
+def embedding_texts(memory: Memory) -> list[str]:
+    """Chunks to embed: the title and tags ride along with every chunk."""
+    head = memory.title
+    if memory.tags:
+        head += " (" + ", ".join(memory.tags) + ")"
+    body = memory.body.strip()
+    if body.startswith("# "):
+        body = body.split("\n", 1)[1].strip() if "\n" in body else ""
+    return [f"{head}\n{part}" for part in (chunks(body) or [""])]
+
+
+class Index:
+    def __init__(self, folder: Path, settings: Settings, load_embedder: bool = True) -> None:
+        self.folder = folder
+        self.settings = settings
+        self.weights = Weights(
+            vector=settings.weight_vector,
+            keyword=settings.weight_keyword,
+            recency=settings.weight_recency,
+            importance=settings.weight_importance,
+            decay_per_day=settings.decay_per_day,
+            decay_per_day_episode=settings.decay_per_day_episode,
+        )
+        self.rebuilt_reason: str | None = None
+        self.store, self.text = self._open()
+        self.loader = EmbedderLoader(settings.embedder if load_embedder else "none")
+        self._write_lock = threading.Lock()
+
+    # -- opening ---------------------------------------------------------------
+    def _open(self) -> tuple[Store, FullText]:
+        version_file = self.folder / "version.json"
+        try:
+            found = json.loads(version_file.read_text()) if version_file.exists() else None
+            if found is not None and found.get("version") != INDEX_VERSION:
+                raise ValueError(f"index version {found.get('version')} != {INDEX_VERSION}")
+            self.folder.mkdir(parents=True, exist_ok=True)
+            store, text = Store(self.folder / "store.sqlite"), FullText(self.folder / "text")
+            store.get_info("gen")
+            text.count()
+        except Exception as exc:  # corrupt or foreign index: it is a cache, rebuild it
+            self.rebuilt_reason = (
+                f"index at {self.folder} was unusable ({exc}); rebuilt from the files"
+            )
+            log.warning("%s", self.rebuilt_reason)
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder.mkdir(parents=True, exist_ok=True)
+            store, text = Store(self.folder / "store.sqlite"), FullText(self.folder / "text")
+        version_file.write_text(json.dumps({"version": INDEX_VERSION}))
+        return store, text
+
+    def close(self) -> None:
+        self.store.close()
+        self.text.close()
+
+    # -- writing ---------------------------------------------------------------
+    def upsert(
+        self, memories: Sequence[Memory], stats: dict[str, tuple[int, int]] | None = None
+    ) -> None:
+        """Index memories (text + vectors) in one batch. Waits for the embedder to load."""
+        if not memories:
+            return
+        stats = stats or {}
+        embedder = self.loader.get()
+        vectors: dict[str, np.ndarray] = {}
+        if embedder is not None:
+            texts, owners = [], []
+            for memory in memories:
+                for text in embedding_texts(memory):
+                    texts.append(text)
+                    owners.append(memory.id)
+            matrix = embedder.embed_passages(texts)
+            for doc_id in dict.fromkeys(owners):
+                vectors[doc_id] = matrix[[i for i, o in enumerate(owners) if o == doc_id]]
+        docs = [doc_info(m, *stats.get(m.path, (0, 0))) for m in memories]
+        with self._write_lock:
+            self.text.upsert([_text_doc(m) for m in memories])
+            self.store.put(docs, vectors, embedder.name if embedder else None)
+
+    def remove(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        with self._write_lock:
+            self.text.delete(ids)
+            self.store.delete(ids)
+
+    def remove_paths(self, paths: Iterable[str]) -> None:
+        self.store.refresh()
+        self.remove(self.store.ids_by_path(paths))
+
+    def plan_sync(self, stats: dict[str, tuple[int, int]]) -> tuple[list[str], list[str]]:
+        """(paths to (re)read, ids to drop) to match the files described by ``stats``."""
+        self.store.refresh()
+        by_path = {d.path: d for d in self.store.docs.values()}
+        drop = [d.id for d in self.store.docs.values() if d.path not in stats]
+        if self.text.count() != len(self.store.docs):
+            return sorted(stats), drop  # text and records disagree: re-read everything
+        embedder = self.loader.get()
+        stale_model = set(self.store.missing_vectors(embedder.name)) if embedder else set()
+        read = [
+            path
+            for path, st in stats.items()
+            if path not in by_path
+            or (by_path[path].mtime_ns, by_path[path].size) != st
+            or by_path[path].id in stale_model
+        ]
+        return sorted(read), drop
+
+    # -- searching -------------------------------------------------------------
+    def search(
+        self, query: SearchQuery, now: dt.datetime, wait_for_vectors: float = 2.0
+    ) -> list[SearchHit]:
+        self.store.refresh()
+        docs = self.store.docs
+        allowed = {i for i, d in docs.items() if query.filters is None or query.filters.accepts(d)}
+        notes: dict[str, Any] = {}
+        keyword: dict[str, float] = {}
+        if query.mode in ("hybrid", "bm25"):
+            limit = (
+                KEYWORD_CANDIDATES if len(allowed) == len(docs) else max(KEYWORD_CANDIDATES, 1000)
+            )
+            keyword = {i: s for i, s in self.text.search(query.text, limit).items() if i in allowed}
+        vector: dict[str, float] = {}
+        if query.mode in ("hybrid", "vector"):
+            embedder = self.loader.get(timeout=wait_for_vectors)
+            if embedder is None:
+                state = self.loader.state()
+                notes["note"] = f"full text only: embedder {state['state']}" + (
+                    f" ({state['reason']})" if state.get("reason") else ""
+                )
+            else:
+                sims = self.store.similarities(embedder.embed_query(query.text))
+                ranked = sorted((i for i in sims if i in allowed), key=lambda i: -sims[i])
+                vector = {i: sims[i] for i in ranked[:VECTOR_CANDIDATES]}
+        candidates = [
+            Candidate(
+                id=i,
+                type=docs[i].type,
+                when=parse_time(docs[i].updated or docs[i].created),
+                importance=docs[i].importance,
+                confidence=docs[i].confidence,
+                keyword=keyword.get(i) if keyword else None,
+                vector=vector.get(i) if vector else None,
+            )
+            for i in dict.fromkeys([*keyword, *vector])
+            if i in docs
+        ]
+        ranked_hits = rank(candidates, self.weights, now)[: query.k]
+        return [
+            SearchHit(docs[r.id], r.score, {**r.why, **_raw(r.id, keyword, vector), **notes})
+            for r in ranked_hits
+        ]
+
+    def status(self) -> dict[str, Any]:
+        self.store.refresh()
+        state = {
+            "version": INDEX_VERSION,
+            "memories": len(self.store.docs),
+            "with_vectors": self.store.vector_count(),
+            **self.loader.state(),
+        }
+        if self.rebuilt_reason:
+            state["rebuilt"] = self.rebuilt_reason
+        return state
+
+
+def _raw(doc_id: str, keyword: dict[str, float], vector: dict[str, float]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if doc_id in keyword:
+        out["bm25"] = round(keyword[doc_id], 3)
+    if doc_id in vector:
+        out["cosine"] = round(vector[doc_id], 4)
+    return out
+
+
+def _text_doc(memory: Memory) -> TextDoc:
+    return TextDoc(
+        id=memory.id,
+        path=memory.path,
+        title=memory.title,
+        tags=" ".join(memory.tags),
+        body=memory.body,
+        when=when_text(memory.created),
+    )
+
+
+__all__ = ["INDEX_VERSION", "Index", "SearchHit", "SearchQuery"]

@@ -1,0 +1,116 @@
+"""Whoosh full-text index (BM25F) over title, tags, body and date words."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from whoosh import index as windex
+from whoosh import query as wq
+from whoosh.fields import ID, TEXT, Schema
+from whoosh.scoring import BM25F
+
+from .text import analyzer, tokens
+
+FIELD_BOOSTS = {"title": 1.5, "tags": 1.5, "body": 1.0, "when": 1.0}
+
+
+@dataclass(frozen=True)
+class TextDoc:
+    id: str
+    path: str
+    title: str
+    tags: str
+    body: str
+    when: str
+
+
+def schema() -> Schema:
+    ana = analyzer()
+    return Schema(
+        id=ID(stored=True, unique=True),
+        path=ID(stored=True),
+        title=TEXT(analyzer=ana),
+        tags=TEXT(analyzer=ana),
+        body=TEXT(analyzer=ana),
+        when=TEXT(analyzer=ana),
+    )
+
+
+class FullText:
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        if windex.exists_in(str(folder)):
+            self._ix = windex.open_dir(str(folder))
+        else:
+            self._ix = windex.create_in(str(folder), schema())
+        self._lock = threading.Lock()
+        self._searcher = self._ix.searcher(weighting=BM25F())
+
+    def close(self) -> None:
+        self._searcher.close()
+        self._ix.close()
+
+    def count(self) -> int:
+        with self._lock:
+            return int(self._current().doc_count())
+
+    def _current(self) -> Any:
+        """A searcher that sees the latest commit (by any process).
+
+        A new searcher rather than ``refresh()``: whoosh3's refresh fails on a
+        reader of an index that was empty.
+        """
+        if not self._searcher.up_to_date():
+            self._searcher.close()
+            self._searcher = self._ix.searcher(weighting=BM25F())
+        return self._searcher
+
+    def upsert(self, docs: Sequence[TextDoc]) -> None:
+        if not docs:
+            return
+        writer = self._ix.writer(timeout=60.0, delay=0.05)
+        try:
+            for doc in docs:
+                writer.update_document(
+                    id=doc.id,
+                    path=doc.path,
+                    title=doc.title,
+                    tags=doc.tags,
+                    body=doc.body,
+                    when=doc.when,
+                )
+        except BaseException:
+            writer.cancel()
+            raise
+        writer.commit()
+
+    def delete(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        if not ids:
+            return
+        writer = self._ix.writer(timeout=60.0, delay=0.05)
+        try:
+            for doc_id in ids:
+                writer.delete_by_term("id", doc_id)
+        except BaseException:
+            writer.cancel()
+            raise
+        writer.commit()
+
+    def search(self, text: str, limit: int = 100) -> dict[str, float]:
+        """BM25F scores of the best ``limit`` memories; terms are OR-ed (natural language)."""
+        terms = list(dict.fromkeys(tokens(text)))
+        if not terms:
+            return {}
+        clauses = [
+            wq.Term(field, term, boost=boost)
+            for term in terms
+            for field, boost in FIELD_BOOSTS.items()
+        ]
+        with self._lock:
+            results = self._current().search(wq.Or(clauses), limit=limit)
+            return {hit["id"]: float(hit.score) for hit in results}

@@ -1,0 +1,95 @@
+"""Fusion and re-ranking: a pure function of scores, metadata, weights and time."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+RRF_K = 60.0
+
+
+@dataclass(frozen=True)
+class Weights:
+    vector: float = 0.5
+    keyword: float = 0.3
+    recency: float = 0.1
+    importance: float = 0.1
+    decay_per_day: float = 0.05
+    decay_per_day_episode: float = 0.01
+    fusion: str = "weighted"  # weighted | rrf
+    type_decay: Mapping[str, float] = field(default_factory=dict)  # per-type overrides
+
+
+@dataclass(frozen=True)
+class Candidate:
+    id: str
+    type: str
+    when: dt.datetime | None  # last update (or creation)
+    importance: float
+    confidence: float
+    keyword: float | None = None  # raw BM25
+    vector: float | None = None  # cosine similarity
+
+
+@dataclass(frozen=True)
+class Ranked:
+    id: str
+    score: float
+    why: dict[str, float]
+
+
+def decay_rate(memory_type: str, weights: Weights) -> float:
+    if memory_type in weights.type_decay:
+        return weights.type_decay[memory_type]
+    return weights.decay_per_day_episode if memory_type == "episode" else weights.decay_per_day
+
+
+def recency(when: dt.datetime | None, now: dt.datetime, rate: float) -> float:
+    """exp(-rate * age in days), 1.0 for the future, 0.5 when the date is unknown."""
+    if when is None:
+        return 0.5
+    age = (now - when).total_seconds() / 86400.0
+    return 1.0 if age <= 0 else math.exp(-rate * age)
+
+
+def _normalised(values: dict[str, float]) -> dict[str, float]:
+    if not values:
+        return {}
+    top = max(values.values())
+    low = min(values.values())
+    if top <= 0:
+        return {k: 0.0 for k in values}
+    if len(values) == 1 or top == low:
+        return {k: 1.0 for k in values}
+    return {k: max(0.0, (v - low) / (top - low)) for k, v in values.items()}
+
+
+def _rrf(values: dict[str, float]) -> dict[str, float]:
+    ordered = sorted(values, key=lambda k: -values[k])
+    return {k: (RRF_K + 1.0) / (RRF_K + 1.0 + rank) for rank, k in enumerate(ordered)}
+
+
+def rank(candidates: list[Candidate], weights: Weights, now: dt.datetime) -> list[Ranked]:
+    """Score every candidate; best first (ties broken by id for a stable order)."""
+    kw_raw = {c.id: c.keyword for c in candidates if c.keyword is not None}
+    vec_raw = {c.id: c.vector for c in candidates if c.vector is not None}
+    norm = _rrf if weights.fusion == "rrf" else _normalised
+    kw, vec = norm(kw_raw), norm(vec_raw)
+    w_kw = weights.keyword if kw_raw else 0.0
+    w_vec = weights.vector if vec_raw else 0.0
+    # a missing leg (no vectors yet, or a one-leg mode) hands its weight to the other
+    scale = (weights.keyword + weights.vector) / ((w_kw + w_vec) or 1.0)
+    out = []
+    for c in candidates:
+        parts = {
+            "keyword": w_kw * scale * kw.get(c.id, 0.0),
+            "vector": w_vec * scale * vec.get(c.id, 0.0),
+            "recency": weights.recency * recency(c.when, now, decay_rate(c.type, weights)),
+            "importance": weights.importance * c.importance * c.confidence,
+        }
+        score = sum(parts.values())
+        out.append(Ranked(c.id, score, {k: round(v, 4) for k, v in parts.items()}))
+    out.sort(key=lambda r: (-r.score, r.id))
+    return out

@@ -1,0 +1,234 @@
+"""Per-memory index records and vectors in SQLite, mirrored into numpy for search.
+
+SQLite (WAL) lets several server processes share one index safely; a generation
+counter tells each process which rows to reload after another process wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS info(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS docs(
+  id TEXT PRIMARY KEY, path TEXT NOT NULL, hash TEXT NOT NULL, mtime_ns INTEGER NOT NULL,
+  size INTEGER NOT NULL, model TEXT, gen INTEGER NOT NULL, meta TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS docs_path ON docs(path);
+CREATE INDEX IF NOT EXISTS docs_gen ON docs(gen);
+CREATE TABLE IF NOT EXISTS chunks(id TEXT NOT NULL, n INTEGER NOT NULL, vec BLOB NOT NULL,
+  PRIMARY KEY(id, n));
+CREATE TABLE IF NOT EXISTS tombstones(id TEXT PRIMARY KEY, gen INTEGER NOT NULL);
+"""
+
+
+@dataclass(frozen=True)
+class DocInfo:
+    """What ranking and filtering need of a memory, without reading its file."""
+
+    id: str
+    path: str
+    title: str
+    type: str
+    status: str
+    tags: tuple[str, ...]
+    scope: tuple[str, ...]
+    created: str | None
+    updated: str | None
+    importance: float
+    confidence: float
+    hash: str = ""
+    mtime_ns: int = 0
+    size: int = 0
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        for key in ("id", "path", "hash", "mtime_ns", "size"):
+            data.pop(key)
+        return json.dumps(data, ensure_ascii=False)
+
+    @classmethod
+    def from_row(
+        cls, id_: str, path: str, hash_: str, mtime_ns: int, size: int, meta: str
+    ) -> DocInfo:
+        data = json.loads(meta)
+        data["tags"] = tuple(data.get("tags", ()))
+        data["scope"] = tuple(data.get("scope", ()))
+        return cls(id=id_, path=path, hash=hash_, mtime_ns=mtime_ns, size=size, **data)
+
+
+class Store:
+    """SQLite records + an in-memory mirror (docs dict and a chunk matrix)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db = sqlite3.connect(
+            str(path), timeout=30.0, check_same_thread=False, isolation_level=None
+        )
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(SCHEMA)
+        self._lock = threading.RLock()
+        self.docs: dict[str, DocInfo] = {}
+        self._vectors: dict[str, np.ndarray] = {}
+        self._gen = -1
+        self._matrix: np.ndarray | None = None
+        self._row_owner: list[str] = []
+        self._starts: np.ndarray = np.zeros(0, dtype=np.int64)
+        self.refresh()
+
+    # -- info -----------------------------------------------------------------
+    def get_info(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM info WHERE key=?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_info(self, key: str, value: str) -> None:
+        self._db.execute("INSERT OR REPLACE INTO info(key, value) VALUES(?, ?)", (key, value))
+
+    def close(self) -> None:
+        self._db.close()
+
+    # -- writes ---------------------------------------------------------------
+    def _next_gen(self) -> int:
+        self._db.execute("INSERT OR IGNORE INTO info(key, value) VALUES('gen', '0')")
+        self._db.execute("UPDATE info SET value = CAST(value AS INTEGER) + 1 WHERE key='gen'")
+        return int(self.get_info("gen") or 0)
+
+    def put(
+        self, docs: Sequence[DocInfo], vectors: dict[str, np.ndarray], model: str | None
+    ) -> None:
+        """Insert or replace records (and their chunk vectors when given)."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                gen = self._next_gen()
+                for doc in docs:
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO docs VALUES(?,?,?,?,?,?,?,?)",
+                        (
+                            doc.id,
+                            doc.path,
+                            doc.hash,
+                            doc.mtime_ns,
+                            doc.size,
+                            model if doc.id in vectors else None,
+                            gen,
+                            doc.to_json(),
+                        ),
+                    )
+                    self._db.execute("DELETE FROM tombstones WHERE id=?", (doc.id,))
+                    self._db.execute("DELETE FROM chunks WHERE id=?", (doc.id,))
+                    for n, vec in enumerate(vectors.get(doc.id, ())):
+                        blob = np.asarray(vec, dtype=np.float32).tobytes()
+                        self._db.execute("INSERT INTO chunks VALUES(?,?,?)", (doc.id, n, blob))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        self.refresh()
+
+    def delete(self, ids: Iterable[str]) -> None:
+        ids = [i for i in ids]
+        if not ids:
+            return
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                gen = self._next_gen()
+                for doc_id in ids:
+                    self._db.execute("DELETE FROM docs WHERE id=?", (doc_id,))
+                    self._db.execute("DELETE FROM chunks WHERE id=?", (doc_id,))
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO tombstones VALUES(?, ?)", (doc_id, gen)
+                    )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        self.refresh()
+
+    def ids_by_path(self, paths: Iterable[str]) -> list[str]:
+        wanted = set(paths)
+        return [d.id for d in self.docs.values() if d.path in wanted]
+
+    def missing_vectors(self, model: str) -> list[str]:
+        rows = self._db.execute("SELECT id FROM docs WHERE model IS NULL OR model != ?", (model,))
+        return [r[0] for r in rows]
+
+    # -- mirror -----------------------------------------------------------------
+    def refresh(self) -> bool:
+        """Reload rows written since our last look (by us or another process)."""
+        with self._lock:
+            gen = int(self.get_info("gen") or 0)
+            if gen == self._gen:
+                return False
+            since = self._gen
+            rows = self._db.execute(
+                "SELECT id, path, hash, mtime_ns, size, meta FROM docs WHERE gen > ?", (since,)
+            ).fetchall()
+            gone = [
+                r[0] for r in self._db.execute("SELECT id FROM tombstones WHERE gen > ?", (since,))
+            ]
+            for doc_id in gone:
+                self.docs.pop(doc_id, None)
+                self._vectors.pop(doc_id, None)
+            changed = [r[0] for r in rows]
+            for row in rows:
+                self.docs[row[0]] = DocInfo.from_row(*row)
+            self._load_vectors(changed)
+            self._gen = gen
+            self._matrix = None
+            return True
+
+    def _load_vectors(self, ids: list[str]) -> None:
+        for doc_id in ids:
+            self._vectors.pop(doc_id, None)
+        for start in range(0, len(ids), 500):
+            batch = ids[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            rows = self._db.execute(
+                f"SELECT id, n, vec FROM chunks WHERE id IN ({marks}) ORDER BY id, n", batch
+            ).fetchall()
+            grouped: dict[str, list[np.ndarray]] = {}
+            for doc_id, _n, blob in rows:
+                grouped.setdefault(doc_id, []).append(np.frombuffer(blob, dtype=np.float32))
+            for doc_id, vecs in grouped.items():
+                self._vectors[doc_id] = np.vstack(vecs)
+
+    def vector_count(self) -> int:
+        return len(self._vectors)
+
+    def similarities(self, query: np.ndarray) -> dict[str, float]:
+        """Best-chunk cosine similarity of every memory that has vectors."""
+        with self._lock:
+            if self._matrix is None:
+                self._build_matrix()
+            matrix, owners, starts = self._matrix, self._row_owner, self._starts
+        if matrix is None or matrix.shape[0] == 0:
+            return {}
+        if matrix.shape[1] != query.shape[0]:
+            return {}
+        scores = matrix @ query
+        best = np.maximum.reduceat(scores, starts)
+        return dict(zip(owners, best.tolist(), strict=True))
+
+    def _build_matrix(self) -> None:
+        owners = list(self._vectors)
+        if not owners:
+            self._matrix, self._row_owner, self._starts = (
+                np.zeros((0, 0), np.float32),
+                [],
+                np.zeros(0, np.int64),
+            )
+            return
+        blocks = [self._vectors[o] for o in owners]
+        lengths = np.array([b.shape[0] for b in blocks], dtype=np.int64)
+        self._starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        self._matrix = np.vstack(blocks).astype(np.float32, copy=False)
+        self._row_owner = owners

