@@ -9,14 +9,16 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import shutil
+import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Protocol, TypeVar
 
 import filelock
 
-from . import frontmatter, ids
+from . import frontmatter, ids, importer, policy
 from .config import Settings, load_settings
 from .errors import (
     InvalidInputError,
@@ -29,10 +31,15 @@ from .errors import (
 )
 from .history import CLONE_WARNING, History, format_message
 from .index import Index, SearchHit, SearchQuery
-from .models import MEMORY_TYPES, Commit, Memory, Problem, WriteResult, parse_time
+from .index.store import DocInfo
+from .models import MEMORY_TYPES, Commit, Memory, Problem, WriteResult, jsonable, parse_time
 from .vault import STATE_DIR, Vault
 
 log = logging.getLogger(__name__)
+
+# The MCP client (or CLI) on whose behalf the current call runs; named in commit trailers.
+T = TypeVar("T")
+current_client: ContextVar[str | None] = ContextVar("memvault_client", default=None)
 
 TYPE_FOLDERS = {
     "preference": "preferences",
@@ -55,6 +62,32 @@ class ChangeEvent:
     removed: tuple[str, ...] = ()
 
 
+class Filterable(Protocol):
+    """What filters look at: a Memory or an index record (DocInfo)."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def tags(self) -> tuple[str, ...]: ...
+    @property
+    def scope(self) -> tuple[str, ...]: ...
+    @property
+    def created(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class RememberResult:
+    action: Literal["created", "duplicate", "rejected"]
+    memory: Memory | None
+    commit: str | None
+    similar: tuple[policy.Similar, ...] = ()
+    reason: str | None = None
+
+
 @dataclass(frozen=True)
 class Filters:
     types: tuple[str, ...] = ()
@@ -65,7 +98,7 @@ class Filters:
     until: dt.datetime | None = None
     include_archived: bool = False
 
-    def accepts(self, memory: Memory) -> bool:
+    def accepts(self, memory: Filterable) -> bool:
         if self.types and memory.type not in self.types:
             return False
         if self.tags and not set(self.tags) <= set(memory.tags):
@@ -94,6 +127,8 @@ class MemoryService:
     clock: Callable[[], dt.datetime] = field(default=lambda: dt.datetime.now().astimezone())
     listeners: list[Callable[[ChangeEvent], None]] = field(default_factory=list)
     _synced: bool = False
+    _syncing: bool = False
+    _sync_lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- life cycle ---------------------------------------------------------
     @classmethod
@@ -163,8 +198,9 @@ class MemoryService:
         trailers = {"Memvault-Op": op}
         if memory_id:
             trailers["Memvault-Id"] = memory_id
-        if self.client:
-            trailers["Memvault-Client"] = self.client
+        client = current_client.get() or self.client
+        if client:
+            trailers["Memvault-Client"] = client
         return trailers
 
     def _notify(self, event: ChangeEvent) -> None:
@@ -182,8 +218,7 @@ class MemoryService:
         self, filters: Filters | None = None, sort: str = "updated", limit: int | None = None
     ) -> list[Memory]:
         filters = filters or Filters()
-        memories = [m for m in self.vault.scan()[0] if filters.accepts(m)]
-        memories.sort(key=_sort_key(sort), reverse=sort != "path")
+        memories = sort_memories([m for m in self.vault.scan()[0] if filters.accepts(m)], sort)
         return memories[:limit] if limit else memories
 
     def problems(self) -> list[Problem]:
@@ -240,18 +275,30 @@ class MemoryService:
         scope: Sequence[str] = (),
         source: str = "agent",
         supersedes: Sequence[str] = (),
-    ) -> WriteResult:
-        """Write a new memory file and commit it (supersession in the same commit)."""
+        check_similar: bool = True,
+    ) -> RememberResult:
+        """Write a new memory file and commit it (supersession in the same commit).
+
+        Trivial content is rejected and a near-duplicate is reported instead of
+        written twice; likely contradictions come back in ``similar``.
+        """
         content = content.strip()
-        if not content:
-            raise InvalidInputError("content is empty: say what should be remembered")
+        reason = policy.triviality(content)
+        if reason:
+            return RememberResult("rejected", None, None, (), reason)
         _check_unit("importance", importance)
         _check_unit("confidence", confidence)
+        type = (type or "note").strip()
+        similar = self.similar(content, type) if check_similar else []
+        duplicate = next((s for s in similar if s.relation == "duplicate"), None)
+        if duplicate and duplicate.id not in supersedes:
+            why = f"already remembered as {duplicate.path} (id {duplicate.id})"
+            return RememberResult("duplicate", None, None, tuple(similar), why)
         now = self.clock().replace(microsecond=0)
         title = (title or _first_line(content)).strip()
         meta: dict[str, Any] = {
             "id": ids.new_id(),
-            "type": type or "note",
+            "type": type,
             "tags": [t.strip().lstrip("#") for t in tags if t.strip()],
             "confidence": confidence,
             "importance": importance,
@@ -264,7 +311,7 @@ class MemoryService:
         if supersedes:
             meta["supersedes"] = list(supersedes)
         body = _body(title, content)
-        target_folder = folder if folder is not None else _default_folder(meta["type"], now)
+        target_folder = folder if folder is not None else _default_folder(type, now)
         lock = self._locked()
         try:
             path = self.vault.free_path(target_folder, ids.slugify(title))
@@ -281,7 +328,23 @@ class MemoryService:
         memory = self.vault.read(path)
         self._index([memory, *(self.vault.read(m.path) for m in old)])
         self._notify(ChangeEvent(changed=tuple(paths), added=(path,)))
-        return WriteResult(memory, sha, "created")
+        others = tuple(s for s in similar if s.id not in supersedes)
+        return RememberResult("created", memory, sha, others, None)
+
+    def similar(self, content: str, type: str, k: int = 5) -> list[policy.Similar]:
+        """Existing active memories close to ``content``, with their relation to it."""
+        out = []
+        for doc, cosine in self.index.nearest(content, k):
+            if doc.status != "active":
+                continue
+            try:
+                other = self.vault.read(doc.path)
+            except (MemoryNotFoundError, MalformedMemoryError):
+                continue
+            relation = policy.relation(content, _strip_title(other.body), cosine, doc.type == type)
+            if relation:
+                out.append(policy.Similar(doc.id, doc.path, doc.title, round(cosine, 4), relation))
+        return out
 
     def update(
         self,
@@ -449,6 +512,94 @@ class MemoryService:
         self._notify(ChangeEvent(changed=(path,), added=() if previous else (path,)))
         return WriteResult(restored, sha, "reverted", previous_revision=previous)
 
+    def import_path(
+        self, source: Path, progress: Callable[[int, int], None] | None = None
+    ) -> dict[str, Any]:
+        """Bulk import (folder of Markdown or JSONL) as one commit, then index in batches."""
+        source = source.expanduser()
+        if source.is_dir():
+            items = list(importer.from_folder(source, self.vault.is_memory_path))
+        elif source.suffix.lower() in (".jsonl", ".ndjson"):
+            items = list(importer.from_jsonl(source, self.clock().replace(microsecond=0)))
+        else:
+            raise InvalidInputError(f"{source} is neither a folder nor a .jsonl file")
+        lock = self._locked()
+        try:
+            written = []
+            for item in items:
+                stem = _stem_path(ids.clean_relpath(item.path))
+                folder, _, name = stem.rpartition("/")
+                rel = self.vault.free_path(folder, name)
+                self.vault.write(rel, item.text, expected_hash="")
+                written.append(rel)
+            sha = self.history.commit(
+                written,
+                f"import: {len(written)} memories from {source.name}",
+                self._trailers("import", None),
+            )
+        finally:
+            lock.release()
+        self.sync_index(written, progress=progress)
+        self._notify(ChangeEvent(changed=tuple(written), added=tuple(written)))
+        return {"imported": len(written), "commit": sha, "paths": written}
+
+    def reset_index(self) -> None:
+        """Drop the index and start an empty one (rebuilt by the next sync)."""
+        self.index.close()
+        shutil.rmtree(self.index.folder, ignore_errors=True)
+        self.index = Index(self.index.folder, self.settings)
+        self._synced = False
+
+    def consolidate(self, dry_run: bool = True) -> list[dict[str, Any]]:
+        """Proposals per policy; applied (one commit each, archive never delete) when asked."""
+        now = self.clock()
+        docs = {d.id: d for d in self.catalog()}
+        proposals: list[dict[str, Any]] = []
+        for a, b, cosine in self.index.store.pairs_above(policy.DUPLICATE_COSINE):
+            if a not in docs or b not in docs or docs[a].type != docs[b].type:
+                continue
+            keep, drop = sorted((docs[a], docs[b]), key=lambda d: (-d.importance, _neg(d.updated)))
+            proposals.append(
+                {
+                    "kind": "merge",
+                    "ids": [keep.id, drop.id],
+                    "paths": [keep.path, drop.path],
+                    "reason": f"near-duplicates (cosine {cosine:.3f}): keep {keep.path}, "
+                    f"mark {drop.path} superseded by it",
+                }
+            )
+        for doc in docs.values():
+            verdict = policy.forget_verdict(doc, now, self._expires(doc))
+            if verdict:
+                proposals.append(
+                    {"kind": "archive", "ids": [doc.id], "paths": [doc.path], "reason": verdict}
+                )
+        if dry_run:
+            return proposals
+        for proposal in proposals:
+            proposal.update(self._apply(proposal))
+        return proposals
+
+    def _expires(self, doc: DocInfo) -> str | None:
+        if doc.type != "task":
+            return None
+        try:
+            value = self.vault.read(doc.path).meta.get("expires")
+        except MemvaultError:
+            return None
+        return None if value is None else str(value)
+
+    def _apply(self, proposal: dict[str, Any]) -> dict[str, Any]:
+        try:
+            if proposal["kind"] == "merge":
+                keep, drop = proposal["ids"]
+                result = self.update(drop, fields={"status": "superseded", "superseded_by": keep})
+            else:
+                result = self.forget(proposal["ids"][0], "archive", proposal["reason"])
+        except MemvaultError as exc:
+            return {"applied": False, "reason": f"{proposal['reason']} (not applied: {exc})"}
+        return {"applied": True, "commit": result.commit}
+
     # -- index --------------------------------------------------------------
     def sync_index(
         self, paths: Iterable[str] | None = None, progress: Callable[[int, int], None] | None = None
@@ -491,12 +642,38 @@ class MemoryService:
             raise InvalidInputError("query is empty: say what to look for")
         if not 1 <= k <= 100:
             raise InvalidInputError(f"k must be between 1 and 100, got {k}")
-        if not self._synced:
-            self.sync_index()
-            self._synced = True
-        return self.index.search(
-            SearchQuery(query, k, filters or Filters(), mode), now=self.clock()
-        )
+        ready = self.ensure_synced(wait=False)
+        hits = self.index.search(SearchQuery(query, k, filters or Filters(), mode), self.clock())
+        if not ready:
+            note = "index still catching up with the files; results may be incomplete"
+            hits = [replace(h, why={**h.why, "index": note}) for h in hits]
+        return hits
+
+    def ensure_synced(self, wait: bool = True) -> bool:
+        """Sync the index with the files once per process.
+
+        Returns False, without waiting, when another thread is syncing and ``wait`` is False.
+        """
+        if self._synced:
+            return True
+        if not wait and self._syncing:
+            return False
+        with self._sync_lock:
+            if not self._synced:
+                self._syncing = True
+                try:
+                    self.sync_index()
+                    self._synced = True
+                finally:
+                    self._syncing = False
+        return True
+
+    def catalog(self, filters: Filters | None = None) -> list[DocInfo]:
+        """Index records of memories (fast; no file reads), filtered."""
+        self.ensure_synced(wait=False)
+        self.index.store.refresh()
+        filters = filters or Filters()
+        return [d for d in self.index.store.docs.values() if filters.accepts(d)]
 
     def recall(
         self, query: str, k: int = 8, filters: Filters | None = None, mode: str = "hybrid"
@@ -551,7 +728,7 @@ class MemoryService:
             out.append(
                 {
                     **memory.summary(),
-                    "meta": _jsonable(memory.meta),
+                    "meta": jsonable(memory.meta),
                     "body": memory.body,
                     "history": [c.brief() | {"path": p} for c, p in history],
                 }
@@ -638,6 +815,10 @@ def snippet(body: str, query: str, width: int = 240) -> str:
     return best if len(best) <= width else best[: width - 3] + "..."
 
 
+def _neg(value: str | None) -> str:
+    return "".join(chr(0x7F - ord(c)) for c in (value or ""))
+
+
 def _default_folder(memory_type: str, now: dt.datetime) -> str:
     if memory_type == "episode":
         return f"episodes/{now.year:04d}"
@@ -689,7 +870,12 @@ def _clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _sort_key(sort: str) -> Callable[[Memory], Any]:
+def sort_memories(items: Sequence[T], sort: str) -> list[T]:
+    """Memories or index records by updated/created/importance (newest first) or path."""
+    return sorted(items, key=_sort_key(sort), reverse=sort != "path")
+
+
+def _sort_key(sort: str) -> Callable[[Any], Any]:
     if sort == "path":
         return lambda m: m.path
     if sort == "importance":
@@ -699,16 +885,6 @@ def _sort_key(sort: str) -> Callable[[Memory], Any]:
     if sort == "updated":
         return lambda m: m.updated or ""
     raise InvalidInputError(f"sort must be updated, created, importance or path, not {sort!r}")
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (dt.date, dt.datetime)):
-        return value.isoformat()
-    return value
 
 
 __all__ = ["MEMORY_TYPES", "ChangeEvent", "Filters", "MemoryService", "create_vault"]

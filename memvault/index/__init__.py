@@ -229,6 +229,17 @@ class Index:
             for r in ranked_hits
         ]
 
+    def nearest(self, text: str, k: int = 5) -> list[tuple[DocInfo, float]]:
+        """Memories whose stored vectors are closest to ``text`` embedded as a passage."""
+        embedder = self.loader.get()
+        if embedder is None:
+            return []
+        self.store.refresh()
+        vector = embedder.embed_passages([text])[0]
+        sims = self.store.similarities(vector)
+        best = sorted(sims, key=lambda i: -sims[i])[:k]
+        return [(self.store.docs[i], sims[i]) for i in best if i in self.store.docs]
+
     def status(self) -> dict[str, Any]:
         self.store.refresh()
         state = {

@@ -218,6 +218,23 @@ class Store:
         best = np.maximum.reduceat(scores, starts)
         return dict(zip(owners, best.tolist(), strict=True))
 
+    def pairs_above(self, threshold: float, block: int = 512) -> list[tuple[str, str, float]]:
+        """Pairs of memories whose first chunks have cosine >= ``threshold`` (blockwise)."""
+        with self._lock:
+            owners = list(self._vectors)
+            firsts = np.vstack([self._vectors[o][0] for o in owners]) if owners else None
+        if firsts is None:
+            return []
+        pairs = []
+        for start in range(0, len(owners), block):
+            scores = firsts[start : start + block] @ firsts.T
+            rows, cols = np.nonzero(scores >= threshold)
+            for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+                i = start + r
+                if i < c:
+                    pairs.append((owners[i], owners[c], float(scores[r, c])))
+        return pairs
+
     def _build_matrix(self) -> None:
         owners = list(self._vectors)
         if not owners:

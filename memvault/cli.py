@@ -1,0 +1,472 @@
+"""Command line: a thin click adapter over MemoryService. The only module that prints."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from . import __version__
+from .config import default_vault_path, load_settings
+from .errors import MemvaultError
+from .models import Memory, jsonable
+
+log = logging.getLogger("memvault")
+
+
+@dataclass
+class Ctx:
+    vault: Path
+    json: bool
+    debug: bool
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(1)
+
+
+@contextmanager
+def _errors(ctx: Ctx) -> Iterator[None]:
+    """One line on stderr and exit 1 for every error, a traceback only with --debug."""
+    try:
+        yield
+    except MemvaultError as exc:
+        if ctx.debug:
+            raise
+        _fail(str(exc))
+    except (OSError, ValueError) as exc:
+        if ctx.debug:
+            raise
+        _fail(f"{type(exc).__name__}: {exc}")
+
+
+def _emit(ctx: Ctx, data: Any, human: Callable[[], None]) -> None:
+    if ctx.json:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    else:
+        human()
+
+
+def _service(ctx: Ctx, recover: bool = True, embedder: bool = True) -> Any:
+    from .service import MemoryService
+
+    settings = load_settings(ctx.vault)
+    return MemoryService.open(ctx.vault, settings, recover=recover, load_embedder=embedder)
+
+
+def _split(value: str | None) -> tuple[str, ...]:
+    return tuple(v.strip() for v in (value or "").split(",") if v.strip())
+
+
+pass_ctx = click.make_pass_decorator(Ctx)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--vault",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Vault folder (default: $MEMVAULT_VAULT, else ~/.local/share/memvault/vault).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
+@click.option("--debug", is_flag=True, help="Verbose logs and tracebacks.")
+@click.version_option(__version__, prog_name="memvault")
+@click.pass_context
+def cli(click_ctx: click.Context, vault: Path | None, as_json: bool, debug: bool) -> None:
+    """memvault: long-term memory for AI agents, as a git-backed Markdown vault."""
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.DEBUG if debug else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    click_ctx.obj = Ctx((vault or default_vault_path()).expanduser(), as_json, debug)
+
+
+@cli.command()
+@click.argument("path", required=False, type=click.Path(path_type=Path))
+@pass_ctx
+def init(ctx: Ctx, path: Path | None) -> None:
+    """Create a vault from the template (git init + first commit)."""
+    from .service import create_vault
+
+    target = (path or ctx.vault).expanduser()
+    with _errors(ctx):
+        created = create_vault(target)
+    state = "created" if created else "exists"
+    _emit(
+        ctx,
+        {"vault": str(target.resolve()), "state": state},
+        lambda: click.echo(
+            f"{'Created vault' if created else 'Vault already exists'} at {target.resolve()}"
+        ),
+    )
+
+
+@cli.command()
+@click.argument("text")
+@click.option("--type", "type_", default="note", show_default=True, help="Memory type.")
+@click.option("--tags", default="", help="Comma-separated tags.")
+@click.option("--importance", type=float, default=0.5, show_default=True)
+@click.option("--confidence", type=float, default=1.0, show_default=True)
+@click.option("--title", default=None)
+@click.option("--folder", default=None, help="Folder in the vault (default: by type).")
+@click.option("--scope", default="", help="Comma-separated scope labels.")
+@pass_ctx
+def add(
+    ctx: Ctx,
+    text: str,
+    type_: str,
+    tags: str,
+    importance: float,
+    confidence: float,
+    title: str | None,
+    folder: str | None,
+    scope: str,
+) -> None:
+    """Remember TEXT as a new memory (one commit)."""
+    with _errors(ctx):
+        service = _service(ctx)
+        result = service.remember(
+            text,
+            type=type_,
+            tags=_split(tags),
+            importance=importance,
+            confidence=confidence,
+            title=title,
+            folder=folder,
+            scope=_split(scope),
+            source="user",
+        )
+    data = {**result.memory.summary(), "commit": result.commit, "action": result.action}
+    _emit(
+        ctx, data, lambda: click.echo(f"{result.action} {result.memory.path} ({result.memory.id})")
+    )
+
+
+@cli.command()
+@click.argument("query")
+@click.option("-k", "k", default=8, show_default=True, help="How many results.")
+@click.option("--type", "types", default="", help="Comma-separated types to keep.")
+@click.option("--tags", default="", help="Comma-separated tags that must all be present.")
+@click.option("--folder", default=None)
+@click.option("--mode", type=click.Choice(["hybrid", "bm25", "vector"]), default="hybrid")
+@click.option("--include-archived", is_flag=True, help="Also search archived/superseded.")
+@click.option("--explain", is_flag=True, help="Show why each result ranked where it did.")
+@pass_ctx
+def search(
+    ctx: Ctx,
+    query: str,
+    k: int,
+    types: str,
+    tags: str,
+    folder: str | None,
+    mode: str,
+    include_archived: bool,
+    explain: bool,
+) -> None:
+    """Hybrid search (BM25 + vectors + recency/importance)."""
+    from .service import Filters
+
+    filters = Filters(
+        types=_split(types), tags=_split(tags), folder=folder, include_archived=include_archived
+    )
+    with _errors(ctx):
+        results = _service(ctx).recall(query, k=k, filters=filters, mode=mode)
+
+    def human() -> None:
+        if not results:
+            click.echo("no results")
+        for n, r in enumerate(results, 1):
+            click.echo(f"{n:>2}. {r['score']:.3f}  {r['title']}  [{r['type']}] {r['path']}")
+            click.echo(f"      {r['snippet']}")
+            if explain:
+                click.echo(f"      why: {json.dumps(r['why'], ensure_ascii=False)}")
+
+    _emit(ctx, results, human)
+
+
+@cli.command()
+@click.argument("id_or_path")
+@pass_ctx
+def show(ctx: Ctx, id_or_path: str) -> None:
+    """A memory with its metadata."""
+    with _errors(ctx):
+        memory = _service(ctx, embedder=False).get(id_or_path)
+    data = {**memory.summary(), "meta": jsonable(memory.meta), "body": memory.body}
+    if memory.problems:
+        data["problems"] = list(memory.problems)
+
+    def human() -> None:
+        click.echo(f"{memory.title}\n  id: {memory.id}\n  path: {memory.path}")
+        click.echo(
+            f"  type: {memory.type}  status: {memory.status}  tags: {', '.join(memory.tags)}"
+        )
+        click.echo(f"  importance: {memory.importance}  confidence: {memory.confidence}")
+        click.echo(f"  created: {memory.created}  updated: {memory.updated}")
+        for problem in memory.problems:
+            click.echo(f"  problem: {problem}")
+        click.echo("")
+        click.echo(memory.body.rstrip())
+
+    _emit(ctx, data, human)
+
+
+@cli.command(name="list")
+@click.option("--type", "types", default="", help="Comma-separated types.")
+@click.option("--tags", default="", help="Comma-separated tags that must all be present.")
+@click.option("--folder", default=None)
+@click.option("--limit", type=int, default=None)
+@click.option(
+    "--sort", type=click.Choice(["updated", "created", "importance", "path"]), default="updated"
+)
+@click.option("--include-archived", is_flag=True)
+@pass_ctx
+def list_(
+    ctx: Ctx,
+    types: str,
+    tags: str,
+    folder: str | None,
+    limit: int | None,
+    sort: str,
+    include_archived: bool,
+) -> None:
+    """Memories, newest first; unreadable files are reported on stderr."""
+    from .service import Filters
+
+    filters = Filters(
+        types=_split(types), tags=_split(tags), folder=folder, include_archived=include_archived
+    )
+    with _errors(ctx):
+        service = _service(ctx, embedder=False)
+        memories = service.list_memories(filters, sort=sort, limit=limit)
+        problems = service.problems()
+    for problem in problems:
+        click.echo(f"warning: {problem.message}", err=True)
+    _emit(ctx, [m.summary() for m in memories], lambda: _print_memories(memories))
+
+
+def _print_memories(memories: list[Memory]) -> None:
+    if not memories:
+        click.echo("no memories")
+    for m in memories:
+        day = (m.updated or "")[:10]
+        click.echo(f"{day}  {m.type:<10}  {m.id}  {m.path}")
+
+
+@cli.command(name="log")
+@click.argument("id_or_path", required=False)
+@click.option("--limit", type=int, default=None)
+@pass_ctx
+def log_(ctx: Ctx, id_or_path: str | None, limit: int | None) -> None:
+    """History of the vault, or of one memory (following renames)."""
+    with _errors(ctx):
+        commits = _service(ctx, embedder=False).log(id_or_path, limit=limit)
+
+    def human() -> None:
+        for c in commits:
+            where = f"  ({c.path})" if c.path else ""
+            click.echo(f"{c.sha[:10]}  {c.date[:19]}  {c.author:<12} {c.subject}{where}")
+
+    _emit(ctx, [c.brief() for c in commits], human)
+
+
+@cli.command()
+@click.argument("id_or_path")
+@click.argument("rev")
+@pass_ctx
+def revert(ctx: Ctx, id_or_path: str, rev: str) -> None:
+    """Restore a memory as it was at REV (a new commit; nothing is lost)."""
+    with _errors(ctx):
+        result = _service(ctx).revert(id_or_path, rev)
+    data = {**result.memory.summary(), "commit": result.commit, "action": result.action}
+    _emit(ctx, data, lambda: click.echo(f"reverted {result.memory.path} to {rev[:10]}"))
+
+
+@cli.command()
+@click.argument("id_or_path")
+@click.option("--delete", "mode", flag_value="delete", help="Delete the file (history keeps it).")
+@click.option("--purge", "mode", flag_value="purge", help="Erase it from all git history.")
+@click.option("--reason", default=None)
+@pass_ctx
+def forget(ctx: Ctx, id_or_path: str, mode: str | None, reason: str | None) -> None:
+    """Archive a memory (default, reversible); --delete or --purge to go further."""
+    from .history import CLONE_WARNING
+
+    with _errors(ctx):
+        result = _service(ctx).forget(id_or_path, mode or "archive", reason)
+    data = {**result.memory.summary(), "commit": result.commit, "action": result.action}
+    if result.action == "purged":
+        data["warning"] = CLONE_WARNING
+        click.echo(f"warning: {result.memory.id} {CLONE_WARNING}", err=True)
+    _emit(ctx, data, lambda: click.echo(f"{result.action} {result.memory.path}"))
+
+
+@cli.command(name="import")
+@click.argument("source", type=click.Path(exists=True, path_type=Path))
+@pass_ctx
+def import_(ctx: Ctx, source: Path) -> None:
+    """Import a folder of Markdown files or a JSONL of memories (one commit)."""
+    with _errors(ctx):
+        service = _service(ctx)
+        with click.progressbar(length=1, label="indexing", file=sys.stderr) as bar:
+            result = service.import_path(source, progress=_progress(bar))
+    _emit(ctx, result, lambda: click.echo(f"imported {result['imported']} memories"))
+
+
+@cli.command()
+@click.option("--full", is_flag=True, help="Drop the index and rebuild it from the files.")
+@pass_ctx
+def reindex(ctx: Ctx, full: bool) -> None:
+    """Bring the index up to date with the files (only changed files unless --full)."""
+    with _errors(ctx):
+        service = _service(ctx)
+        if full:
+            service.reset_index()
+        with click.progressbar(length=1, label="indexing", file=sys.stderr) as bar:
+            count = service.sync_index(progress=_progress(bar))
+        state = service.index.status()
+    _emit(ctx, {"indexed": count, "index": state}, lambda: click.echo(f"indexed {count} file(s)"))
+
+
+def _progress(bar: Any) -> Callable[[int, int], None]:
+    def update(done: int, total: int) -> None:
+        bar.length = max(total, 1)
+        bar.update(done - bar.pos)
+
+    return update
+
+
+@cli.command()
+@pass_ctx
+def doctor(ctx: Ctx) -> None:
+    """Report malformed files, duplicate ids, uncommitted changes, git and index trouble."""
+    from .doctor import run_checks
+    from .history import History
+    from .vault import Vault
+
+    with _errors(ctx):
+        if not ctx.vault.is_dir():
+            _fail(f"no vault at {ctx.vault}: create one with `memvault init`")
+        settings = load_settings(ctx.vault)
+        vault = Vault(ctx.vault, settings.max_file_bytes)
+        problems = run_checks(vault, History(vault.root))
+    data = [p.__dict__ for p in problems]
+
+    def human() -> None:
+        if not problems:
+            click.echo(f"ok: no problems found in {vault.root}")
+        for p in problems:
+            click.echo(f"{p.kind:<13} {p.message}")
+
+    _emit(ctx, {"vault": str(vault.root), "problems": data}, human)
+    if any(p.kind == "git" for p in problems):
+        sys.exit(1)
+
+
+@cli.command()
+@pass_ctx
+def status(ctx: Ctx) -> None:
+    """Counts, index state, embedder, last commits."""
+    with _errors(ctx):
+        service = _service(ctx)
+        service.index.loader.get(timeout=30)
+        data = service.status()
+
+    def human() -> None:
+        click.echo(f"vault: {data['vault']}")
+        types = ", ".join(f"{k} {v}" for k, v in data["by_type"].items()) or "none"
+        click.echo(f"memories: {data['memories']} ({types}); archived {data['archived']}")
+        click.echo(f"problems: {data['problems']}  uncommitted: {data['uncommitted']}")
+        idx = data["index"]
+        reason = f": {idx['reason']}" if idx.get("reason") else ""
+        click.echo(
+            f"index: {idx['memories']} indexed, {idx['with_vectors']} with vectors; "
+            f"embedder {idx['embedder']} ({idx['state']}{reason})"
+        )
+        for c in data["last_commits"]:
+            click.echo(f"  {c['commit'][:10]} {c['date'][:19]} {c['subject']}")
+
+    _emit(ctx, data, human)
+
+
+@cli.command()
+@click.option(
+    "--out", type=click.Path(path_type=Path), default=None, help="File (default: stdout)."
+)
+@pass_ctx
+def export(ctx: Ctx, out: Path | None) -> None:
+    """Every memory with metadata and history, as JSON."""
+    with _errors(ctx):
+        data = _service(ctx, embedder=False).export()
+        text = json.dumps(data, ensure_ascii=False, indent=2)
+        if out:
+            out.write_text(text + "\n", encoding="utf-8")
+            click.echo(f"exported {len(data['memories'])} memories to {out}", err=True)
+        else:
+            click.echo(text)
+
+
+@cli.command()
+@click.option("--http", "use_http", is_flag=True, help="Streamable HTTP instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8765, show_default=True, type=int)
+@click.option("--token", default=None, envvar="MEMVAULT_TOKEN", help="Bearer token for HTTP.")
+@click.option("--init/--no-init", "create", default=True, help="Create the vault when missing.")
+@click.option("--watch/--no-watch", default=True, help="Watch the vault for edits by people.")
+@pass_ctx
+def serve(
+    ctx: Ctx, use_http: bool, host: str, port: int, token: str | None, create: bool, watch: bool
+) -> None:
+    """Serve the vault to MCP hosts (stdio by default) with the watcher running."""
+    from .server import serve as run_server
+
+    with _errors(ctx):
+        if create and not (ctx.vault / ".git").exists():
+            from .service import create_vault
+
+            create_vault(ctx.vault)
+        run_server(ctx.vault, http=use_http, host=host, port=port, token=token, watch=watch)
+
+
+@cli.command()
+@pass_ctx
+def connect(ctx: Ctx) -> None:
+    """Print how an MCP host connects to this vault (command line and config snippet)."""
+    _emit(ctx, host_config(ctx.vault), lambda: click.echo(connect_text(ctx.vault)))
+
+
+def host_config(vault: Path) -> dict[str, Any]:
+    exe = Path(sys.executable).parent / "memvault"
+    command = str(exe) if exe.exists() else "memvault"
+    return {
+        "mcpServers": {
+            "memvault": {"command": command, "args": ["--vault", str(vault.resolve()), "serve"]}
+        }
+    }
+
+
+def connect_text(vault: Path) -> str:
+    config = host_config(vault)
+    entry = config["mcpServers"]["memvault"]
+    line = " ".join([entry["command"], *entry["args"]])
+    return (
+        f"vault: {vault.resolve()}\n"
+        f"stdio command: {line}\n"
+        "host config (Claude Desktop, Cursor, ...):\n" + json.dumps(config, indent=2)
+    )
+
+
+def main() -> None:
+    cli(prog_name="memvault")
+
+
+if __name__ == "__main__":
+    main()

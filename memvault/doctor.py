@@ -1,0 +1,54 @@
+"""Health checks of a vault: files, ids, git, index. Reports; never repairs silently."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .history import History, git_available
+from .models import Problem
+from .vault import Vault
+
+
+def check_git(root: Path) -> list[Problem]:
+    if not git_available():
+        return [Problem("", "git", "git is not installed or not on PATH: install git")]
+    if not History(root).is_repo():
+        return [Problem("", "git", f"{root} is not a git repository: run `memvault init {root}`")]
+    return []
+
+
+def check_files(vault: Vault) -> list[Problem]:
+    """Unreadable/malformed files and ids used by more than one file."""
+    memories, problems = vault.scan()
+    seen: dict[str, str] = {}
+    for memory in memories:
+        if memory.id_derived:
+            continue
+        if memory.id in seen:
+            problems.append(
+                Problem(
+                    memory.path,
+                    "duplicate_id",
+                    f"{memory.path} has the same id {memory.id} as {seen[memory.id]}: "
+                    "give one of them a new id (delete its `id:` line) or remove the copy",
+                )
+            )
+        else:
+            seen[memory.id] = memory.path
+    return problems
+
+
+def check_uncommitted(history: History) -> list[Problem]:
+    return [
+        Problem(
+            path, "uncommitted", f"{path} has changes not committed yet (committed on next start)"
+        )
+        for path in history.uncommitted()
+    ]
+
+
+def run_checks(vault: Vault, history: History) -> list[Problem]:
+    problems = check_git(vault.root)
+    if problems:
+        return problems + check_files(vault)
+    return check_files(vault) + check_uncommitted(history)

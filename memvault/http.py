@@ -1,0 +1,71 @@
+"""Streamable HTTP transport: loopback by default, Origin checked, bearer token enforced."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+
+log = logging.getLogger(__name__)
+
+
+class BearerTokenMiddleware:
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            given = headers.get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                await _reject(send, 401, b"missing or wrong bearer token")
+                return
+        await self.app(scope, receive, send)
+
+
+async def _reject(send: Any, status: int, message: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")],
+        }
+    )
+    await send({"type": "http.response.body", "body": message})
+
+
+def security(host: str, port: int) -> TransportSecuritySettings:
+    """Only local Origins (and Host headers) are accepted: no DNS-rebinding from web pages."""
+    hosts = {host, "127.0.0.1", "localhost", "[::1]"}
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{h}:{port}" for h in hosts] + list(hosts),
+        allowed_origins=[f"http://{h}:{port}" for h in hosts] + [f"http://{h}" for h in hosts],
+    )
+
+
+def http_app(mcp: MCPServer, host: str, port: int, token: str | None) -> Any:
+    app: Any = mcp.streamable_http_app(transport_security=security(host, port), host=host)
+    return BearerTokenMiddleware(app, token) if token else app
+
+
+def run_http(mcp: MCPServer, host: str, port: int, token: str | None) -> None:
+    import uvicorn
+
+    config = uvicorn.Config(
+        http_app(mcp, host, port, token),
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="on",
+    )
+    log.warning(
+        "MCP endpoint: http://%s:%d/mcp%s", host, port, " (bearer token required)" if token else ""
+    )
+    uvicorn.Server(config).run()

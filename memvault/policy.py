@@ -1,0 +1,161 @@
+"""Lifecycle policies: pure verdicts on values, similarities and ages."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Protocol
+
+# Acknowledgements and filler that carry nothing worth remembering.
+TRIVIAL = frozenset(
+    {
+        "ok",
+        "okay",
+        "k",
+        "kk",
+        "yes",
+        "no",
+        "yep",
+        "nope",
+        "sure",
+        "thanks",
+        "thank you",
+        "thx",
+        "ty",
+        "cool",
+        "great",
+        "nice",
+        "got it",
+        "done",
+        "hi",
+        "hello",
+        "hey",
+        "bye",
+        "lol",
+        "hmm",
+        "alright",
+        "fine",
+        "good",
+        "noted",
+        "agreed",
+        "right",
+        "好",
+        "好的",
+        "嗯",
+        "嗯嗯",
+        "是",
+        "是的",
+        "对",
+        "对的",
+        "谢谢",
+        "多谢",
+        "收到",
+        "明白",
+        "知道了",
+        "行",
+        "可以",
+        "没问题",
+        "哈哈",
+        "你好",
+        "再见",
+    }
+)
+DUPLICATE_COSINE = 0.95  # at or above: the same memory written twice
+RELATED_COSINE = 0.85  # at or above (same type): may update or contradict an existing memory
+_NEGATION = re.compile(
+    r"\b(not|no|never|don't|doesn't|didn't|isn't|aren't|won't|stopped|no longer|dislikes?|hates?)\b"
+    r"|不|没|别|讨厌",
+    re.IGNORECASE,
+)
+
+
+def normalise(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).lower()
+    return re.sub(r"[\W_]+", " ", text).strip()
+
+
+def triviality(content: str) -> str | None:
+    """Why ``content`` is not worth remembering, or None when it is."""
+    norm = normalise(content)
+    if not norm:
+        return "content has no words: say what should be remembered"
+    if norm in TRIVIAL:
+        return (
+            f"{content.strip()!r} is an acknowledgement, not a memory: "
+            "store facts, preferences or decisions"
+        )
+    if len(norm) < 4 and not re.search(r"[\u4e00-\u9fff]{2,}", norm):
+        return f"{content.strip()!r} is too short to be useful later: write a full sentence"
+    return None
+
+
+@dataclass(frozen=True)
+class Similar:
+    id: str
+    path: str
+    title: str
+    cosine: float
+    relation: str  # duplicate | possible_contradiction | related
+
+
+def relation(new_text: str, old_text: str, cosine: float, same_type: bool) -> str | None:
+    """How an existing memory relates to a new one, or None when it is unrelated."""
+    if normalise(new_text) == normalise(old_text) or cosine >= DUPLICATE_COSINE:
+        return "duplicate"
+    if cosine >= RELATED_COSINE and same_type:
+        negated_new = bool(_NEGATION.search(new_text))
+        negated_old = bool(_NEGATION.search(old_text))
+        return "possible_contradiction" if negated_new != negated_old else "related"
+    return None
+
+
+def is_expired(expires: str | None, now: dt.datetime) -> bool:
+    if not expires:
+        return False
+    try:
+        moment = dt.datetime.fromisoformat(str(expires))
+    except ValueError:
+        return False
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=now.tzinfo or dt.UTC)
+    return moment < now
+
+
+FORGET_AFTER_DAYS = 180
+FORGET_BELOW_CONFIDENCE = 0.6
+CORE_IMPORTANCE = 0.9
+
+
+class Forgettable(Protocol):
+    @property
+    def type(self) -> str: ...
+    @property
+    def importance(self) -> float: ...
+    @property
+    def confidence(self) -> float: ...
+    @property
+    def updated(self) -> str | None: ...
+
+
+def forget_verdict(doc: Forgettable, now: dt.datetime, expires: str | None) -> str | None:
+    """Why a memory should be archived by policy, or None. Core memories never are."""
+    if doc.importance >= CORE_IMPORTANCE:
+        return None
+    if doc.type == "task" and is_expired(expires, now):
+        return f"task context expired on {expires}"
+    if doc.confidence < FORGET_BELOW_CONFIDENCE and doc.updated:
+        try:
+            when = dt.datetime.fromisoformat(doc.updated)
+        except ValueError:
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.UTC)
+        age = (now - when).days
+        if age >= FORGET_AFTER_DAYS:
+            return (
+                f"unchanged for {age} days with confidence {doc.confidence:.2f} "
+                f"(< {FORGET_BELOW_CONFIDENCE}): archive; it stays in archive/ and git"
+            )
+    return None
