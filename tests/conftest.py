@@ -1,0 +1,33 @@
+"""Shared fixtures: real vaults in tmp_path (real git, real Whoosh, real embeddings)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memvault.config import Settings
+from memvault.service import MemoryService, create_vault
+
+
+@pytest.fixture
+def vault_path(tmp_path: Path) -> Path:
+    path = tmp_path / "vault"
+    create_vault(path)
+    return path
+
+
+@pytest.fixture
+def service(vault_path: Path) -> Iterator[MemoryService]:
+    svc = MemoryService.open(vault_path, Settings())
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
+def text_only(vault_path: Path) -> Iterator[MemoryService]:
+    """A service without an embedder (full text only)."""
+    svc = MemoryService.open(vault_path, Settings(embedder="none"))
+    yield svc
+    svc.close()

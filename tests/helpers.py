@@ -1,0 +1,41 @@
+"""Helpers shared by tests: real git and the real command line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def git(vault: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    out = subprocess.run(
+        ["git", *args], cwd=vault, capture_output=True, text=True, check=True, env=env
+    )
+    return out.stdout
+
+
+def commit_count(vault: Path) -> int:
+    return int(git(vault, "rev-list", "--count", "HEAD").strip())
+
+
+def run_memvault(
+    *args: str,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    input_text: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """The real command line in a subprocess."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "memvault.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        input=input_text,
+        timeout=120,
+    )

@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memvault import frontmatter
+from memvault.errors import MalformedMemoryError
+
+HAND_MADE = """---
+# my own notes about this memory
+zeta: keep me   # odd order on purpose
+type: preference  # what kind
+tags:
+  - formatting
+  - reports
+custom:
+  nested: [1, 2]
+
+importance: 0.7
+---
+# Report style
+
+Tables, not bullets. See [[report-style]].
+"""
+
+
+def test_an_unchanged_document_renders_byte_for_byte() -> None:
+    doc = frontmatter.parse(HAND_MADE)
+    assert frontmatter.render(doc) == HAND_MADE
+
+
+def test_changing_one_key_keeps_comments_unknown_keys_order_and_body() -> None:
+    doc = frontmatter.parse(HAND_MADE)
+    out = frontmatter.render(doc, {"importance": 0.9, "type": "fact"})
+    assert "# my own notes about this memory" in out
+    assert "zeta: keep me   # odd order on purpose" in out
+    assert "type: fact  # what kind" in out  # the inline comment survives the new value
+    assert "custom:\n  nested: [1, 2]\n" in out
+    assert out.index("zeta") < out.index("type") < out.index("tags") < out.index("importance")
+    assert out.endswith("# Report style\n\nTables, not bullets. See [[report-style]].\n")
+    assert frontmatter.parse(out).meta["importance"] == 0.9
+
+
+def test_a_block_list_is_replaced_whole_and_new_keys_are_appended() -> None:
+    doc = frontmatter.parse(HAND_MADE)
+    out = frontmatter.render(doc, {"tags": ["a", "b"], "status": "archived"})
+    meta = frontmatter.parse(out).meta
+    assert meta["tags"] == ["a", "b"]
+    assert "  - formatting" not in out
+    assert list(meta)[-1] == "status"
+
+
+def test_deleting_a_key_removes_its_whole_block() -> None:
+    out = frontmatter.render(frontmatter.parse(HAND_MADE), {"custom": frontmatter.DELETE})
+    assert "nested" not in out and "custom" not in frontmatter.parse(out).meta
+
+
+def test_crlf_and_bom_survive_a_rewrite() -> None:
+    text = "\ufeff---\r\ntype: fact\r\n---\r\nbody line\r\n"
+    out = frontmatter.render(frontmatter.parse(text), {"importance": 0.5})
+    assert out.startswith("\ufeff---\r\n") and "\r\nimportance: 0.5\r\n" in out
+    assert out.endswith("body line\r\n")
+
+
+def test_a_file_without_frontmatter_gets_one_only_when_changed() -> None:
+    doc = frontmatter.parse("# Just a note\n")
+    assert frontmatter.render(doc) == "# Just a note\n"
+    out = frontmatter.render(doc, {"id": "p-123456789abc"})
+    assert out == "---\nid: p-123456789abc\n---\n# Just a note\n"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["---\nkey: [unclosed\n---\nbody", "---\n- just\n- a list\n---\nbody", "---\na: b: c\n---\n"],
+)
+def test_malformed_frontmatter_raises_a_clear_error(text: str) -> None:
+    with pytest.raises(MalformedMemoryError, match="fix"):
+        frontmatter.parse(text)
+
+
+def test_datetimes_render_as_plain_iso_timestamps() -> None:
+    moment = dt.datetime(2026, 11, 30, 10, 30, tzinfo=dt.timezone(dt.timedelta(hours=8)))
+    out = frontmatter.new_file({"created": moment, "tags": ["x y", "数据库"]}, "body\n")
+    assert "created: 2026-11-30T10:30:00+08:00\n" in out
+    assert "tags: [x y, 数据库]\n" in out
+    assert frontmatter.parse(out).meta["created"] == moment
+
+
+keys = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=12)
+scalars = st.one_of(
+    st.integers(-1000, 1000),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.booleans(),
+    st.text(max_size=40),
+    st.none(),
+)
+values = st.one_of(scalars, st.lists(scalars, max_size=4))
+
+
+@given(st.dictionaries(keys, values, max_size=6), keys, values, st.text(max_size=200))
+def test_any_change_round_trips_and_leaves_other_keys_alone(
+    meta: dict[str, object], key: str, value: object, body: str
+) -> None:
+    body = body.replace("\r", "").replace("\x00", "")
+    text = frontmatter.new_file(meta, body)
+    doc = frontmatter.parse(text)
+    assert doc.meta == yaml.safe_load(yaml.safe_dump(meta))
+    out = frontmatter.parse(frontmatter.render(doc, {key: value}))
+    expected = {**doc.meta, key: yaml.safe_load(yaml.safe_dump({key: value}))[key]}
+    assert out.meta == expected
+    assert out.body == doc.body
