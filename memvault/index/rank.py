@@ -54,7 +54,16 @@ def recency(when: dt.datetime | None, now: dt.datetime, rate: float) -> float:
     return 1.0 if age <= 0 else math.exp(-rate * age)
 
 
+def _by_max(values: dict[str, float]) -> dict[str, float]:
+    """BM25 / best BM25: 0 stays "no match", near-ties stay near-ties."""
+    top = max(values.values(), default=0.0)
+    return (
+        {k: max(0.0, v) / top for k, v in values.items()} if top > 0 else dict.fromkeys(values, 0.0)
+    )
+
+
 def _normalised(values: dict[str, float]) -> dict[str, float]:
+    """Min-max over the candidates: cosines of one model cluster in a narrow band."""
     if not values:
         return {}
     top = max(values.values())
@@ -75,8 +84,10 @@ def rank(candidates: list[Candidate], weights: Weights, now: dt.datetime) -> lis
     """Score every candidate; best first (ties broken by id for a stable order)."""
     kw_raw = {c.id: c.keyword for c in candidates if c.keyword is not None}
     vec_raw = {c.id: c.vector for c in candidates if c.vector is not None}
-    norm = _rrf if weights.fusion == "rrf" else _normalised
-    kw, vec = norm(kw_raw), norm(vec_raw)
+    if weights.fusion == "rrf":
+        kw, vec = _rrf(kw_raw), _rrf(vec_raw)
+    else:
+        kw, vec = _by_max(kw_raw), _normalised(vec_raw)
     w_kw = weights.keyword if kw_raw else 0.0
     w_vec = weights.vector if vec_raw else 0.0
     # a missing leg (no vectors yet, or a one-leg mode) hands its weight to the other

