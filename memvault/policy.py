@@ -8,6 +8,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Protocol
 
+from .index.text import tokens
+
 # Acknowledgements and filler that carry nothing worth remembering.
 TRIVIAL = frozenset(
     {
@@ -62,8 +64,12 @@ TRIVIAL = frozenset(
         "再见",
     }
 )
-DUPLICATE_COSINE = 0.95  # at or above: the same memory written twice
-RELATED_COSINE = 0.85  # at or above (same type): may update or contradict an existing memory
+# Calibrated on multilingual-e5-small, whose cosines sit high: a contradiction ("likes" /
+# "does not like") scores 0.96, a changed time ("6pm" / "7pm") 0.975, a paraphrase 0.97.
+# So cosine alone never calls two memories duplicates: the words must match too.
+DUPLICATE_COSINE = 0.97
+DUPLICATE_JACCARD = 0.8
+RELATED_COSINE = 0.93  # at or above (same type): may update or contradict an existing memory
 _NEGATION = re.compile(
     r"\b(not|no|never|don't|doesn't|didn't|isn't|aren't|won't|stopped|no longer|dislikes?|hates?)\b"
     r"|不|没|别|讨厌",
@@ -100,14 +106,21 @@ class Similar:
     relation: str  # duplicate | possible_contradiction | related
 
 
+def jaccard(a: str, b: str) -> float:
+    ta, tb = set(tokens(a)), set(tokens(b))
+    return len(ta & tb) / len(ta | tb) if ta | tb else 1.0
+
+
 def relation(new_text: str, old_text: str, cosine: float, same_type: bool) -> str | None:
     """How an existing memory relates to a new one, or None when it is unrelated."""
-    if normalise(new_text) == normalise(old_text) or cosine >= DUPLICATE_COSINE:
+    negation_differs = bool(_NEGATION.search(new_text)) != bool(_NEGATION.search(old_text))
+    if normalise(new_text) == normalise(old_text):
+        return "duplicate"
+    lexical_twin = jaccard(new_text, old_text) >= DUPLICATE_JACCARD
+    if cosine >= DUPLICATE_COSINE and not negation_differs and lexical_twin:
         return "duplicate"
     if cosine >= RELATED_COSINE and same_type:
-        negated_new = bool(_NEGATION.search(new_text))
-        negated_old = bool(_NEGATION.search(old_text))
-        return "possible_contradiction" if negated_new != negated_old else "related"
+        return "possible_contradiction" if negation_differs else "related"
     return None
 
 

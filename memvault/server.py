@@ -308,7 +308,7 @@ def read_aggregate(service: MemoryService, uri: str) -> str:
             "The user's preferences", _items(service, prefs), "No preferences remembered yet."
         )
     if uri == "memory://recent":
-        recent = sorted(active, key=lambda d: d.updated or "", reverse=True)[:20]
+        recent = sorted(active, key=lambda d: (d.updated or "", d.id), reverse=True)[:20]
         return views.section_view(
             "Recently changed memories", _items(service, recent, 300), "No memories yet."
         )

@@ -555,19 +555,12 @@ class MemoryService:
         now = self.clock()
         docs = {d.id: d for d in self.catalog()}
         proposals: list[dict[str, Any]] = []
-        for a, b, cosine in self.index.store.pairs_above(policy.DUPLICATE_COSINE):
+        for a, b, cosine in self.index.store.pairs_above(policy.RELATED_COSINE):
             if a not in docs or b not in docs or docs[a].type != docs[b].type:
                 continue
-            keep, drop = sorted((docs[a], docs[b]), key=lambda d: (-d.importance, _neg(d.updated)))
-            proposals.append(
-                {
-                    "kind": "merge",
-                    "ids": [keep.id, drop.id],
-                    "paths": [keep.path, drop.path],
-                    "reason": f"near-duplicates (cosine {cosine:.3f}): keep {keep.path}, "
-                    f"mark {drop.path} superseded by it",
-                }
-            )
+            proposal = self._pair_proposal(docs[a], docs[b], cosine)
+            if proposal:
+                proposals.append(proposal)
         for doc in docs.values():
             verdict = policy.forget_verdict(doc, now, self._expires(doc))
             if verdict:
@@ -580,6 +573,39 @@ class MemoryService:
             proposal.update(self._apply(proposal))
         return proposals
 
+    def _pair_proposal(self, a: DocInfo, b: DocInfo, cosine: float) -> dict[str, Any] | None:
+        try:
+            text_a = _strip_title(self.vault.read(a.path).body)
+            text_b = _strip_title(self.vault.read(b.path).body)
+        except MemvaultError:
+            return None
+        verdict = policy.relation(text_a, text_b, cosine, same_type=True)
+        if verdict == "duplicate":
+            keep, drop = sorted((a, b), key=lambda d: (-d.importance, _neg(d.updated)))
+            reason = (
+                f"near-duplicates (cosine {cosine:.3f}): keep {keep.path}, "
+                f"mark {drop.path} superseded by it"
+            )
+            return {
+                "kind": "merge",
+                "ids": [keep.id, drop.id],
+                "paths": [keep.path, drop.path],
+                "reason": reason,
+            }
+        if verdict == "possible_contradiction":
+            new, old = sorted((a, b), key=lambda d: _neg(d.updated))
+            reason = (
+                f"{new.path} seems to contradict the older {old.path}: mark the older one "
+                "superseded (check first; revert if wrong)"
+            )
+            return {
+                "kind": "supersede",
+                "ids": [new.id, old.id],
+                "paths": [new.path, old.path],
+                "reason": reason,
+            }
+        return None
+
     def _expires(self, doc: DocInfo) -> str | None:
         if doc.type != "task":
             return None
@@ -591,7 +617,7 @@ class MemoryService:
 
     def _apply(self, proposal: dict[str, Any]) -> dict[str, Any]:
         try:
-            if proposal["kind"] == "merge":
+            if proposal["kind"] in ("merge", "supersede"):
                 keep, drop = proposal["ids"]
                 result = self.update(drop, fields={"status": "superseded", "superseded_by": keep})
             else:

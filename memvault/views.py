@@ -7,7 +7,7 @@ from typing import Protocol
 
 INDEX_ENTRIES = 50
 INDEX_LINE = 80
-INDEX_BUDGET = 4000
+INDEX_BUDGET = 4100  # 50 lines of 80 characters plus a short header
 SECTION_BUDGET = 8000
 
 
@@ -32,10 +32,13 @@ def _cut(text: str, width: int) -> str:
 def index_view(entries: Sequence[Entry]) -> str:
     """Most important, then most recent first: at most 50 lines of at most 80 characters."""
     ranked = sorted(entries, key=lambda e: (-e.importance, _neg_time(e.updated), e.id))
-    lines = [f"# memvault index ({len(entries)} memories; read memory://note/<path> for one)"]
+    shown = min(len(entries), INDEX_ENTRIES)
+    lines = [f"# memvault index: {shown} of {len(entries)} memories"]
     used = len(lines[0]) + 1
     for entry in ranked[:INDEX_ENTRIES]:
-        line = _cut(f"- [{entry.type}] {entry.title} ({entry.id})", INDEX_LINE)
+        suffix = f" ({entry.id})"
+        head = f"- [{entry.type}] "
+        line = head + _cut(entry.title, INDEX_LINE - len(head) - len(suffix)) + suffix
         if used + len(line) + 1 > INDEX_BUDGET:
             break
         lines.append(line)

@@ -218,8 +218,11 @@ class Store:
         best = np.maximum.reduceat(scores, starts)
         return dict(zip(owners, best.tolist(), strict=True))
 
-    def pairs_above(self, threshold: float, block: int = 512) -> list[tuple[str, str, float]]:
-        """Pairs of memories whose first chunks have cosine >= ``threshold`` (blockwise)."""
+    def pairs_above(
+        self, threshold: float, block: int = 512, limit: int = 1000
+    ) -> list[tuple[str, str, float]]:
+        """The ``limit`` closest pairs of memories whose first chunks have cosine >=
+        ``threshold`` (computed blockwise, never the full n x n matrix)."""
         with self._lock:
             owners = list(self._vectors)
             firsts = np.vstack([self._vectors[o][0] for o in owners]) if owners else None
@@ -233,7 +236,8 @@ class Store:
                 i = start + r
                 if i < c:
                     pairs.append((owners[i], owners[c], float(scores[r, c])))
-        return pairs
+        pairs.sort(key=lambda p: -p[2])
+        return pairs[:limit]
 
     def _build_matrix(self) -> None:
         owners = list(self._vectors)

@@ -1,0 +1,340 @@
+"""The MCP surface in-process (mcp.Client on the server object), both protocol generations."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
+
+from memvault.server import build_server, note_uri, register_legacy_subscriptions
+from memvault.service import MemoryService
+
+from .helpers import git
+
+MODES = ["legacy", "2026-07-28"]
+
+
+def run(
+    service: MemoryService,
+    mode: str,
+    body: Callable[[Client], Awaitable[Any]],
+    **client_kwargs: Any,
+) -> Any:
+    server, _ = build_server(service)
+
+    async def main() -> Any:
+        async with Client(server, mode=mode, **client_kwargs) as client:
+            return await body(client)
+
+    return asyncio.run(main())
+
+
+async def tool(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(name, args)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def tool_error(client: Client, name: str, args: dict[str, Any]) -> str:
+    result = await client.call_tool(name, args)
+    assert result.is_error
+    return str(result.content[0].text)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_tool_has_a_description_schema_and_annotations(
+    service: MemoryService, mode: str
+) -> None:
+    async def body(client: Client) -> None:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == {
+            "remember",
+            "recall",
+            "get_memory",
+            "list_memories",
+            "update_memory",
+            "forget",
+            "memory_history",
+            "memory_diff",
+            "revert_memory",
+            "consolidate",
+            "vault_status",
+        }
+        for t in tools.values():
+            assert t.description and len(t.description) > 40
+            assert t.output_schema is not None and t.annotations is not None
+        assert tools["recall"].annotations.read_only_hint is True
+        assert tools["forget"].annotations.destructive_hint is True
+        assert tools["remember"].annotations.read_only_hint is False
+
+    run(service, mode, body)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_remember_recall_update_history_diff_revert_round_trip(
+    service: MemoryService, mode: str
+) -> None:
+    async def body(client: Client) -> None:
+        made = await tool(
+            client,
+            "remember",
+            {
+                "content": "The user wants weekly reports as Markdown tables.",
+                "type": "preference",
+                "tags": ["reports"],
+                "importance": 0.8,
+                "confidence": 1.0,
+            },
+        )
+        assert made["action"] == "created" and made["uri"] == note_uri(made["path"])
+        found = await tool(client, "recall", {"query": "how should reports look", "k": 3})
+        assert found["results"][0]["id"] == made["id"] and found["results"][0]["why"]
+        got = await tool(client, "get_memory", {"id_or_path": made["id"]})
+        assert "Markdown tables" in got["body"] and got["meta"]["importance"] == 0.8
+        updated = await tool(
+            client,
+            "update_memory",
+            {
+                "id": made["id"],
+                "content": "The user wants weekly reports as bullet lists.",
+                "expected_revision": got["revision"],
+            },
+        )
+        assert updated["previous_revision"] == got["revision"] and updated["commit"]
+        history = await tool(client, "memory_history", {"id": made["id"]})
+        assert [c["op"] for c in history["commits"]] == ["update", "remember"]
+        diff = await tool(client, "memory_diff", {"id": made["id"], "rev": made["commit"]})
+        assert "-The user wants weekly reports as Markdown tables." in diff["diff"]
+        reverted = await tool(client, "revert_memory", {"id": made["id"], "rev": made["commit"]})
+        assert reverted["action"] == "reverted"
+        again = await tool(client, "get_memory", {"id_or_path": made["id"]})
+        assert "Markdown tables" in again["body"]
+
+    run(service, mode, body)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_errors_come_back_as_results_that_say_what_to_do(service: MemoryService, mode: str) -> None:
+    async def body(client: Client) -> None:
+        made = await tool(
+            client, "remember", {"content": "The office closes at 6pm.", "type": "fact"}
+        )
+        stale = (await tool(client, "get_memory", {"id_or_path": made["id"]}))["revision"]
+        await tool(
+            client, "update_memory", {"id": made["id"], "content": "The office closes at 7pm."}
+        )
+        text = await tool_error(
+            client,
+            "update_memory",
+            {
+                "id": made["id"],
+                "content": "8pm",
+                "expected_revision": stale,
+            },
+        )
+        assert "stale_revision" in text and "call get_memory and retry" in text
+        assert "not_found" in await tool_error(
+            client, "get_memory", {"id_or_path": "01NOPE00000000"}
+        )
+        assert "unsafe_path" in await tool_error(
+            client, "get_memory", {"id_or_path": "../../etc/passwd"}
+        )
+        rejected = await tool(client, "remember", {"content": "好的"})
+        assert rejected["action"] == "rejected" and rejected["reason"]
+        dup = await tool(
+            client, "remember", {"content": "The office closes at 7pm.", "type": "fact"}
+        )
+        assert dup["action"] == "duplicate" and dup["similar"][0]["id"] == made["id"]
+
+    run(service, mode, body)
+
+
+def test_list_forget_consolidate_and_status(service: MemoryService) -> None:
+    async def body(client: Client) -> None:
+        ids = []
+        for n in range(3):
+            made = await tool(
+                client,
+                "remember",
+                {
+                    "content": f"Sprint {n} retrospective decided item {n * 11}.",
+                    "type": "fact",
+                },
+            )
+            ids.append(made["id"])
+        page = await tool(client, "list_memories", {"limit": 2})
+        assert page["total"] == 3 and len(page["memories"]) == 2 and page["next_cursor"] == "2"
+        rest = await tool(client, "list_memories", {"limit": 2, "cursor": page["next_cursor"]})
+        assert len(rest["memories"]) == 1 and rest["next_cursor"] is None
+        gone = await tool(client, "forget", {"id": ids[0], "reason": "obsolete"})
+        assert gone["action"] == "archived" and gone["path"].startswith("archive/")
+        assert (await tool(client, "list_memories", {}))["total"] == 2
+        plan = await tool(client, "consolidate", {})
+        assert plan["dry_run"] is True and plan["message"] == "no proposals"
+        status = await tool(client, "vault_status", {})
+        assert status["memories"] == 3 and status["archived"] == 1
+
+    run(service, "legacy", body)
+
+
+def test_consolidate_proposes_then_applies_merges_as_separate_commits(
+    service: MemoryService,
+) -> None:
+    a = service.remember(
+        "The user's favourite editor is Neovim.",
+        type="preference",
+        importance=0.9,
+        check_similar=False,
+    )
+    b = service.remember(
+        "The user's favourite editor is Neovim.",
+        type="preference",
+        importance=0.4,
+        check_similar=False,
+    )
+    assert a.memory and b.memory
+
+    async def body(client: Client) -> dict[str, Any]:
+        plan = await tool(client, "consolidate", {"dry_run": True})
+        assert [p["kind"] for p in plan["proposals"]] == ["merge"]
+        assert plan["proposals"][0]["ids"] == [a.memory.id, b.memory.id]  # type: ignore[union-attr]
+        return await tool(client, "consolidate", {"dry_run": False})
+
+    applied = run(service, "legacy", body)
+    assert applied["proposals"][0]["applied"] is True
+    assert service.get(b.memory.id).status == "superseded"
+    assert git(service.vault.root, "log", "-1", "--format=%s").startswith("update: ")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_resources_templates_and_prompts(service: MemoryService, mode: str) -> None:
+    service.remember("Prefers concise answers without preamble.", type="preference", importance=0.9)
+    fact = service.remember(
+        "The user lives in Lisbon.", type="fact", importance=0.8, scope=["user:me"]
+    )
+    assert fact.memory is not None
+
+    async def body(client: Client) -> None:
+        uris = {str(r.uri) for r in (await client.list_resources()).resources}
+        assert uris == {
+            "memory://index",
+            "memory://preferences",
+            "memory://recent",
+            "memory://profile",
+        }
+        index = (await client.read_resource("memory://index")).contents[0].text  # type: ignore[union-attr]
+        lines = index.strip().splitlines()
+        assert len(lines) <= 51 and all(len(line) <= 80 for line in lines[1:])
+        assert "Prefers concise answers" in index
+        prefs = (await client.read_resource("memory://preferences")).contents[0].text  # type: ignore[union-attr]
+        assert "without preamble" in prefs and "Lisbon" not in prefs
+        profile = (await client.read_resource("memory://profile")).contents[0].text  # type: ignore[union-attr]
+        assert "Lisbon" in profile
+        recent = (await client.read_resource("memory://recent")).contents[0].text  # type: ignore[union-attr]
+        assert recent.index("Lisbon") < recent.index("preamble")
+        note = await client.read_resource(note_uri(fact.memory.path))  # type: ignore[union-attr]
+        assert note.contents[0].text.startswith("---\nid: " + fact.memory.id)  # type: ignore[union-attr]
+        prompt = await client.get_prompt("recall_context", {"topic": "travel plans"})
+        assert "recall" in prompt.messages[0].content.text  # type: ignore[union-attr]
+        prompt = await client.get_prompt("extract_memories", {"conversation": "I hate meetings"})
+        assert "I hate meetings" in prompt.messages[0].content.text  # type: ignore[union-attr]
+
+    run(service, mode, body)
+
+
+def test_the_index_resource_stays_within_its_budget(service: MemoryService) -> None:
+    for n in range(60):
+        service.remember(
+            f"Memory number {n} with a deliberately long title that goes on and on "
+            f"well past eighty characters {n}",
+            type="fact",
+            check_similar=False,
+        )
+
+    async def body(client: Client) -> str:
+        return (await client.read_resource("memory://index")).contents[0].text  # type: ignore[union-attr]
+
+    text = run(service, "legacy", body)
+    lines = text.strip().splitlines()
+    assert len(lines) == 51 and max(len(line) for line in lines[1:]) <= 80
+    assert len(text) <= 4100
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_legacy_subscribers_get_resource_updated_and_list_changed(service: MemoryService) -> None:
+    made = service.remember("The release train leaves on Thursdays.", type="fact")
+    assert made.memory is not None
+    uri = note_uri(made.memory.path)
+    seen: list[str] = []
+
+    async def body(client: Client) -> None:
+        await client.session.subscribe_resource(uri)
+        await client.session.subscribe_resource("memory://index")
+        await tool(client, "update_memory", {"id": made.memory.id, "content": "Wednesdays now."})  # type: ignore[union-attr]
+        await tool(client, "remember", {"content": "A brand new memory appears.", "type": "fact"})
+        for _ in range(100):
+            if {f"updated:{uri}", "updated:memory://index", "list_changed"} <= set(seen):
+                return
+            await asyncio.sleep(0.02)
+
+    async def on_message(message: Any) -> None:
+        root = getattr(message, "root", message)
+        method = getattr(root, "method", "")
+        if method == "notifications/resources/updated":
+            seen.append(f"updated:{root.params.uri}")
+        elif method == "notifications/resources/list_changed":
+            seen.append("list_changed")
+
+    run(service, "legacy", body, message_handler=on_message)
+    assert f"updated:{uri}" in seen and "updated:memory://index" in seen and "list_changed" in seen
+
+
+def test_listen_subscribers_get_resource_updated(service: MemoryService) -> None:
+    made = service.remember("Standups are at 9:15.", type="fact")
+    assert made.memory is not None
+    uri = note_uri(made.memory.path)
+
+    async def body(client: Client) -> list[str]:
+        events: list[str] = []
+        async with client.listen(resource_subscriptions=[uri], resources_list_changed=True) as sub:
+            await tool(
+                client, "update_memory", {"id": made.memory.id, "content": "Standups are at 9:30."}
+            )  # type: ignore[union-attr]
+
+            async def first() -> None:
+                async for event in sub:
+                    events.append(type(event).__name__ + ":" + str(getattr(event, "uri", "")))
+                    if any(e.startswith("ResourceUpdated") for e in events):
+                        return
+
+            await asyncio.wait_for(first(), timeout=10)
+        return events
+
+    events = run(service, "2026-07-28", body)
+    assert f"ResourceUpdated:{uri}" in events
+
+
+def test_commits_through_the_server_name_the_client(service: MemoryService) -> None:
+    from mcp.types import Implementation
+
+    async def body(client: Client) -> None:
+        await tool(
+            client, "remember", {"content": "Named clients leave a trailer.", "type": "fact"}
+        )
+
+    run(service, "legacy", body, client_info=Implementation(name="test-host", version="1.2"))
+    assert "Memvault-Client: test-host/1.2" in git(service.vault.root, "log", "-1", "--format=%B")
+
+
+def test_the_sdk_still_has_the_private_hook_for_legacy_subscriptions(
+    service: MemoryService,
+) -> None:
+    server = MCPServer(name="probe")
+    assert hasattr(server, "_lowlevel_server"), "mcp SDK changed: fix register_legacy_subscriptions"
+    register_legacy_subscriptions(server, build_server(service)[1])
+    assert server._lowlevel_server.get_request_handler("resources/subscribe") is not None
