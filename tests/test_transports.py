@@ -1,0 +1,235 @@
+"""`memvault serve` as a real subprocess: stdio (SDK client and raw pipes) and Streamable HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from .helpers import git
+
+pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+
+
+def serve_args(vault: Path, *extra: str) -> list[str]:
+    return ["-m", "memvault.cli", "--vault", str(vault), "serve", *extra]
+
+
+async def call(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(name, args)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def round_trip(client: Client) -> str:
+    made = await call(
+        client,
+        "remember",
+        {
+            "content": "Deploys happen from the main branch only.",
+            "type": "fact",
+        },
+    )
+    found = await call(client, "recall", {"query": "which branch do we deploy from"})
+    assert found["results"][0]["id"] == made["id"]
+    got = await call(client, "get_memory", {"id_or_path": made["id"]})
+    await call(
+        client,
+        "update_memory",
+        {
+            "id": made["id"],
+            "content": "Deploys happen from release branches.",
+            "expected_revision": got["revision"],
+        },
+    )
+    history = await call(client, "memory_history", {"id": made["id"]})
+    assert [c["op"] for c in history["commits"]] == ["update", "remember"]
+    reverted = await call(client, "revert_memory", {"id": made["id"], "rev": made["commit"]})
+    assert reverted["action"] == "reverted"
+    again = await call(client, "get_memory", {"id_or_path": made["id"]})
+    assert "main branch only" in again["body"]
+    return str(made["id"])
+
+
+def test_stdio_initialize_is_fast_and_the_round_trip_works(vault_path: Path) -> None:
+    params = StdioServerParameters(command=sys.executable, args=serve_args(vault_path))
+    updates: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        root = getattr(message, "root", message)
+        if getattr(root, "method", "") == "notifications/resources/updated":
+            updates.append(str(root.params.uri))
+
+    async def main() -> float:
+        start = time.perf_counter()
+        async with Client(params, mode="legacy", message_handler=on_message) as client:
+            ready = time.perf_counter() - start
+            memory_id = await round_trip(client)
+            got = await call(client, "get_memory", {"id_or_path": memory_id})
+            await client.session.subscribe_resource(got["uri"])
+            await call(client, "update_memory", {"id": memory_id, "importance": 0.9})
+            for _ in range(250):
+                if got["uri"] in updates:
+                    break
+                await asyncio.sleep(0.02)
+            return ready
+
+    ready = asyncio.run(main())
+    assert ready < 2.0, f"initialize took {ready:.2f}s"
+    assert any(u.startswith("memory://note/facts/") for u in updates)
+    assert "Memvault-Client: mcp" in git(vault_path, "log", "-1", "--format=%B")
+
+
+def test_every_byte_on_stdout_is_json_rpc(vault_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, *serve_args(vault_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin and proc.stdout
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "raw-pipe", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {
+                "name": "remember",
+                "arguments": {"content": "Raw pipes stay clean.", "type": "fact"},
+            },
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "recall", "arguments": {"query": "raw pipes"}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "tools/call",
+            "params": {"name": "get_memory", "arguments": {"id_or_path": "../../etc/passwd"}},
+        },
+    ]
+    out: list[str] = []
+    for message in messages:
+        proc.stdin.write(json.dumps(message) + "\n")
+        proc.stdin.flush()
+        if "id" in message:
+            out.append(proc.stdout.readline())
+    rest, err = proc.communicate(timeout=30)  # closes stdin: the server exits
+    out.extend(line + "\n" for line in rest.splitlines() if line)
+    assert len(out) >= 4
+    for line in out:
+        assert json.loads(line)["jsonrpc"] == "2.0", line
+    assert json.loads(out[-1])["result"]["isError"] is True
+    assert "memvault serving" in err
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def http_server(vault: Path, token: str) -> Iterator[str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, *serve_args(vault, "--http", "--port", str(port), "--token", token)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert proc.poll() is None, proc.communicate()[1]
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=15)
+
+
+def post(url: str, headers: dict[str, str]) -> int:
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+    request = urllib.request.Request(
+        url,
+        data=body,
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **headers,
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
+def test_http_round_trip_with_token_and_refusals(vault_path: Path) -> None:
+    token = "s3cret-token"
+    with http_server(vault_path, token) as url:
+
+        @asynccontextmanager
+        async def client() -> Any:
+            http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+            async with http, Client(streamable_http_client(url, http_client=http)) as c:
+                yield c
+
+        async def main() -> None:
+            async with client() as c:
+                await round_trip(c)
+
+        asyncio.run(main())
+        assert post(url, {}) == 401
+        assert post(url, {"Authorization": "Bearer wrong"}) == 401
+        foreign = {"Authorization": f"Bearer {token}", "Origin": "http://evil.example"}
+        assert post(url, foreign) == 403
+
+
+def test_http_refuses_a_public_bind_without_a_token(vault_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, *serve_args(vault_path, "--http", "--host", "0.0.0.0")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert proc.returncode == 1
+    assert "without a token" in proc.stderr and "Traceback" not in proc.stderr
