@@ -289,13 +289,13 @@ class MemoryService:
         _check_unit("importance", importance)
         _check_unit("confidence", confidence)
         type = (type or "note").strip()
-        similar = self.similar(content, type) if check_similar else []
+        title = (title or _first_line(content)).strip()
+        similar = self.similar(content, type, title) if check_similar else []
         duplicate = next((s for s in similar if s.relation == "duplicate"), None)
         if duplicate and duplicate.id not in supersedes:
             why = f"already remembered as {duplicate.path} (id {duplicate.id})"
             return RememberResult("duplicate", None, None, tuple(similar), why)
         now = self.clock().replace(microsecond=0)
-        title = (title or _first_line(content)).strip()
         meta: dict[str, Any] = {
             "id": ids.new_id(),
             "type": type,
@@ -331,10 +331,16 @@ class MemoryService:
         others = tuple(s for s in similar if s.id not in supersedes)
         return RememberResult("created", memory, sha, others, None)
 
-    def similar(self, content: str, type: str, k: int = 5) -> list[policy.Similar]:
-        """Existing active memories close to ``content``, with their relation to it."""
+    def similar(
+        self, content: str, type: str, title: str | None = None, k: int = 5
+    ) -> list[policy.Similar]:
+        """Existing active memories close to ``content``, with their relation to it.
+
+        The text is embedded the way stored memories are (title line, then body).
+        """
         out = []
-        for doc, cosine in self.index.nearest(content, k):
+        title = title or _first_line(content)
+        for doc, cosine in self.index.nearest(f"{title}\n{content}", k):
             if doc.status != "active":
                 continue
             try:
