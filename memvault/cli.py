@@ -438,6 +438,29 @@ def serve(
 
 @cli.command()
 @pass_ctx
+def watch(ctx: Ctx) -> None:
+    """Watch a vault without serving it: index and commit edits made by people."""
+    import threading
+
+    from .watcher import Watcher
+
+    with _errors(ctx):
+        service = _service(ctx)
+        service.ensure_synced()
+        watcher = Watcher(service)
+        watcher.start()
+    click.echo(f"watching {service.vault.root} (Ctrl-C to stop)", err=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        watcher.stop()
+        service.close()
+
+
+@cli.command()
+@pass_ctx
 def connect(ctx: Ctx) -> None:
     """Print how an MCP host connects to this vault (command line and config snippet)."""
     _emit(ctx, host_config(ctx.vault), lambda: click.echo(connect_text(ctx.vault)))

@@ -140,6 +140,7 @@ class History:
 
         Returns the new commit sha, or None when nothing changed.
         """
+        paths = self._committable(paths)
         if not paths:
             return None
         self.run("add", "-A", "--", *paths)
@@ -153,6 +154,14 @@ class History:
             args = ["-c", f"user.name={name}", "-c", f"user.email={email}", *args]
         self.run(*args, input_text=message)
         return self.head()
+
+    def _committable(self, paths: Sequence[str]) -> list[str]:
+        """Drop paths that neither exist nor are tracked (created and deleted unseen)."""
+        missing = [p for p in paths if not (self.root / p).exists()]
+        if not missing:
+            return list(paths)
+        tracked = set(self.run("ls-files", "-z", "--", *missing).split("\0"))
+        return [p for p in paths if p not in missing or p in tracked]
 
     def commit_all(
         self, subject: str, trailers: dict[str, str], as_person: bool = False

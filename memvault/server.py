@@ -776,10 +776,8 @@ def serve(
 
 
 def _start_watcher(service: MemoryService) -> Any:
-    try:
-        from .watcher import Watcher
-    except ImportError:  # the watcher module is optional until it lands
-        return None
+    from .watcher import Watcher
+
     watcher = Watcher(service)
     watcher.start()
     return watcher

@@ -203,6 +203,30 @@ class MemoryService:
             trailers["Memvault-Client"] = client
         return trailers
 
+    def publish(self, event: ChangeEvent) -> None:
+        """Tell listeners about changes made outside memvault (the watcher's findings)."""
+        self._notify(event)
+
+    def commit_external(self, paths: Sequence[str]) -> str | None:
+        """Commit edits made by a person, with the repository's own git identity."""
+        if not paths:
+            return None
+        subject = f"external: {paths[0]}" if len(paths) == 1 else f"external: {len(paths)} files"
+        lock = self._locked()
+        try:
+            return self.history.commit(
+                paths, subject, self._trailers("external", None), as_person=True
+            )
+        finally:
+            lock.release()
+
+    def store_refresh(self) -> None:
+        self.index.store.refresh()
+
+    def indexed_hashes(self) -> dict[str, str]:
+        """path -> content hash of what the index holds."""
+        return {d.path: d.hash for d in self.index.store.docs.values()}
+
     def _notify(self, event: ChangeEvent) -> None:
         for listener in list(self.listeners):
             try:

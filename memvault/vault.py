@@ -32,6 +32,7 @@ STATE_DIR = ".memvault"
 IGNORED_DIRS = frozenset({".git", ".obsidian", STATE_DIR, ".trash", "_templates"})
 TEMP_PATTERNS = ("*.tmp", "*.swp", "*.swx", "~$*", ".#*", "*~")
 IGNORE_FILE = ".memvaultignore"
+WRITTEN_MEMORY = 10_000
 
 
 def content_hash(data: bytes) -> str:
@@ -52,6 +53,9 @@ class Vault:
         self.root = root.expanduser().resolve()
         self.max_file_bytes = max_file_bytes
         self._ignore = self._load_ignore()
+        # What this process last wrote to each path (hash; "" for a deletion), so a
+        # watcher can tell memvault's own writes from a person's edits.
+        self.written: dict[str, str] = {}
 
     @property
     def state_dir(self) -> Path:
@@ -237,14 +241,24 @@ class Vault:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
+            digest = content_hash(data)
+            self._remember_write(rel, digest)
             os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
-        return content_hash(data)
+        return digest
+
+    def _remember_write(self, rel: str, digest: str) -> None:
+        rel = self.abspath(rel).relative_to(self.root).as_posix()
+        self.written.pop(rel, None)
+        self.written[rel] = digest
+        while len(self.written) > WRITTEN_MEMORY:
+            self.written.pop(next(iter(self.written)))
 
     def delete(self, rel: str) -> None:
+        self._remember_write(rel, "")
         self.abspath(rel).unlink()
 
     def move(self, src: str, dst: str) -> None:
@@ -252,7 +266,10 @@ class Vault:
         if target.exists():
             raise UnsafePathError(f"{dst} already exists: choose another path")
         target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(self.abspath(src), target)
+        source = self.abspath(src)
+        self._remember_write(src, "")
+        self._remember_write(dst, content_hash(source.read_bytes()))
+        os.replace(source, target)
 
     def free_path(self, folder: str, slug: str) -> str:
         """A path ``folder/slug.md`` that does not exist yet (suffix -2, -3 ...)."""

@@ -1,0 +1,126 @@
+"""The live vault: a real watchdog observer on real files (no sleeps: waits on events)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memvault.service import ChangeEvent, MemoryService
+from memvault.watcher import Watcher
+
+from .helpers import commit_count, git
+
+
+@pytest.fixture
+def watched(service: MemoryService) -> Iterator[tuple[MemoryService, Watcher, list[ChangeEvent]]]:
+    events: list[ChangeEvent] = []
+    service.listeners.append(events.append)
+    service.ensure_synced()
+    watcher = Watcher(service, debounce=0.4)
+    watcher.start()
+    yield service, watcher, events
+    watcher.stop()
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def test_an_external_edit_is_found_by_recall_and_committed_once(watched) -> None:  # type: ignore[no-untyped-def]
+    service, watcher, events = watched
+    before = commit_count(service.vault.root)
+    write(
+        service.vault.root / "facts" / "hand.md",
+        "---\ntype: fact\n---\nThe boat is moored in Porto.\n",
+    )
+    assert watcher.wait_for(lambda: watcher.commits == 1)
+    assert service.recall("where is the boat moored")[0]["path"] == "facts/hand.md"
+    assert commit_count(service.vault.root) == before + 1
+    message = git(service.vault.root, "log", "-1", "--format=%s%n%b")
+    assert message.startswith("external: facts/hand.md") and "Memvault-Op: external" in message
+    assert any("facts/hand.md" in e.added for e in events)
+
+
+def test_a_save_by_rename_is_one_change(watched) -> None:  # type: ignore[no-untyped-def]
+    service, watcher, events = watched
+    created = service.remember("The printer is on the second floor.", type="fact")
+    assert created.memory is not None
+    target = service.vault.root / created.memory.path
+    before = commit_count(service.vault.root)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(target.read_text().replace("second floor", "third floor"))
+    os.replace(tmp, target)
+    assert watcher.wait_for(lambda: watcher.commits == 1)
+    assert watcher.batches == 1 and commit_count(service.vault.root) == before + 1
+    assert "third floor" in service.recall("printer floor")[0]["snippet"]
+
+
+def test_a_deleted_file_disappears_and_triggers_list_changed(watched) -> None:  # type: ignore[no-untyped-def]
+    service, watcher, events = watched
+    created = service.remember("Parking is behind building C.", type="fact")
+    assert created.memory is not None
+    os.remove(service.vault.root / created.memory.path)
+    assert watcher.wait_for(lambda: watcher.commits == 1)
+    assert all(r["id"] != created.memory.id for r in service.recall("parking building"))
+    assert any(created.memory.path in e.removed for e in events)
+
+
+def test_a_moved_file_and_folder_keep_their_ids(watched) -> None:  # type: ignore[no-untyped-def]
+    service, watcher, _ = watched
+    created = service.remember("The VPN config lives in the wiki.", type="fact")
+    assert created.memory is not None
+    root = service.vault.root
+    (root / "projects" / "net").mkdir(parents=True)
+    os.replace(root / created.memory.path, root / "projects" / "net" / "vpn.md")
+    assert watcher.wait_for(lambda: watcher.commits == 1)
+    os.replace(root / "projects" / "net", root / "projects" / "network")
+    assert watcher.wait_for(lambda: watcher.commits == 2)
+    hit = service.recall("vpn config")[0]
+    assert hit["id"] == created.memory.id and hit["path"] == "projects/network/vpn.md"
+    assert [c.trailers.get("Memvault-Op") for c in service.log(created.memory.id)] == [
+        "external",
+        "external",
+        "remember",
+    ]
+
+
+def test_a_malformed_edit_does_not_stop_the_watcher(watched) -> None:  # type: ignore[no-untyped-def]
+    service, watcher, _ = watched
+    write(service.vault.root / "facts" / "bad.md", "---\ntags: [oops\n---\nstill searchable text\n")
+    assert watcher.wait_for(lambda: watcher.batches >= 1)
+    write(
+        service.vault.root / "facts" / "good.md",
+        "---\ntype: fact\n---\nA good edit after a bad one.\n",
+    )
+    assert watcher.wait_for(lambda: watcher.commits >= 1 and watcher.batches >= 2)
+    assert service.recall("good edit after a bad one")[0]["path"] == "facts/good.md"
+    assert (service.vault.root / "facts" / "bad.md").read_text().startswith("---\ntags: [oops")
+    assert watcher.errors == []
+
+
+def test_memvaults_own_write_is_not_recommitted(watched) -> None:  # type: ignore[no-untyped-def]
+    service, watcher, events = watched
+    before = commit_count(service.vault.root)
+    service.remember("Own writes are not external edits.", type="fact")
+    service.remember("Neither is this second one.", type="fact")
+    write(service.vault.root / "inbox" / "marker.md", "a person's marker file\n")
+    assert watcher.wait_for(lambda: watcher.commits == 1)
+    assert commit_count(service.vault.root) == before + 3
+    assert (
+        git(service.vault.root, "log", "-1", "--format=%s").strip() == "external: inbox/marker.md"
+    )
+    assert watcher.batches == 1
+
+
+def test_a_burst_of_many_files_is_one_commit(watched) -> None:  # type: ignore[no-untyped-def]
+    service, watcher, _ = watched
+    before = commit_count(service.vault.root)
+    for n in range(30):
+        write(service.vault.root / "facts" / f"pulled-{n}.md", f"Pulled fact {n} about item {n}.\n")
+    assert watcher.wait_for(lambda: watcher.commits == 1)
+    assert commit_count(service.vault.root) == before + 1
+    assert git(service.vault.root, "log", "-1", "--format=%s").strip() == "external: 30 files"
