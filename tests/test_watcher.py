@@ -14,8 +14,11 @@ from memvault.watcher import Watcher
 from .helpers import commit_count, git
 
 
+Watched = tuple[MemoryService, Watcher, list[ChangeEvent]]
+
+
 @pytest.fixture
-def watched(service: MemoryService) -> Iterator[tuple[MemoryService, Watcher, list[ChangeEvent]]]:
+def watched(service: MemoryService) -> Iterator[Watched]:
     events: list[ChangeEvent] = []
     service.listeners.append(events.append)
     service.ensure_synced()
@@ -30,7 +33,7 @@ def write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def test_an_external_edit_is_found_by_recall_and_committed_once(watched) -> None:  # type: ignore[no-untyped-def]
+def test_an_external_edit_is_found_by_recall_and_committed_once(watched: Watched) -> None:
     service, watcher, events = watched
     before = commit_count(service.vault.root)
     write(
@@ -45,8 +48,8 @@ def test_an_external_edit_is_found_by_recall_and_committed_once(watched) -> None
     assert any("facts/hand.md" in e.added for e in events)
 
 
-def test_a_save_by_rename_is_one_change(watched) -> None:  # type: ignore[no-untyped-def]
-    service, watcher, events = watched
+def test_a_save_by_rename_is_one_change(watched: Watched) -> None:
+    service, watcher, _ = watched
     created = service.remember("The printer is on the second floor.", type="fact")
     assert created.memory is not None
     target = service.vault.root / created.memory.path
@@ -59,7 +62,7 @@ def test_a_save_by_rename_is_one_change(watched) -> None:  # type: ignore[no-unt
     assert "third floor" in service.recall("printer floor")[0]["snippet"]
 
 
-def test_a_deleted_file_disappears_and_triggers_list_changed(watched) -> None:  # type: ignore[no-untyped-def]
+def test_a_deleted_file_disappears_and_triggers_list_changed(watched: Watched) -> None:
     service, watcher, events = watched
     created = service.remember("Parking is behind building C.", type="fact")
     assert created.memory is not None
@@ -69,7 +72,7 @@ def test_a_deleted_file_disappears_and_triggers_list_changed(watched) -> None:  
     assert any(created.memory.path in e.removed for e in events)
 
 
-def test_a_moved_file_and_folder_keep_their_ids(watched) -> None:  # type: ignore[no-untyped-def]
+def test_a_moved_file_and_folder_keep_their_ids(watched: Watched) -> None:
     service, watcher, _ = watched
     created = service.remember("The VPN config lives in the wiki.", type="fact")
     assert created.memory is not None
@@ -88,7 +91,7 @@ def test_a_moved_file_and_folder_keep_their_ids(watched) -> None:  # type: ignor
     ]
 
 
-def test_a_malformed_edit_does_not_stop_the_watcher(watched) -> None:  # type: ignore[no-untyped-def]
+def test_a_malformed_edit_does_not_stop_the_watcher(watched: Watched) -> None:
     service, watcher, _ = watched
     write(service.vault.root / "facts" / "bad.md", "---\ntags: [oops\n---\nstill searchable text\n")
     assert watcher.wait_for(lambda: watcher.batches >= 1)
@@ -102,8 +105,8 @@ def test_a_malformed_edit_does_not_stop_the_watcher(watched) -> None:  # type: i
     assert watcher.errors == []
 
 
-def test_memvaults_own_write_is_not_recommitted(watched) -> None:  # type: ignore[no-untyped-def]
-    service, watcher, events = watched
+def test_memvaults_own_write_is_not_recommitted(watched: Watched) -> None:
+    service, watcher, _ = watched
     before = commit_count(service.vault.root)
     service.remember("Own writes are not external edits.", type="fact")
     service.remember("Neither is this second one.", type="fact")
@@ -116,7 +119,7 @@ def test_memvaults_own_write_is_not_recommitted(watched) -> None:  # type: ignor
     assert watcher.batches == 1
 
 
-def test_a_burst_of_many_files_is_one_commit(watched) -> None:  # type: ignore[no-untyped-def]
+def test_a_burst_of_many_files_is_one_commit(watched: Watched) -> None:
     service, watcher, _ = watched
     before = commit_count(service.vault.root)
     for n in range(30):
