@@ -13,7 +13,6 @@ from memvault.watcher import Watcher
 
 from .helpers import commit_count, git
 
-
 Watched = tuple[MemoryService, Watcher, list[ChangeEvent]]
 
 
