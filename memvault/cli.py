@@ -459,6 +459,69 @@ def watch(ctx: Ctx) -> None:
         service.close()
 
 
+@cli.group(name="eval")
+def eval_() -> None:
+    """Measure recall on public benchmarks."""
+
+
+@eval_.command(name="locomo")
+@click.option(
+    "--data",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="locomo10.json (default: ../shared/datasets/locomo/locomo10.json).",
+)
+@click.option(
+    "--variant",
+    "variants",
+    type=click.Choice(["T", "S", "O"]),
+    multiple=True,
+    help="T turns, S sessions, O observations (default: all).",
+)
+@click.option(
+    "--mode",
+    "modes",
+    type=click.Choice(["bm25", "vector", "hybrid"]),
+    multiple=True,
+    help="Retrieval mode (default: all).",
+)
+@click.option(
+    "--split", type=click.Choice(["dev", "test", "all"]), default="all", show_default=True
+)
+@click.option(
+    "--cache",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where built vaults are kept (default: ~/.cache/memvault/eval).",
+)
+@pass_ctx
+def eval_locomo(
+    ctx: Ctx,
+    data: Path | None,
+    variants: tuple[str, ...],
+    modes: tuple[str, ...],
+    split: str,
+    cache: Path | None,
+) -> None:
+    """LoCoMo retrieval metrics per category (one real vault per conversation)."""
+    from .eval import runner
+
+    with _errors(ctx):
+        path = data or runner.default_data()
+        if path is None or not path.is_file():
+            _fail("LoCoMo data not found: pass --data PATH/locomo10.json")
+        result = runner.run(
+            path,
+            variants or runner.VARIANTS,
+            modes or runner.MODES,
+            split,
+            cache,
+            load_settings(None),
+            progress=lambda m: click.echo(m, err=True),
+        )
+    _emit(ctx, result, lambda: click.echo(runner.render(result)))
+
+
 @cli.command()
 @pass_ctx
 def connect(ctx: Ctx) -> None:

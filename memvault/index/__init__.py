@@ -23,13 +23,14 @@ from ..models import Memory, parse_time
 from .fulltext import FullText, TextDoc
 from .rank import Candidate, Weights, rank
 from .store import DocInfo, Store
-from .vectors import EmbedderLoader, chunks
+from .vectors import Embedder, EmbedderLoader, chunks
 
 log = logging.getLogger(__name__)
 
 INDEX_VERSION = 1
 KEYWORD_CANDIDATES = 100
 VECTOR_CANDIDATES = 100
+QUERY_CACHE = 4096
 
 
 class FilterLike(Protocol):
@@ -100,7 +101,9 @@ class Index:
             importance=settings.weight_importance,
             decay_per_day=settings.decay_per_day,
             decay_per_day_episode=settings.decay_per_day_episode,
+            fusion=settings.fusion,
         )
+        self._query_vectors: dict[tuple[str, str], np.ndarray] = {}
         self.rebuilt_reason: str | None = None
         self.store, self.text = self._open()
         self.loader = EmbedderLoader(settings.embedder if load_embedder else "none")
@@ -207,7 +210,7 @@ class Index:
                     f" ({state['reason']})" if state.get("reason") else ""
                 )
             else:
-                sims = self.store.similarities(embedder.embed_query(query.text))
+                sims = self.store.similarities(self._query_vector(embedder, query.text))
                 ranked = sorted((i for i in sims if i in allowed), key=lambda i: -sims[i])
                 vector = {i: sims[i] for i in ranked[:VECTOR_CANDIDATES]}
         candidates = [
@@ -228,6 +231,17 @@ class Index:
             SearchHit(docs[r.id], r.score, {**r.why, **_raw(r.id, keyword, vector), **notes})
             for r in ranked_hits
         ]
+
+    def _query_vector(self, embedder: Embedder, text: str) -> np.ndarray:
+        """Query embeddings are cached: agents and benchmarks repeat questions."""
+        key = (embedder.name, text)
+        vector = self._query_vectors.get(key)
+        if vector is None:
+            vector = embedder.embed_query(text)
+            if len(self._query_vectors) >= QUERY_CACHE:
+                self._query_vectors.pop(next(iter(self._query_vectors)))
+            self._query_vectors[key] = vector
+        return vector
 
     def nearest(self, text: str, k: int = 5) -> list[tuple[DocInfo, float]]:
         """Memories whose stored vectors are closest to ``text`` embedded as a passage."""

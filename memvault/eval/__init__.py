@@ -1,0 +1,1 @@
+"""Benchmark harnesses that run through the product path (LoCoMo)."""
