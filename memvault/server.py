@@ -333,8 +333,9 @@ def read_aggregate(service: MemoryService, uri: str) -> str:
 def _items(
     service: MemoryService, docs: list[Any], width: int = 1000
 ) -> list[tuple[str, str, str]]:
+    """(title, id, text) of the first memories, enough to fill a section's size budget."""
     out = []
-    for doc in docs:
+    for doc in docs[: views.SECTION_ITEMS]:
         try:
             memory = service.vault.read(doc.path)
         except MemvaultError:

@@ -9,6 +9,7 @@ INDEX_ENTRIES = 50
 INDEX_LINE = 80
 INDEX_BUDGET = 4100  # 50 lines of 80 characters plus a short header
 SECTION_BUDGET = 8000
+SECTION_ITEMS = 50  # more than a section's budget can show; bounds the files read
 
 
 class Entry(Protocol):
