@@ -109,10 +109,19 @@ class Filters:
             return False
         if not self.include_archived and memory.status in ("archived", "superseded"):
             return False
+        if self.since is None and self.until is None:
+            return True
         when = parse_time(memory.created)
         if self.since and (when is None or when < self.since):
             return False
         return not (self.until and (when is None or when > self.until))
+
+    @property
+    def narrowing(self) -> bool:
+        """True when more than archived/superseded memories are filtered out."""
+        return bool(
+            self.types or self.tags or self.folder or self.scope or self.since or self.until
+        )
 
 
 @dataclass
@@ -314,7 +323,7 @@ class MemoryService:
         _check_unit("confidence", confidence)
         type = (type or "note").strip()
         title = (title or _first_line(content)).strip()
-        similar = self.similar(content, type, title) if check_similar else []
+        similar = self.similar(content, type, title, tags) if check_similar else []
         duplicate = next((s for s in similar if s.relation == "duplicate"), None)
         if duplicate and duplicate.id not in supersedes:
             why = f"already remembered as {duplicate.path} (id {duplicate.id})"
@@ -323,7 +332,7 @@ class MemoryService:
         meta: dict[str, Any] = {
             "id": ids.new_id(),
             "type": type,
-            "tags": [t.strip().lstrip("#") for t in tags if t.strip()],
+            "tags": _clean_tags(tags),
             "confidence": confidence,
             "importance": importance,
             "created": now,
@@ -356,15 +365,21 @@ class MemoryService:
         return RememberResult("created", memory, sha, others, None)
 
     def similar(
-        self, content: str, type: str, title: str | None = None, k: int = 5
+        self,
+        content: str,
+        type: str,
+        title: str | None = None,
+        tags: Sequence[str] = (),
+        k: int = 5,
     ) -> list[policy.Similar]:
         """Existing active memories close to ``content``, with their relation to it.
 
-        The text is embedded the way stored memories are (title line, then body).
+        The text is embedded exactly as the index will store it, so a memory that is
+        then written reuses the vector.
         """
         out = []
         title = title or _first_line(content)
-        for doc, cosine in self.index.nearest(f"{title}\n{content}", k):
+        for doc, cosine in self.index.nearest(title, _clean_tags(tags), content, k):
             if doc.status != "active":
                 continue
             try:
@@ -869,6 +884,10 @@ def snippet(body: str, query: str, width: int = 240) -> str:
         return body.strip()[:width]
     best = max(lines, key=lambda ln: sum(w in ln.lower() for w in wanted))
     return best if len(best) <= width else best[: width - 3] + "..."
+
+
+def _clean_tags(tags: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(t.strip().lstrip("#") for t in tags if t.strip().lstrip("#")))
 
 
 def _neg(value: str | None) -> str:

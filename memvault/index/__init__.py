@@ -30,11 +30,16 @@ log = logging.getLogger(__name__)
 INDEX_VERSION = 1
 KEYWORD_CANDIDATES = 100
 VECTOR_CANDIDATES = 100
+NARROW_KEYWORD_CANDIDATES = 1000  # filters may drop most of the best keyword matches
 QUERY_CACHE = 4096
+PASSAGE_CACHE = 1024
 
 
 class FilterLike(Protocol):
     def accepts(self, memory: Any) -> bool: ...
+
+    @property
+    def narrowing(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -79,12 +84,10 @@ def doc_info(memory: Memory, mtime_ns: int = 0, size: int = 0) -> DocInfo:
     )
 
 
-def embedding_texts(memory: Memory) -> list[str]:
+def embedding_texts(title: str, tags: Sequence[str], body: str) -> list[str]:
     """Chunks to embed: the title and tags ride along with every chunk."""
-    head = memory.title
-    if memory.tags:
-        head += " (" + ", ".join(memory.tags) + ")"
-    body = memory.body.strip()
+    head = title + (" (" + ", ".join(tags) + ")" if tags else "")
+    body = body.strip()
     if body.startswith("# "):
         body = body.split("\n", 1)[1].strip() if "\n" in body else ""
     return [f"{head}\n{part}" for part in (chunks(body) or [""])]
@@ -104,6 +107,7 @@ class Index:
             fusion=settings.fusion,
         )
         self._query_vectors: dict[tuple[str, str], np.ndarray] = {}
+        self._passages: dict[tuple[str, str], np.ndarray] = {}
         self.rebuilt_reason: str | None = None
         self.store, self.text = self._open()
         self.loader = EmbedderLoader(settings.embedder if load_embedder else "none")
@@ -148,10 +152,10 @@ class Index:
         if embedder is not None:
             texts, owners = [], []
             for memory in memories:
-                for text in embedding_texts(memory):
+                for text in embedding_texts(memory.title, memory.tags, memory.body):
                     texts.append(text)
                     owners.append(memory.id)
-            matrix = embedder.embed_passages(texts)
+            matrix = self._embed_passages(embedder, texts)
             for doc_id in dict.fromkeys(owners):
                 vectors[doc_id] = matrix[[i for i, o in enumerate(owners) if o == doc_id]]
         docs = [doc_info(m, *stats.get(m.path, (0, 0))) for m in memories]
@@ -193,14 +197,18 @@ class Index:
     ) -> list[SearchHit]:
         self.store.refresh()
         docs = self.store.docs
-        allowed = {i for i, d in docs.items() if query.filters is None or query.filters.accepts(d)}
+        filters = query.filters
+
+        def keep(doc_id: str) -> bool:
+            doc = docs.get(doc_id)
+            return doc is not None and (filters is None or filters.accepts(doc))
+
         notes: dict[str, Any] = {}
         keyword: dict[str, float] = {}
         if query.mode in ("hybrid", "bm25"):
-            limit = (
-                KEYWORD_CANDIDATES if len(allowed) == len(docs) else max(KEYWORD_CANDIDATES, 1000)
-            )
-            keyword = {i: s for i, s in self.text.search(query.text, limit).items() if i in allowed}
+            narrow = filters is not None and filters.narrowing
+            limit = NARROW_KEYWORD_CANDIDATES if narrow else KEYWORD_CANDIDATES
+            keyword = {i: s for i, s in self.text.search(query.text, limit).items() if keep(i)}
         vector: dict[str, float] = {}
         if query.mode in ("hybrid", "vector"):
             embedder = self.loader.get(timeout=wait_for_vectors)
@@ -210,9 +218,8 @@ class Index:
                     f" ({state['reason']})" if state.get("reason") else ""
                 )
             else:
-                sims = self.store.similarities(self._query_vector(embedder, query.text))
-                ranked = sorted((i for i in sims if i in allowed), key=lambda i: -sims[i])
-                vector = {i: sims[i] for i in ranked[:VECTOR_CANDIDATES]}
+                query_vector = self._query_vector(embedder, query.text)
+                vector = self.store.nearest(query_vector, VECTOR_CANDIDATES, keep)
         candidates = [
             Candidate(
                 id=i,
@@ -243,16 +250,29 @@ class Index:
             self._query_vectors[key] = vector
         return vector
 
-    def nearest(self, text: str, k: int = 5) -> list[tuple[DocInfo, float]]:
-        """Memories whose stored vectors are closest to ``text`` embedded as a passage."""
+    def _embed_passages(self, embedder: Embedder, texts: list[str]) -> np.ndarray:
+        """Embed passages, reusing vectors of texts embedded moments ago (the duplicate
+        check of ``remember`` embeds exactly what the index stores next)."""
+        missing = [t for t in dict.fromkeys(texts) if (embedder.name, t) not in self._passages]
+        if missing:
+            for text, vector in zip(missing, embedder.embed_passages(missing), strict=True):
+                self._passages[(embedder.name, text)] = vector
+        matrix = np.vstack([self._passages[(embedder.name, t)] for t in texts])
+        while len(self._passages) > PASSAGE_CACHE:
+            self._passages.pop(next(iter(self._passages)))
+        return matrix
+
+    def nearest(
+        self, title: str, tags: Sequence[str], body: str, k: int = 5
+    ) -> list[tuple[DocInfo, float]]:
+        """Memories whose stored vectors are closest to a (new) memory's first chunk."""
         embedder = self.loader.get()
         if embedder is None:
             return []
         self.store.refresh()
-        vector = embedder.embed_passages([text])[0]
-        sims = self.store.similarities(vector)
-        best = sorted(sims, key=lambda i: -sims[i])[:k]
-        return [(self.store.docs[i], sims[i]) for i in best if i in self.store.docs]
+        vector = self._embed_passages(embedder, embedding_texts(title, tags, body)[:1])[0]
+        best = self.store.nearest(vector, k, lambda i: i in self.store.docs)
+        return [(self.store.docs[i], score) for i, score in best.items()]
 
     def status(self) -> dict[str, Any]:
         self.store.refresh()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -204,19 +204,36 @@ class Store:
     def vector_count(self) -> int:
         return len(self._vectors)
 
-    def similarities(self, query: np.ndarray) -> dict[str, float]:
-        """Best-chunk cosine similarity of every memory that has vectors."""
+    def nearest(self, query: np.ndarray, n: int, keep: Callable[[str], bool]) -> dict[str, float]:
+        """The ``n`` memories (accepted by ``keep``) whose best chunk is closest to ``query``.
+
+        One matrix product, a max per memory, then a partial sort: no Python loop over
+        every memory unless filters reject most of the nearest ones.
+        """
         with self._lock:
             if self._matrix is None:
                 self._build_matrix()
             matrix, owners, starts = self._matrix, self._row_owner, self._starts
-        if matrix is None or matrix.shape[0] == 0:
+        if matrix is None or matrix.shape[0] == 0 or matrix.shape[1] != query.shape[0]:
             return {}
-        if matrix.shape[1] != query.shape[0]:
-            return {}
-        scores = matrix @ query
-        best = np.maximum.reduceat(scores, starts)
-        return dict(zip(owners, best.tolist(), strict=True))
+        best = np.maximum.reduceat(matrix @ query, starts)
+        first = min(len(best), n * 4)
+        head = np.argpartition(-best, first - 1)[:first]
+        order = head[np.argsort(-best[head])]
+        out: dict[str, float] = {}
+        for index in order.tolist():
+            if keep(owners[index]):
+                out[owners[index]] = float(best[index])
+                if len(out) == n:
+                    return out
+        if first < len(best):  # filters rejected most of the head: walk the rest in order
+            rest = np.argsort(-best)[first:]
+            for index in rest.tolist():
+                if keep(owners[index]):
+                    out[owners[index]] = float(best[index])
+                    if len(out) == n:
+                        break
+        return out
 
     def pairs_above(
         self, threshold: float, block: int = 512, limit: int = 1000
