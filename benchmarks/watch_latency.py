@@ -3,11 +3,14 @@
 Builds (or reuses) a vault of N memories (default 10,000), runs the real watcher on it, then
 saves EDITS files by plain writes and measures, per edit: save -> change event (what the MCP
 server turns into notifications/resources/updated) and save -> found by recall.
-Usage: python -m benchmarks.watch_latency [N] [EDITS]
+Usage: python -m benchmarks.watch_latency [N] [EDITS] [VAULT]
+VAULT: an already built vault (for example one left by `benchmarks.scale N --keep DIR`); the
+edits are undone with git afterwards.
 """
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import tempfile
 import threading
@@ -24,9 +27,15 @@ def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
     edits = int(sys.argv[2]) if len(sys.argv) > 2 else 50
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "vault"
-        service, _ = build_vault(root, count, Settings())
-        service.close()
+        if len(sys.argv) > 3:
+            root = Path(sys.argv[3])
+            head = subprocess.run(
+                ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+            ).stdout.strip()
+        else:
+            root, head = Path(tmp) / "vault", ""
+            service, _ = build_vault(root, count, Settings())
+            service.close()
         service = MemoryService.open(root, Settings())
         service.ensure_synced()
         arrived: dict[str, float] = {}
@@ -58,6 +67,9 @@ def main() -> None:
         print(summary(f"save -> searchable by recall at {count} memories", to_search))
         watcher.stop()
         service.close()
+        if head:  # leave a kept vault as it was
+            subprocess.run(["git", "reset", "-q", "--hard", head], cwd=root, check=True)
+            subprocess.run(["git", "clean", "-q", "-fd", "inbox"], cwd=root, check=True)
 
 
 if __name__ == "__main__":

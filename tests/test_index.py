@@ -175,8 +175,8 @@ def test_unchanged_files_are_not_re_embedded_on_restart(vault_path: Path) -> Non
     before = embedder.passages_embedded
     svc = MemoryService.open(vault_path, Settings())
     try:
-        svc.ensure_synced()
-        assert embedder.passages_embedded - before == 1  # only the new file
+        assert svc.sync_index() == 1  # only the new file is read and indexed again
+        assert embedder.passages_embedded - before == 1  # and only it is embedded
         assert svc.index.status()["with_vectors"] == 6
     finally:
         svc.close()

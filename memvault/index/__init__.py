@@ -35,6 +35,34 @@ QUERY_CACHE = 4096
 PASSAGE_CACHE = 1024
 
 
+class VectorCache:
+    """A small thread-safe LRU of embeddings keyed by (model name, text)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: dict[tuple[str, str], np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> np.ndarray | None:
+        with self._lock:
+            vector = self._items.pop(key, None)
+            if vector is not None:
+                self._items[key] = vector
+            return vector
+
+    def put(self, key: tuple[str, str], vector: np.ndarray) -> None:
+        with self._lock:
+            self._items.pop(key, None)
+            self._items[key] = vector
+            while len(self._items) > self.size:
+                self._items.pop(next(iter(self._items)))
+
+
+# Per process, shared by every open index (the model is shared too).
+_query_vectors = VectorCache(QUERY_CACHE)
+_passages = VectorCache(PASSAGE_CACHE)
+
+
 class FilterLike(Protocol):
     def accepts(self, memory: Any) -> bool: ...
 
@@ -106,8 +134,6 @@ class Index:
             decay_per_day_episode=settings.decay_per_day_episode,
             fusion=settings.fusion,
         )
-        self._query_vectors: dict[tuple[str, str], np.ndarray] = {}
-        self._passages: dict[tuple[str, str], np.ndarray] = {}
         self.rebuilt_reason: str | None = None
         self.store, self.text = self._open()
         self.loader = EmbedderLoader(settings.embedder if load_embedder else "none")
@@ -242,25 +268,26 @@ class Index:
     def _query_vector(self, embedder: Embedder, text: str) -> np.ndarray:
         """Query embeddings are cached: agents and benchmarks repeat questions."""
         key = (embedder.name, text)
-        vector = self._query_vectors.get(key)
+        vector = _query_vectors.get(key)
         if vector is None:
             vector = embedder.embed_query(text)
-            if len(self._query_vectors) >= QUERY_CACHE:
-                self._query_vectors.pop(next(iter(self._query_vectors)))
-            self._query_vectors[key] = vector
+            _query_vectors.put(key, vector)
         return vector
 
     def _embed_passages(self, embedder: Embedder, texts: list[str]) -> np.ndarray:
         """Embed passages, reusing vectors of texts embedded moments ago (the duplicate
         check of ``remember`` embeds exactly what the index stores next)."""
-        missing = [t for t in dict.fromkeys(texts) if (embedder.name, t) not in self._passages]
+        found: dict[str, np.ndarray] = {}
+        for text in dict.fromkeys(texts):
+            cached = _passages.get((embedder.name, text))
+            if cached is not None:
+                found[text] = cached
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
             for text, vector in zip(missing, embedder.embed_passages(missing), strict=True):
-                self._passages[(embedder.name, text)] = vector
-        matrix = np.vstack([self._passages[(embedder.name, t)] for t in texts])
-        while len(self._passages) > PASSAGE_CACHE:
-            self._passages.pop(next(iter(self._passages)))
-        return matrix
+                found[text] = vector
+                _passages.put((embedder.name, text), vector)
+        return np.vstack([found[t] for t in texts])
 
     def nearest(
         self, title: str, tags: Sequence[str], body: str, k: int = 5

@@ -12,8 +12,8 @@ RRF_K = 60.0
 
 @dataclass(frozen=True)
 class Weights:
-    vector: float = 0.5
-    keyword: float = 0.3
+    vector: float = 0.3
+    keyword: float = 0.5
     recency: float = 0.1
     importance: float = 0.1
     decay_per_day: float = 0.05
