@@ -11,7 +11,7 @@ import functools
 import hashlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 from urllib.parse import quote
@@ -36,7 +36,14 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 NOTE_PREFIX = "memory://note/"
-AGGREGATES = ("memory://index", "memory://preferences", "memory://recent", "memory://profile")
+AGGREGATES = {
+    "memory://index": "Compact list of the most important and recent memories "
+    "(<= 50 lines of <= 80 characters, about 4 KB). Read it at the start of a task.",
+    "memory://preferences": "The user's preferences, most important first.",
+    "memory://recent": "The 20 most recently changed memories.",
+    "memory://profile": "Stable facts about the user (important facts, `profile` tag, "
+    "`user:` scope).",
+}
 INSTRUCTIONS = """memvault is the user's long-term memory: Markdown files they can read and edit,
 with every change committed to git. At the start of a task, read memory://index (or call
 `recall` with the topic) to learn the user's preferences and facts. When the user states a
@@ -674,25 +681,17 @@ def _register_resources(mcp: MCPServer, service: MemoryService, notifier: Notifi
         except MemvaultError as exc:
             raise ResourceError(str(exc)) from exc
 
-    @mcp.resource("memory://index", mime_type="text/markdown")
-    async def index() -> str:
-        """Compact list of the most important and recent memories (<= 50 lines, ~4 KB)."""
-        return await aggregate("memory://index")
+    def reader(uri: str) -> Callable[[], Awaitable[str]]:
+        async def read() -> str:
+            return await aggregate(uri)
 
-    @mcp.resource("memory://preferences", mime_type="text/markdown")
-    async def preferences() -> str:
-        """The user's preferences, most important first."""
-        return await aggregate("memory://preferences")
+        return read
 
-    @mcp.resource("memory://recent", mime_type="text/markdown")
-    async def recent() -> str:
-        """The 20 most recently changed memories."""
-        return await aggregate("memory://recent")
-
-    @mcp.resource("memory://profile", mime_type="text/markdown")
-    async def profile() -> str:
-        """Stable facts about the user (important facts, `profile` tag, user: scope)."""
-        return await aggregate("memory://profile")
+    for uri, description in AGGREGATES.items():
+        name = uri.removeprefix("memory://")
+        mcp.resource(uri, name=name, description=description, mime_type="text/markdown")(
+            reader(uri)
+        )
 
     @mcp.resource("memory://note/{+path}", mime_type="text/markdown")
     async def note(path: str) -> str:

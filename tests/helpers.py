@@ -6,6 +6,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+from mcp import Client
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -39,3 +42,11 @@ def run_memvault(
         input=input_text,
         timeout=120,
     )
+
+
+async def call_tool(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Call an MCP tool that must succeed; its structured output."""
+    result = await client.call_tool(name, args)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content

