@@ -468,7 +468,16 @@ def build_server(service: MemoryService) -> tuple[MCPServer, Notifier]:
 def _register_tools(mcp: MCPServer, service: MemoryService, notifier: Notifier) -> None:
     call = functools.partial(_call, notifier=notifier)
 
-    @mcp.tool(annotations=WRITE)
+    def tool(annotations: ToolAnnotations) -> Callable[[Callable[..., Any]], Any]:
+        """Register with the docstring as one clean paragraph (hosts show it verbatim)."""
+
+        def register(fn: Callable[..., Any]) -> Any:
+            description = " ".join((fn.__doc__ or "").split())
+            return mcp.tool(annotations=annotations, description=description)(fn)
+
+        return register
+
+    @tool(WRITE)
     async def remember(
         content: str,
         type: str = "note",
@@ -514,7 +523,7 @@ def _register_tools(mcp: MCPServer, service: MemoryService, notifier: Notifier) 
             reason=result.reason,
         )
 
-    @mcp.tool(annotations=READ)
+    @tool(READ)
     async def recall(
         query: str,
         k: int = 8,
@@ -536,14 +545,14 @@ def _register_tools(mcp: MCPServer, service: MemoryService, notifier: Notifier) 
         results = [RecallHit(**h, uri=note_uri(h["path"])) for h in hits]
         return RecallOut(results=results, count=len(results))
 
-    @mcp.tool(annotations=READ)
+    @tool(READ)
     async def get_memory(id_or_path: str, ctx: Context | None = None) -> MemoryOut:
         """Read one memory in full (metadata, body, revision). Pass its `revision` as
         expected_revision to update_memory so a concurrent edit is never overwritten."""
         memory = await call(ctx, fn=lambda: service.get(id_or_path))
         return _memory_out(memory)
 
-    @mcp.tool(annotations=READ)
+    @tool(READ)
     async def list_memories(
         types: list[str] | None = None,
         tags: list[str] | None = None,
@@ -581,7 +590,7 @@ def _register_tools(mcp: MCPServer, service: MemoryService, notifier: Notifier) 
         ]
         return ListOut(memories=summaries, total=len(ordered), next_cursor=nxt)
 
-    @mcp.tool(annotations=WRITE)
+    @tool(WRITE)
     async def update_memory(
         id: str,
         content: str | None = None,
@@ -616,7 +625,7 @@ def _register_tools(mcp: MCPServer, service: MemoryService, notifier: Notifier) 
         )
         return _write_out(result)
 
-    @mcp.tool(annotations=DESTRUCTIVE)
+    @tool(DESTRUCTIVE)
     async def forget(
         id: str,
         mode: Literal["archive", "delete", "purge"] = "archive",
@@ -631,7 +640,7 @@ def _register_tools(mcp: MCPServer, service: MemoryService, notifier: Notifier) 
         result = await call(ctx, fn=lambda: service.forget(id, mode, reason))
         return _write_out(result, CLONE_WARNING if mode == "purge" else None)
 
-    @mcp.tool(annotations=READ)
+    @tool(READ)
     async def memory_history(id: str, ctx: Context | None = None) -> HistoryOut:
         """Every change to one memory (following renames): who, when, which operation."""
 
@@ -642,20 +651,20 @@ def _register_tools(mcp: MCPServer, service: MemoryService, notifier: Notifier) 
 
         return await call(ctx, fn=run)
 
-    @mcp.tool(annotations=READ)
+    @tool(READ)
     async def memory_diff(id: str, rev: str, ctx: Context | None = None) -> DiffOut:
         """Unified diff between a memory at revision `rev` (from memory_history) and now."""
         diff = await call(ctx, fn=lambda: service.diff(id, rev))
         return DiffOut(id=id, rev=rev, diff=diff or "(no difference)")
 
-    @mcp.tool(annotations=WRITE)
+    @tool(WRITE)
     async def revert_memory(id: str, rev: str, ctx: Context | None = None) -> WriteOut:
         """Restore a memory's text as it was at `rev` (from memory_history), as a new
         commit: the current version stays in history."""
         result = await call(ctx, fn=lambda: service.revert(id, rev))
         return _write_out(result)
 
-    @mcp.tool(annotations=WRITE)
+    @tool(WRITE)
     async def consolidate(dry_run: bool = True, ctx: Context | None = None) -> ConsolidateOut:
         """Propose clean-ups: near-duplicate memories to merge, expired tasks to archive.
         With dry_run=false each proposal is applied as its own commit (archive, never
@@ -667,7 +676,7 @@ def _register_tools(mcp: MCPServer, service: MemoryService, notifier: Notifier) 
             message += ": call consolidate(dry_run=false) to apply"
         return ConsolidateOut(dry_run=dry_run, proposals=out, message=message)
 
-    @mcp.tool(annotations=READ)
+    @tool(READ)
     async def vault_status(ctx: Context | None = None) -> StatusOut:
         """Counts by type, index and embedder state, problems found, last commits."""
         data = await call(ctx, fn=service.status)
