@@ -21,6 +21,8 @@ _FENCE = "---"
 _CLOSERS = ("---", "...")
 _KEY_LINE = re.compile(r"""^(?P<key>"[^"]*"|'[^']*'|[^\s#'"\-][^:]*?)\s*:(?:\s|$)""")
 _TRAILING_COMMENT = re.compile(r"\s+#\s.*$")
+# libyaml's safe loader when PyYAML was built with it (several times faster), else pure Python
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _Delete:
@@ -57,7 +59,7 @@ def parse(text: str) -> Document:
     if fm_text is None:
         return Document({}, None, body, crlf, bom)
     try:
-        loaded = yaml.safe_load(fm_text) if fm_text.strip() else {}
+        loaded = yaml.load(fm_text, Loader=_Loader) if fm_text.strip() else {}
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" at frontmatter line {where.line + 1}" if where is not None else ""

@@ -216,7 +216,9 @@ class Store:
             matrix, owners, starts = self._matrix, self._row_owner, self._starts
         if matrix is None or matrix.shape[0] == 0 or matrix.shape[1] != query.shape[0]:
             return {}
-        best = np.maximum.reduceat(matrix @ query, starts)
+        # einsum, not `matrix @ query`: BLAS worker threads keep spinning after a product
+        # and starve the embedder's own threads (measured: query embedding 10 ms -> 100 ms)
+        best = np.maximum.reduceat(np.einsum("ij,j->i", matrix, query), starts)
         first = min(len(best), n * 4)
         head = np.argpartition(-best, first - 1)[:first]
         order = head[np.argsort(-best[head])]
