@@ -12,6 +12,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -89,7 +90,7 @@ class History:
                 "-c",
                 f"user.email={self.author_email}",
             ]
-        cmd = ["git", *config, *args]
+        cmd = ["git", "--literal-pathspecs", *config, *args]
         delay, deadline = 0.02, time.monotonic() + self.lock_retry_seconds
         while True:
             proc = subprocess.run(
@@ -143,16 +144,30 @@ class History:
         paths = self._committable(paths)
         if not paths:
             return None
-        self.run("add", "-A", "--", *paths)
-        staged = self.run("diff", "--cached", "--name-only", "-z", "--", *paths)
-        if not staged.strip("\0"):
+        # Paths go through stdin, not argv: an import of 50k files overflows the argument list.
+        spec = "\0".join(paths)
+        self.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input_text=spec)
+        wanted = set(paths)
+        staged = self.run("diff", "--cached", "--name-only", "--no-renames", "-z").split("\0")
+        if not wanted.intersection(staged):
             return None
-        message = format_message(subject, trailers or {})
-        args = ["commit", "-q", "--no-verify", "-F", "-", "--", *paths]
+        args = ["commit", "-q", "--no-verify", "--pathspec-from-file=-", "--pathspec-file-nul"]
+        return self._commit(args, format_message(subject, trailers or {}), as_person, spec)
+
+    def _commit(
+        self, args: list[str], message: str, as_person: bool, stdin: str | None = None
+    ) -> str | None:
+        """Run ``git commit`` with the message in a file (stdin may carry pathspecs)."""
         if as_person:
             name, email = self.repo_identity()
             args = ["-c", f"user.name={name}", "-c", f"user.email={email}", *args]
-        self.run(*args, input_text=message)
+        fd, message_file = tempfile.mkstemp(prefix="memvault-msg-", dir=self.root / ".git")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(message)
+            self.run(*args, "-F", message_file, input_text=stdin)
+        finally:
+            os.unlink(message_file)
         return self.head()
 
     def _committable(self, paths: Sequence[str]) -> list[str]:
@@ -160,7 +175,9 @@ class History:
         missing = [p for p in paths if not (self.root / p).exists()]
         if not missing:
             return list(paths)
-        tracked = set(self.run("ls-files", "-z", "--", *missing).split("\0"))
+        tracked: set[str] = set()
+        for at in range(0, len(missing), 500):
+            tracked.update(self.run("ls-files", "-z", "--", *missing[at : at + 500]).split("\0"))
         return [p for p in paths if p not in missing or p in tracked]
 
     def commit_all(
@@ -170,12 +187,14 @@ class History:
         self.run("add", "-A")
         if not self.run("diff", "--cached", "--name-only").strip():
             return None
-        args = ["commit", "-q", "--no-verify", "-F", "-"]
-        if as_person:
-            name, email = self.repo_identity()
-            args = ["-c", f"user.name={name}", "-c", f"user.email={email}", *args]
-        self.run(*args, input_text=format_message(subject, trailers))
-        return self.head()
+        return self._commit(
+            ["commit", "-q", "--no-verify"], format_message(subject, trailers), as_person
+        )
+
+    def commit_empty(self, subject: str, trailers: dict[str, str]) -> str | None:
+        """A commit that changes no file: a record in the log (for example of a purge)."""
+        args = ["commit", "-q", "--no-verify", "--allow-empty"]
+        return self._commit(args, format_message(subject, trailers), as_person=False)
 
     def uncommitted(self) -> list[str]:
         """Paths with changes not yet committed (ignored files excluded)."""

@@ -29,7 +29,7 @@ from .errors import (
     StaleRevisionError,
     VaultNotFoundError,
 )
-from .history import CLONE_WARNING, History, format_message
+from .history import CLONE_WARNING, History
 from .index import Index, SearchHit, SearchQuery
 from .index.store import DocInfo
 from .models import MEMORY_TYPES, Commit, Memory, Problem, WriteResult, jsonable, parse_time
@@ -513,18 +513,9 @@ class MemoryService:
             trailers = self._trailers("purge", memory.id)
             if reason:
                 trailers["Memvault-Reason"] = reason
-            self.history.run(
-                "commit",
-                "-q",
-                "--allow-empty",
-                "--no-verify",
-                "-F",
-                "-",
-                input_text=format_message(
-                    f"purge: memory {memory.id} erased from history", trailers
-                ),
+            sha = self.history.commit_empty(
+                f"purge: memory {memory.id} erased from history", trailers
             )
-            sha = self.history.head()
         finally:
             lock.release()
         self.index.remove([memory.id])

@@ -295,3 +295,12 @@ def test_export_has_every_memory_with_its_history(service: MemoryService) -> Non
     entry = next(m for m in data["memories"] if m["id"] == created.memory.id)
     assert [h["op"] for h in entry["history"]] == ["update", "remember"]
     assert entry["meta"]["importance"] == 0.9 and "Miso" in entry["body"]
+
+
+def test_paths_are_literal_not_git_globs(service: MemoryService) -> None:
+    root = service.vault.root
+    (root / "facts" / "star*.md").write_text("---\ntype: fact\n---\nA star in the name.\n")
+    (root / "facts" / "starX.md").write_text("---\ntype: fact\n---\nMatched by the glob.\n")
+    service.commit_external(["facts/star*.md"])
+    assert git(root, "show", "--name-only", "--format=", "HEAD").split() == ["facts/star*.md"]
+    assert "facts/starX.md" in git(root, "status", "--porcelain", "-uall")
