@@ -65,7 +65,7 @@ def run_http(mcp: MCPServer, host: str, port: int, token: str | None) -> None:
         log_level="warning",
         lifespan="on",
     )
-    log.warning(
+    log.info(
         "MCP endpoint: http://%s:%d/mcp%s", host, port, " (bearer token required)" if token else ""
     )
     uvicorn.Server(config).run()

@@ -770,7 +770,7 @@ def serve(
 
     threading.Thread(target=background, name="memvault-sync", daemon=True).start()
     watcher = _start_watcher(service) if watch else None
-    log.warning("memvault serving %s over %s", service.vault.root, "HTTP" if http else "stdio")
+    log.info("memvault serving %s over %s", service.vault.root, "HTTP" if http else "stdio")
     try:
         if http:
             from .http import run_http

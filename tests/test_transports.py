@@ -143,7 +143,7 @@ def test_every_byte_on_stdout_is_json_rpc(vault_path: Path) -> None:
     for line in out:
         assert json.loads(line)["jsonrpc"] == "2.0", line
     assert json.loads(out[-1])["result"]["isError"] is True
-    assert "memvault serving" in err
+    assert "memvault: serving" in err
 
 
 def free_port() -> int:
