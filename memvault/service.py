@@ -10,7 +10,8 @@ import datetime as dt
 import logging
 import shutil
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -175,7 +176,9 @@ class MemoryService:
             str(self.vault.state_dir / "write.lock"), timeout=self.settings.lock_timeout
         )
 
-    def _locked(self) -> filelock.BaseFileLock:
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """The vault's cross-process write lock (every MCP host runs its own server)."""
         lock = self._lock()
         try:
             lock.acquire()
@@ -184,12 +187,14 @@ class MemoryService:
                 f"another memvault process held the vault lock for {self.settings.lock_timeout}s: "
                 "retry, or look for a stuck process"
             ) from exc
-        return lock
+        try:
+            yield
+        finally:
+            lock.release()
 
     def recover(self) -> str | None:
         """Commit changes left uncommitted (crash between write and commit, hand edits)."""
-        lock = self._locked()
-        try:
+        with self._writing():
             pending = self.history.uncommitted()
             if not pending:
                 return None
@@ -198,8 +203,6 @@ class MemoryService:
                 self._trailers("recover", None),
             )
             log.warning("committed %d file(s) left uncommitted: %s", len(pending), pending[:5])
-        finally:
-            lock.release()
         self.sync_index(pending)
         return sha
 
@@ -221,13 +224,10 @@ class MemoryService:
         if not paths:
             return None
         subject = f"external: {paths[0]}" if len(paths) == 1 else f"external: {len(paths)} files"
-        lock = self._locked()
-        try:
+        with self._writing():
             return self.history.commit(
                 paths, subject, self._trailers("external", None), as_person=True
             )
-        finally:
-            lock.release()
 
     def store_refresh(self) -> None:
         self.index.store.refresh()
@@ -345,8 +345,7 @@ class MemoryService:
             meta["supersedes"] = list(supersedes)
         body = _body(title, content)
         target_folder = folder if folder is not None else _default_folder(type, now)
-        lock = self._locked()
-        try:
+        with self._writing():
             path = self.vault.free_path(target_folder, ids.slugify(title))
             old = [self.get(s) for s in supersedes]
             self.vault.write(path, frontmatter.new_file(meta, body), expected_hash="")
@@ -356,8 +355,6 @@ class MemoryService:
             sha = self.history.commit(
                 paths, f"remember: {path}", self._trailers("remember", meta["id"])
             )
-        finally:
-            lock.release()
         memory = self.vault.read(path)
         self._index([memory, *(self.vault.read(m.path) for m in old)])
         self._notify(ChangeEvent(changed=tuple(paths), added=(path,)))
@@ -400,8 +397,7 @@ class MemoryService:
         expected_revision: str | None = None,
     ) -> WriteResult:
         """Change a memory's body and/or frontmatter, keeping everything else of the file."""
-        lock = self._locked()
-        try:
+        with self._writing():
             memory = self.get(id_or_path)
             if expected_revision and memory.content_hash != expected_revision:
                 raise StaleRevisionError(
@@ -421,8 +417,6 @@ class MemoryService:
             sha = self.history.commit(
                 [memory.path], f"update: {memory.path}", self._trailers("update", memory.id)
             )
-        finally:
-            lock.release()
         fresh = self.vault.read(memory.path)
         self._index([fresh])
         self._notify(ChangeEvent(changed=(memory.path,)))
@@ -453,8 +447,7 @@ class MemoryService:
             raise InvalidInputError(f"mode must be one of {', '.join(FORGET_MODES)}, not {mode!r}")
         if mode == "purge":
             return self._purge(id_or_path, reason)
-        lock = self._locked()
-        try:
+        with self._writing():
             memory = self.get(id_or_path)
             trailers = self._trailers(f"forget-{mode}", memory.id)
             if reason:
@@ -476,8 +469,6 @@ class MemoryService:
                     self.vault.move(memory.path, new_path)
                 paths = [memory.path, new_path]
             sha = self.history.commit(paths, f"forget: {memory.path} ({mode})", trailers)
-        finally:
-            lock.release()
         self.index.remove([memory.id])
         if new_path:
             fresh = self.vault.read(new_path)
@@ -494,8 +485,7 @@ class MemoryService:
         return WriteResult(fresh, sha, "archived" if mode == "archive" else "deleted")
 
     def _purge(self, id_or_path: str, reason: str | None) -> WriteResult:
-        lock = self._locked()
-        try:
+        with self._writing():
             memory = self.get(id_or_path)
             names = self.history.names_in_history(memory.path)
             pending = self.history.uncommitted()
@@ -516,8 +506,6 @@ class MemoryService:
             sha = self.history.commit_empty(
                 f"purge: memory {memory.id} erased from history", trailers
             )
-        finally:
-            lock.release()
         self.index.remove([memory.id])
         self._notify(ChangeEvent(changed=(memory.path,), removed=(memory.path,)))
         log.warning("%s %s", memory.path, CLONE_WARNING)
@@ -525,8 +513,7 @@ class MemoryService:
 
     def revert(self, id_or_path: str, rev: str) -> WriteResult:
         """Restore a memory's text as it was at ``rev``, as a new commit."""
-        lock = self._locked()
-        try:
+        with self._writing():
             path = self._history_path(id_or_path)
             sha_rev = self.history.resolve(rev)
             old_text = self.history.show(sha_rev, self._path_at(path, sha_rev))
@@ -542,8 +529,6 @@ class MemoryService:
             sha = self.history.commit(
                 [path], f"revert: {path} to {sha_rev[:7]}", self._trailers("revert", restored.id)
             )
-        finally:
-            lock.release()
         self._index([restored])
         self._notify(ChangeEvent(changed=(path,), added=() if previous else (path,)))
         return WriteResult(restored, sha, "reverted", previous_revision=previous)
@@ -559,8 +544,7 @@ class MemoryService:
             items = list(importer.from_jsonl(source, self.clock().replace(microsecond=0)))
         else:
             raise InvalidInputError(f"{source} is neither a folder nor a .jsonl file")
-        lock = self._locked()
-        try:
+        with self._writing():
             written = []
             for item in items:
                 stem = _stem_path(ids.clean_relpath(item.path))
@@ -573,8 +557,6 @@ class MemoryService:
                 f"import: {len(written)} memories from {source.name}",
                 self._trailers("import", None),
             )
-        finally:
-            lock.release()
         self.sync_index(written, progress=progress)
         self._notify(ChangeEvent(changed=tuple(written), added=tuple(written)))
         return {"imported": len(written), "commit": sha, "paths": written}
