@@ -88,6 +88,12 @@ class Watcher:
         if self._thread is not None:
             self._thread.join(timeout=30)
 
+    @property
+    def pending(self) -> int:
+        """Paths seen by the observer and not processed yet."""
+        with self._cond:
+            return len(self._pending)
+
     def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
         """Block until ``predicate()`` holds after a batch or commit (for tests and tools)."""
         deadline = time.monotonic() + timeout
@@ -125,8 +131,8 @@ class Watcher:
             with self._cond:
                 batch, commit_now = self._next_work()
                 if batch is None and not commit_now:
-                    if self._stopping:
-                        return
+                    if self._stopping and not (self._pending or self._to_commit):
+                        return  # everything seen before stop() is processed and committed
                     continue
             try:
                 if batch:

@@ -126,3 +126,15 @@ def test_a_burst_of_many_files_is_one_commit(watched: Watched) -> None:
     assert watcher.wait_for(lambda: watcher.commits == 1)
     assert commit_count(service.vault.root) == before + 1
     assert git(service.vault.root, "log", "-1", "--format=%s").strip() == "external: 30 files"
+
+
+def test_stopping_processes_and_commits_what_was_already_seen(service: MemoryService) -> None:
+    service.ensure_synced()
+    watcher = Watcher(service, settle=0.5, debounce=30)
+    watcher.start()
+    before = commit_count(service.vault.root)
+    write(service.vault.root / "facts" / "late.md", "A save just before shutdown.\n")
+    assert watcher.wait_for(lambda: watcher.pending > 0)
+    watcher.stop()
+    assert commit_count(service.vault.root) == before + 1
+    assert service.recall("save just before shutdown")[0]["path"] == "facts/late.md"
