@@ -357,7 +357,7 @@ def doctor(ctx: Ctx) -> None:
             _fail(f"no vault at {ctx.vault}: create one with `memvault init`")
         settings = load_settings(ctx.vault)
         vault = Vault(ctx.vault, settings.max_file_bytes)
-        problems = run_checks(vault, History(vault.root))
+        problems = run_checks(vault, History(vault.root), settings.embedder)
     data = [p.__dict__ for p in problems]
 
     def human() -> None:

