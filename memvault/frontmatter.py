@@ -177,13 +177,19 @@ def render_value(key: str, value: Any) -> list[str]:
     return _dump({key: value}, flow=False).split("\n")
 
 
-def _dump(value: Any, flow: bool) -> str:
+_UNICODE_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+def _dump(value: Any, flow: bool, allow_unicode: bool = True) -> str:
     text = yaml.dump(
         value,
         Dumper=_Dumper,
         sort_keys=False,
-        allow_unicode=True,
+        allow_unicode=allow_unicode,
         default_flow_style=flow,
         width=10**9,
     )
+    if allow_unicode and any(ch in text for ch in _UNICODE_BREAKS):
+        # libyaml reads NEL/LS/PS as line breaks even inside quotes: escape everything
+        return _dump(value, flow, allow_unicode=False)
     return text.rstrip("\n").removesuffix("\n...").rstrip("\n")

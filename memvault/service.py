@@ -245,7 +245,22 @@ class MemoryService:
 
     # -- reading ------------------------------------------------------------
     def get(self, id_or_path: str) -> Memory:
-        return self.vault.read(self.vault.locate(id_or_path))
+        return self.vault.read(self._locate(id_or_path))
+
+    def _locate(self, id_or_path: str) -> str:
+        """Path of a memory. An id is looked up in the index first (no folder walk), and
+        the file itself confirms it; otherwise the vault's own id catalog decides."""
+        text = id_or_path.strip()
+        if ids.is_id(text):
+            self.index.store.refresh()
+            doc = self.index.store.docs.get(text)
+            if doc is not None:
+                try:
+                    if self.vault.read(doc.path).id == text:
+                        return doc.path
+                except (MemoryNotFoundError, MalformedMemoryError):
+                    pass  # moved or changed since it was indexed: ask the vault
+        return self.vault.locate(text)
 
     def list_memories(
         self, filters: Filters | None = None, sort: str = "updated", limit: int | None = None
@@ -273,7 +288,7 @@ class MemoryService:
     def _history_path(self, id_or_path: str) -> str:
         """Current path of a memory, or a deleted file's last path (for log/revert)."""
         try:
-            return self.vault.locate(id_or_path)
+            return self._locate(id_or_path)
         except MemoryNotFoundError:
             if ids.is_id(id_or_path):
                 raise
