@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import filelock
 import numpy as np
 
 from ..config import Settings
@@ -135,7 +136,11 @@ class Index:
             fusion=settings.fusion,
         )
         self.rebuilt_reason: str | None = None
-        self.store, self.text = self._open()
+        # Several processes may open a new (or broken) index at once: one creates or
+        # rebuilds it while the others wait, instead of deleting it under each other.
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with filelock.FileLock(str(folder.parent / "index-open.lock"), timeout=120):
+            self.store, self.text = self._open()
         self.loader = EmbedderLoader(settings.embedder if load_embedder else "none")
         self._write_lock = threading.Lock()
 
