@@ -149,7 +149,8 @@ def test_errors_come_back_as_results_that_say_what_to_do(service: MemoryService,
     run(service, mode, body)
 
 
-def test_list_forget_consolidate_and_status(service: MemoryService) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_list_forget_consolidate_and_status(service: MemoryService, mode: str) -> None:
     async def body(client: Client) -> None:
         ids = []
         for n in range(3):
@@ -174,11 +175,12 @@ def test_list_forget_consolidate_and_status(service: MemoryService) -> None:
         status = await call_tool(client, "vault_status", {})
         assert status["memories"] == 3 and status["archived"] == 1
 
-    run(service, "legacy", body)
+    run(service, mode, body)
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_consolidate_proposes_then_applies_merges_as_separate_commits(
-    service: MemoryService,
+    service: MemoryService, mode: str
 ) -> None:
     a = service.remember(
         "The user's favourite editor is Neovim.",
@@ -200,7 +202,7 @@ def test_consolidate_proposes_then_applies_merges_as_separate_commits(
         assert plan["proposals"][0]["ids"] == [a.memory.id, b.memory.id]  # type: ignore[union-attr]
         return await call_tool(client, "consolidate", {"dry_run": False})
 
-    applied = run(service, "legacy", body)
+    applied = run(service, mode, body)
     assert applied["proposals"][0]["applied"] is True
     assert service.get(b.memory.id).status == "superseded"
     assert git(service.vault.root, "log", "-1", "--format=%s").startswith("update: ")
