@@ -14,7 +14,6 @@ SOURCES = ("conversation", "user", "file", "tool", "agent", "import")
 
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _INLINE_TAG = re.compile(r"(?:^|\s)#([^\s#\[\]()\"',.;:!?]+)")
-_WIKILINK = re.compile(r"\[\[([^\]|#]+)(?:#[^\]|]*)?(?:\|[^\]]*)?\]\]")
 
 
 @dataclass(frozen=True)
@@ -67,10 +66,6 @@ class Memory:
     @property
     def updated(self) -> str | None:
         return as_iso(self.meta.get("updated")) or self.created
-
-    @property
-    def links(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(m.strip() for m in _WIKILINK.findall(self.body)))
 
     def summary(self) -> dict[str, Any]:
         """A JSON-friendly view without the body."""

@@ -229,11 +229,9 @@ class MemoryService:
                 paths, subject, self._trailers("external", None), as_person=True
             )
 
-    def store_refresh(self) -> None:
-        self.index.store.refresh()
-
     def indexed_hashes(self) -> dict[str, str]:
-        """path -> content hash of what the index holds."""
+        """path -> content hash of what the index holds now (other processes included)."""
+        self.index.store.refresh()
         return {d.path: d.hash for d in self.index.store.docs.values()}
 
     def _notify(self, event: ChangeEvent) -> None:

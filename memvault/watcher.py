@@ -189,7 +189,6 @@ class Watcher:
             self._record(rel, digest)
         if not (changed or added or removed):
             return
-        self.service.store_refresh()
         indexed = self.service.indexed_hashes()
         stale = [p for p in changed + added if indexed.get(p) != self._seen.get(p)]
         self.service.sync_index([*stale, *removed])  # another process may have indexed it

@@ -88,9 +88,6 @@ class Store:
         row = self._db.execute("SELECT value FROM info WHERE key=?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
-    def set_info(self, key: str, value: str) -> None:
-        self._db.execute("INSERT OR REPLACE INTO info(key, value) VALUES(?, ?)", (key, value))
-
     def close(self) -> None:
         self._db.close()
 
