@@ -304,3 +304,13 @@ def test_paths_are_literal_not_git_globs(service: MemoryService) -> None:
     service.commit_external(["facts/star*.md"])
     assert git(root, "show", "--name-only", "--format=", "HEAD").split() == ["facts/star*.md"]
     assert "facts/starX.md" in git(root, "status", "--porcelain", "-uall")
+
+
+def test_show_at_returns_a_memory_as_it_was_before_a_rename(service: MemoryService) -> None:
+    created = service.remember("The wiki lives on the intranet.", type="fact")
+    assert created.memory is not None and created.commit
+    root = service.vault.root
+    os.replace(root / created.memory.path, root / "facts" / "wiki.md")
+    service.update(created.memory.id, content="The wiki moved to the cloud.")
+    old = service.show_at(created.memory.id, created.commit)
+    assert "The wiki lives on the intranet." in old and "cloud" not in old
