@@ -125,6 +125,16 @@ def build_vault(
     return service, time.perf_counter() - start
 
 
+def given_or_built(argv: list[str], index: int, tmp: str, count: int) -> Path:
+    """The vault named at ``argv[index]`` (already built), else a new one of ``count``."""
+    if len(argv) > index:
+        return Path(argv[index])
+    root = Path(tmp) / "vault"
+    service, _ = build_vault(root, count, Settings())
+    service.close()
+    return root
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]

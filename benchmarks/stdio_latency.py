@@ -15,8 +15,7 @@ from pathlib import Path
 
 from mcp import Client, StdioServerParameters
 
-from benchmarks.common import QUERIES, build_vault, summary
-from memvault.config import Settings
+from benchmarks.common import QUERIES, given_or_built, summary
 
 
 async def measure(root: Path, calls: int) -> None:
@@ -51,12 +50,7 @@ def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
     calls = int(sys.argv[2]) if len(sys.argv) > 2 else 100
     with tempfile.TemporaryDirectory() as tmp:
-        if len(sys.argv) > 3:
-            root = Path(sys.argv[3])
-        else:
-            root = Path(tmp) / "vault"
-            service, _ = build_vault(root, count, Settings())
-            service.close()
+        root = given_or_built(sys.argv, 3, tmp, count)
         print(f"vault of {count} memories ready")
         asyncio.run(measure(root, calls))
 

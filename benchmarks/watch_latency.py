@@ -15,9 +15,8 @@ import sys
 import tempfile
 import threading
 import time
-from pathlib import Path
 
-from benchmarks.common import build_vault, summary
+from benchmarks.common import given_or_built, summary
 from memvault.config import Settings
 from memvault.service import ChangeEvent, MemoryService
 from memvault.watcher import Watcher
@@ -27,15 +26,10 @@ def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
     edits = int(sys.argv[2]) if len(sys.argv) > 2 else 50
     with tempfile.TemporaryDirectory() as tmp:
-        if len(sys.argv) > 3:
-            root = Path(sys.argv[3])
-            head = subprocess.run(
-                ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
-            ).stdout.strip()
-        else:
-            root, head = Path(tmp) / "vault", ""
-            service, _ = build_vault(root, count, Settings())
-            service.close()
+        root = given_or_built(sys.argv, 3, tmp, count)
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
         service = MemoryService.open(root, Settings())
         service.ensure_synced()
         arrived: dict[str, float] = {}
@@ -67,7 +61,7 @@ def main() -> None:
         print(summary(f"save -> searchable by recall at {count} memories", to_search))
         watcher.stop()
         service.close()
-        if head:  # leave a kept vault as it was
+        if len(sys.argv) > 3:  # leave a given vault as it was
             subprocess.run(["git", "reset", "-q", "--hard", head], cwd=root, check=True)
             subprocess.run(["git", "clean", "-q", "-fd", "inbox"], cwd=root, check=True)
 
