@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 
 from . import __version__, views
 from .errors import MemvaultError
+from .index.text import warm_up
 from .models import Memory, jsonable, parse_time
 from .service import ChangeEvent, Filters, MemoryService, current_client
 
@@ -744,6 +745,7 @@ def _register_prompts(mcp: MCPServer, service: MemoryService) -> None:
 
 # -- running ------------------------------------------------------------------
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+JIEBA_WARM_UP_DELAY = 3.0  # seconds after start
 
 
 def serve(
@@ -769,6 +771,11 @@ def serve(
         log.info("index ready: %s", service.index.status())
 
     threading.Thread(target=background, name="memvault-sync", daemon=True).start()
+    # jieba's dictionary load holds the GIL for ~0.6 s: do it once `initialize` is long
+    # answered (hosts time that), not in the first Chinese query.
+    warm = threading.Timer(JIEBA_WARM_UP_DELAY, warm_up)
+    warm.daemon = True
+    warm.start()
     watcher = _start_watcher(service) if watch else None
     log.info("memvault serving %s over %s", service.vault.root, "HTTP" if http else "stdio")
     try:

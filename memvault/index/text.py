@@ -108,6 +108,11 @@ def _segmenter() -> Any:
     return _jieba
 
 
+def warm_up() -> None:
+    """Load jieba's dictionary now (about 0.6 s) rather than in the first Chinese query."""
+    _segmenter()
+
+
 @lru_cache(maxsize=50_000)
 def stem(word: str) -> str:
     word = IRREGULAR.get(word, word)
