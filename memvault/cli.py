@@ -433,10 +433,22 @@ def serve(
             from .service import create_vault
 
             create_vault(ctx.vault)
-        where = f"http://{host}:{port}/mcp" if use_http else "stdio"
         auth = " (bearer token required)" if use_http and token else ""
-        click.echo(f"memvault: serving {ctx.vault} over {where}{auth}", err=True)
-        run_server(ctx.vault, http=use_http, host=host, port=port, token=token, watch=watch)
+
+        def announce(where: str) -> None:
+            click.echo(f"memvault: serving {ctx.vault} over {where}{auth}", err=True)
+
+        if not use_http:
+            announce("stdio")
+        run_server(
+            ctx.vault,
+            http=use_http,
+            host=host,
+            port=port,
+            token=token,
+            watch=watch,
+            announce=lambda line: announce(line.removeprefix("listening on ")),
+        )
 
 
 @cli.command()

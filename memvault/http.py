@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hmac
 import logging
+import socket
+from collections.abc import Callable
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -55,7 +57,14 @@ def http_app(mcp: MCPServer, host: str, port: int, token: str | None) -> Any:
     return BearerTokenMiddleware(app, token) if token else app
 
 
-def run_http(mcp: MCPServer, host: str, port: int, token: str | None) -> None:
+def run_http(
+    mcp: MCPServer,
+    host: str,
+    port: int,
+    token: str | None,
+    announce: Callable[[str], None] | None = None,
+) -> None:
+    """Serve until stopped; ``announce`` gets one line once the port is bound."""
     import uvicorn
 
     config = uvicorn.Config(
@@ -65,7 +74,12 @@ def run_http(mcp: MCPServer, host: str, port: int, token: str | None) -> None:
         log_level="warning",
         lifespan="on",
     )
-    log.info(
-        "MCP endpoint: http://%s:%d/mcp%s", host, port, " (bearer token required)" if token else ""
-    )
-    uvicorn.Server(config).run()
+    # Bind before announcing: once the line below is on stderr, connections are accepted
+    # (queued by the kernel until uvicorn's loop serves them), so callers need not poll.
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    (announce or log.info)(f"listening on http://{host}:{port}/mcp")
+    uvicorn.Server(config).run(sockets=[sock])

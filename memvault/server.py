@@ -755,8 +755,11 @@ def serve(
     port: int = 8765,
     token: str | None = None,
     watch: bool = True,
+    announce: Callable[[str], None] | None = None,
 ) -> None:
-    """Open the vault, start background indexing (and the watcher), serve MCP."""
+    """Open the vault, start background indexing (and the watcher), serve MCP.
+
+    ``announce`` gets one line for a person once HTTP accepts connections."""
     if http and host not in LOOPBACK and not token:
         raise MemvaultError(
             f"refusing to serve HTTP on {host} without a token: pass --token or set "
@@ -782,7 +785,7 @@ def serve(
         if http:
             from .http import run_http
 
-            run_http(mcp, host, port, token)
+            run_http(mcp, host, port, token, announce)
         else:
             mcp.run("stdio")
     finally:

@@ -268,6 +268,8 @@ def test_legacy_subscribers_get_resource_updated_and_list_changed(service: Memor
     assert made.memory is not None
     uri = note_uri(made.memory.path)
     seen: list[str] = []
+    wanted = {f"updated:{uri}", "updated:memory://index", "list_changed"}
+    all_seen = asyncio.Event()
 
     async def body(client: Client) -> None:
         await client.session.subscribe_resource(uri)
@@ -278,10 +280,7 @@ def test_legacy_subscribers_get_resource_updated_and_list_changed(service: Memor
         await call_tool(
             client, "remember", {"content": "A brand new memory appears.", "type": "fact"}
         )
-        for _ in range(100):
-            if {f"updated:{uri}", "updated:memory://index", "list_changed"} <= set(seen):
-                return
-            await asyncio.sleep(0.02)
+        await asyncio.wait_for(all_seen.wait(), timeout=10)
 
     async def on_message(message: Any) -> None:
         root = getattr(message, "root", message)
@@ -290,6 +289,8 @@ def test_legacy_subscribers_get_resource_updated_and_list_changed(service: Memor
             seen.append(f"updated:{root.params.uri}")
         elif method == "notifications/resources/list_changed":
             seen.append("list_changed")
+        if wanted <= set(seen):
+            all_seen.set()
 
     run(service, "legacy", body, message_handler=on_message)
     assert f"updated:{uri}" in seen and "updated:memory://index" in seen and "list_changed" in seen

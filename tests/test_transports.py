@@ -7,7 +7,6 @@ import json
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -59,31 +58,29 @@ async def round_trip(client: Client) -> str:
     return str(made["id"])
 
 
-def test_stdio_initialize_is_fast_and_the_round_trip_works(vault_path: Path) -> None:
+def test_stdio_round_trip_works_and_pushes_updates(vault_path: Path) -> None:
+    """Speed of `initialize` is measured by benchmarks/stdio_latency.py, not asserted here."""
     params = StdioServerParameters(command=sys.executable, args=serve_args(vault_path))
     updates: list[str] = []
+    watched: dict[str, asyncio.Event] = {}
 
     async def on_message(message: Any) -> None:
         root = getattr(message, "root", message)
         if getattr(root, "method", "") == "notifications/resources/updated":
             updates.append(str(root.params.uri))
+            if str(root.params.uri) in watched:
+                watched[str(root.params.uri)].set()
 
-    async def main() -> float:
-        start = time.perf_counter()
+    async def main() -> None:
         async with Client(params, mode="legacy", message_handler=on_message) as client:
-            ready = time.perf_counter() - start
             memory_id = await round_trip(client)
             got = await call_tool(client, "get_memory", {"id_or_path": memory_id})
+            watched[got["uri"]] = asyncio.Event()
             await client.session.subscribe_resource(got["uri"])
             await call_tool(client, "update_memory", {"id": memory_id, "importance": 0.9})
-            for _ in range(250):
-                if got["uri"] in updates:
-                    break
-                await asyncio.sleep(0.02)
-            return ready
+            await asyncio.wait_for(watched[got["uri"]].wait(), timeout=10)
 
-    ready = asyncio.run(main())
-    assert ready < 2.0, f"initialize took {ready:.2f}s"
+    asyncio.run(main())
     assert any(u.startswith("memory://note/facts/") for u in updates)
     assert "Memvault-Client: mcp" in git(vault_path, "log", "-1", "--format=%B")
 
@@ -152,6 +149,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_until_listening(proc: subprocess.Popen[str]) -> None:
+    """Read the server's stderr until it says it serves HTTP (printed once bound)."""
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if "memvault: serving" in line and "http://" in line:
+            return
+    raise AssertionError("server exited before listening: " + "".join(seen))
+
+
 @contextmanager
 def http_server(vault: Path, token: str) -> Iterator[str]:
     port = free_port()
@@ -162,14 +170,7 @@ def http_server(vault: Path, token: str) -> Iterator[str]:
         text=True,
     )
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert proc.poll() is None, proc.communicate()[1]
-                time.sleep(0.05)
+        wait_until_listening(proc)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.terminate()
