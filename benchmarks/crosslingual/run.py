@@ -1,0 +1,133 @@
+"""Cross-language recall: hit@1/3/5 and MRR@10 per direction on the bilingual set.
+
+Usage: python benchmarks/crosslingual/run.py [--mode hybrid|bm25|vector] [--all-modes]
+                                             [--k 3] [--misses]
+
+Builds a temporary vault from memories.jsonl through the product's bulk import (default
+settings, so the default embedder), asks every question of queries.jsonl through
+``MemoryService.recall`` and prints one table per mode. --misses lists the questions whose
+gold memory is not in the top --k, with what came first instead.
+
+Only the public service API is used (create_vault, MemoryService.open, import_path, recall),
+so the script survives a refactor of the index.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from benchmarks.crosslingual.validate import DIRECTIONS, HERE, load
+from memvault.config import Settings
+from memvault.service import MemoryService, create_vault
+
+MODES = ("bm25", "vector", "hybrid")
+DEPTH = 10  # results asked for; MRR is computed over these
+
+
+def build(root: Path, memories: list[dict[str, Any]]) -> tuple[MemoryService, dict[str, str]]:
+    """A vault holding the set's memories, and the vault path of each set id."""
+    create_vault(root)
+    service = MemoryService.open(root, Settings())
+    source = root.parent / "memories-import.jsonl"
+    with source.open("w", encoding="utf-8") as handle:
+        for m in memories:
+            record = {k: m[k] for k in ("title", "content", "type", "tags")}
+            handle.write(json.dumps(record | {"folder": f"{m['type']}s"}, ensure_ascii=False))
+            handle.write("\n")
+    paths = service.import_path(source)["paths"]
+    if len(paths) != len(memories):
+        raise SystemExit(f"imported {len(paths)} of {len(memories)} memories")
+    return service, {path: m["id"] for path, m in zip(paths, memories, strict=True)}
+
+
+def rank_of(ranked: list[str], gold: list[str]) -> int | None:
+    """1-based rank of the first gold memory, None when none was returned."""
+    return next((n for n, i in enumerate(ranked, 1) if i in gold), None)
+
+
+def evaluate(
+    service: MemoryService, by_path: dict[str, str], queries: list[dict[str, Any]], mode: str
+) -> list[dict[str, Any]]:
+    out = []
+    for q in queries:
+        hits = service.recall(q["query"], k=DEPTH, mode=mode)
+        ranked = [by_path.get(h["path"], h["path"]) for h in hits]
+        out.append(q | {"ranked": ranked, "rank": rank_of(ranked, q["gold"])})
+    return out
+
+
+def table(results: list[dict[str, Any]], mode: str) -> str:
+    groups: dict[str, list[int | None]] = defaultdict(list)
+    for r in results:
+        groups[r["direction"]].append(r["rank"])
+        groups["all"].append(r["rank"])
+        if r["direction"] in ("zh->en", "en->zh"):
+            groups["cross (zh->en + en->zh)"].append(r["rank"])
+    rows = [
+        f"mode {mode}",
+        "| direction | n | hit@1 | hit@3 | hit@5 | MRR@10 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in [*DIRECTIONS, "cross (zh->en + en->zh)", "all"]:
+        ranks = groups.get(name)
+        if not ranks:
+            continue
+        hit = [
+            100 * sum(1 for r in ranks if r is not None and r <= k) / len(ranks) for k in (1, 3, 5)
+        ]
+        mrr = sum(1 / r for r in ranks if r is not None) / len(ranks)
+        rows.append(
+            f"| {name} | {len(ranks)} | {hit[0]:.1f} | {hit[1]:.1f} | {hit[2]:.1f} | {mrr:.3f} |"
+        )
+    return "\n".join(rows)
+
+
+def misses(results: list[dict[str, Any]], k: int) -> str:
+    lines = [f"misses at {k} (gold -> rank; top 3 returned):"]
+    for r in results:
+        if r["rank"] is None or r["rank"] > k:
+            lines.append(
+                f"  [{r['direction']}] {r['query']}  gold {','.join(r['gold'])} -> "
+                f"{r['rank'] or '-'}; got {', '.join(r['ranked'][:3])}"
+            )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--mode", choices=MODES, default="hybrid")
+    parser.add_argument("--all-modes", action="store_true", help="bm25, vector and hybrid")
+    parser.add_argument("--k", type=int, default=3, help="cut-off for --misses")
+    parser.add_argument("--misses", action="store_true", help="list queries missed at --k")
+    args = parser.parse_args(argv)
+    memories, queries = load(HERE)
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        service, by_path = build(Path(tmp) / "vault", memories)
+        index = service.status()["index"]
+        print(
+            f"{len(memories)} memories, {len(queries)} queries; embedder "
+            f"{index.get('model') or index.get('name') or index.get('state')}, "
+            f"{index.get('with_vectors')} with vectors; built in "
+            f"{time.perf_counter() - start:.0f}s"
+        )
+        try:
+            for mode in MODES if args.all_modes else (args.mode,):
+                results = evaluate(service, by_path, queries, mode)
+                print()
+                print(table(results, mode))
+                if args.misses:
+                    print(misses(results, args.k))
+        finally:
+            service.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
