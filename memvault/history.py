@@ -146,7 +146,12 @@ class History:
             return None
         # Paths go through stdin, not argv: an import of 50k files overflows the argument list.
         spec = "\0".join(paths)
-        self.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input_text=spec)
+        unstaged = self._not_staged_yet(paths)
+        if unstaged:
+            add_spec = "\0".join(unstaged)
+            self.run(
+                "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input_text=add_spec
+            )
         wanted = set(paths)
         staged = self.run("diff", "--cached", "--name-only", "--no-renames", "-z").split("\0")
         if not wanted.intersection(staged):
@@ -176,9 +181,24 @@ class History:
         if not missing:
             return list(paths)
         tracked: set[str] = set()
+        # --with-tree=HEAD: a path already removed from the index (`git mv`, `git rm`) still
+        # counts, so its deletion is committed with the rest.
+        with_tree = ["--with-tree=HEAD"] if self.head() else []
         for at in range(0, len(missing), 500):
-            tracked.update(self.run("ls-files", "-z", "--", *missing[at : at + 500]).split("\0"))
+            chunk = missing[at : at + 500]
+            tracked.update(self.run("ls-files", "-z", *with_tree, "--", *chunk).split("\0"))
         return [p for p in paths if p not in missing or p in tracked]
+
+    def _not_staged_yet(self, paths: Sequence[str]) -> list[str]:
+        """``paths`` minus deletions already staged (`git mv`, `git rm`): `git add` would
+        fail on a path that is neither in the work tree nor in the index."""
+        missing = [p for p in paths if not os.path.lexists(self.root / p)]
+        if not missing:
+            return list(paths)
+        in_index: set[str] = set()
+        for at in range(0, len(missing), 500):
+            in_index.update(self.run("ls-files", "-z", "--", *missing[at : at + 500]).split("\0"))
+        return [p for p in paths if p not in missing or p in in_index]
 
     def commit_all(
         self, subject: str, trailers: dict[str, str], as_person: bool = False
@@ -210,6 +230,27 @@ class History:
                     i += 1  # the rename source follows
             i += 1
         return paths
+
+    def changed_paths(self) -> list[str]:
+        """Every path with uncommitted changes, both sides of a staged rename included."""
+        out = self.run("status", "--porcelain=v1", "-z", "--untracked-files=all")
+        entries, paths, i = out.split("\0"), [], 0
+        while i < len(entries):
+            entry = entries[i]
+            if len(entry) > 3:
+                paths.append(entry[3:])
+                if entry[0] in "RC" and i + 1 < len(entries):
+                    i += 1
+                    paths.append(entries[i])  # the rename's source
+            i += 1
+        return paths
+
+    def staged_paths(self) -> list[str]:
+        """Paths whose staged content differs from HEAD (renames as deletion + addition)."""
+        if self.head() is None:
+            return []
+        out = self.run("diff", "--cached", "--name-only", "--no-renames", "-z")
+        return [p for p in out.split("\0") if p]
 
     # -- reading ------------------------------------------------------------
     def log(self, path: str | None = None, limit: int | None = None) -> list[Commit]:

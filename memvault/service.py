@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import shutil
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -28,6 +29,7 @@ from .errors import (
     MemoryNotFoundError,
     MemvaultError,
     StaleRevisionError,
+    UnsafePathError,
     VaultNotFoundError,
 )
 from .history import CLONE_WARNING, History
@@ -51,6 +53,7 @@ TYPE_FOLDERS = {
 }
 FORGET_MODES = ("archive", "delete", "purge")
 INDEX_BATCH = 256
+WRITE_JOURNAL = "pending-writes"  # paths memvault wrote and may not have committed yet
 SEARCH_MODES = ("hybrid", "bm25", "vector")
 
 
@@ -187,24 +190,77 @@ class MemoryService:
                 f"another memvault process held the vault lock for {self.settings.lock_timeout}s: "
                 "retry, or look for a stuck process"
             ) from exc
+        journal = self.vault.state_dir / WRITE_JOURNAL
+        leftovers = journal.exists()  # an earlier write failed before its commit: keep them
+        self.vault.journal = journal
         try:
             yield
+            if not leftovers:
+                journal.unlink(missing_ok=True)
         finally:
+            self.vault.journal = None
             lock.release()
 
     def recover(self) -> str | None:
-        """Commit changes left uncommitted (crash between write and commit, hand edits)."""
+        """Commit changes left uncommitted, as what they are.
+
+        Files memvault wrote and did not commit (a crash; known from its write journal)
+        become a ``recover`` commit; everything else is a person's edit and is committed
+        as ``external`` with the repository's own identity. Symlinks and other
+        non-regular files are never staged (doctor reports them).
+        """
         with self._writing():
-            pending = self.history.uncommitted()
-            if not pending:
-                return None
-            sha = self.history.commit_all(
-                f"recover: {len(pending)} uncommitted file(s)",
-                self._trailers("recover", None),
-            )
-            log.warning("committed %d file(s) left uncommitted: %s", len(pending), pending[:5])
-        self.sync_index(pending)
+            sha, pending = self._commit_leftovers()
+        if pending:
+            self.sync_index(pending)
         return sha
+
+    def _commit_leftovers(self) -> tuple[str | None, list[str]]:
+        """Commit uncommitted safe paths (caller holds the write lock): (last sha, paths)."""
+        journal = self.vault.state_dir / WRITE_JOURNAL
+        try:
+            own = set(journal.read_text(encoding="utf-8").splitlines())
+        except OSError:
+            own = set()
+        pending = self._committable(self.history.changed_paths())
+        mine = [p for p in pending if p in own]
+        theirs = [p for p in pending if p not in own]
+        sha = None
+        if mine:
+            subject = f"recover: {len(mine)} file(s) memvault wrote but did not commit"
+            sha = self.history.commit(mine, subject, self._trailers("recover", None))
+            log.warning(
+                "committed %d file(s) left by an interrupted write: %s", len(mine), mine[:5]
+            )
+        if theirs:
+            sha = (
+                self.history.commit(
+                    theirs,
+                    _external_subject(theirs),
+                    self._trailers("external", None),
+                    as_person=True,
+                )
+                or sha
+            )
+            log.info("committed %d file(s) edited outside memvault", len(theirs))
+        journal.unlink(missing_ok=True)
+        return sha, pending
+
+    def _committable(self, paths: Iterable[str]) -> list[str]:
+        """``paths`` that may be staged: regular files inside the vault, or deletions.
+
+        A symlink or FIFO is never staged (``git add`` would commit the link itself).
+        """
+        out = []
+        for rel in dict.fromkeys(paths):
+            try:
+                if os.path.lexists(self.vault.abspath(rel)):
+                    self.vault.check_regular(rel)
+            except (UnsafePathError, OSError) as exc:
+                log.warning("not committed: %s", exc)
+                continue
+            out.append(rel)
+        return out
 
     def _trailers(self, op: str, memory_id: str | None) -> dict[str, str]:
         trailers = {"Memvault-Op": op}
@@ -223,10 +279,14 @@ class MemoryService:
         """Commit edits made by a person, with the repository's own git identity."""
         if not paths:
             return None
-        subject = f"external: {paths[0]}" if len(paths) == 1 else f"external: {len(paths)} files"
         with self._writing():
+            # What the person staged for memories goes along (`git mv` stages the rename).
+            staged = [p for p in self.history.staged_paths() if self.vault.is_memory_path(p)]
+            paths = self._committable([*paths, *staged])
+            if not paths:
+                return None
             return self.history.commit(
-                paths, subject, self._trailers("external", None), as_person=True
+                paths, _external_subject(paths), self._trailers("external", None), as_person=True
             )
 
     def indexed_hashes(self) -> dict[str, str]:
@@ -501,11 +561,7 @@ class MemoryService:
         with self._writing():
             memory = self.get(id_or_path)
             names = self.history.names_in_history(memory.path)
-            pending = self.history.uncommitted()
-            if pending:  # filter-branch needs a clean tree; keep the person's edits
-                self.history.commit_all(
-                    f"recover: {len(pending)} file(s) before purge", self._trailers("recover", None)
-                )
+            self._commit_leftovers()  # filter-branch needs a clean tree; keep the person's edits
             self.vault.delete(memory.path)
             self.history.commit(
                 [memory.path],
@@ -670,7 +726,7 @@ class MemoryService:
             self.index.remove(drop)
         else:
             read = [p for p in dict.fromkeys(paths) if self.vault.is_memory_path(p)]
-            gone = [p for p in read if not (self.vault.root / p).is_file()]
+            gone = [p for p in read if not self.vault.is_safe_file(p)]  # symlinks, FIFOs too
             self.index.remove_paths(gone)
             read = [p for p in read if p not in gone]
         done = 0
@@ -679,7 +735,7 @@ class MemoryService:
             for rel in read[start : start + INDEX_BATCH]:
                 try:
                     batch.append(self.vault.read(rel))
-                except (MalformedMemoryError, MemoryNotFoundError) as exc:
+                except (MalformedMemoryError, MemoryNotFoundError, UnsafePathError) as exc:
                     log.warning("not indexed: %s", exc)
             self._index(batch)
             done += len(batch)
@@ -826,7 +882,11 @@ def create_vault(
     if not history.is_repo():
         history.init()
     _exclude_state_dir(root)
-    history.commit_all("init: memvault vault", {"Memvault-Op": "init"})
+    vault = Vault(root)
+    paths = [p for p in history.changed_paths() if vault.is_safe_file(p)]  # never a symlink
+    trailers = {"Memvault-Op": "init"}
+    if not history.commit(paths, "init: memvault vault", trailers) and not history.head():
+        history.commit_empty("init: memvault vault", trailers)
     return True
 
 
@@ -848,6 +908,10 @@ def _exclude_state_dir(root: Path) -> None:
     text = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
     if f"/{STATE_DIR}/" not in text.split("\n"):
         exclude.write_text(text.rstrip("\n") + f"\n/{STATE_DIR}/\n", encoding="utf-8")
+
+
+def _external_subject(paths: Sequence[str]) -> str:
+    return f"external: {paths[0]}" if len(paths) == 1 else f"external: {len(paths)} files"
 
 
 def _history_of(path: str, commits: list[Commit]) -> list[tuple[Commit, str]]:

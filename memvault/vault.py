@@ -10,6 +10,7 @@ import hashlib
 import json
 import logging
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -56,6 +57,9 @@ class Vault:
         # What this process last wrote to each path (hash; "" for a deletion), so a
         # watcher can tell memvault's own writes from a person's edits.
         self.written: dict[str, str] = {}
+        # While set (by the service, under its write lock), every path memvault writes is
+        # appended here first, so a crash leftover can be told from a person's edit.
+        self.journal: Path | None = None
 
     @property
     def state_dir(self) -> Path:
@@ -81,16 +85,67 @@ class Vault:
         return not (self._ignore is not None and self._ignore.match_file(rel))
 
     def iter_paths(self) -> Iterator[str]:
-        """Vault-relative paths of every memory file, sorted, symlinks skipped."""
-        found = []
+        """Vault-relative paths of every memory file, sorted; only regular files (no
+        symlinks, FIFOs or devices: see :meth:`unsafe_paths`)."""
+        yield from sorted(rel for rel, regular in self._walk() if regular)
+
+    def unsafe_paths(self) -> list[str]:
+        """Memory-named entries that are not regular files (symlinks, FIFOs, sockets...)."""
+        return sorted(rel for rel, regular in self._walk() if not regular)
+
+    def _walk(self) -> Iterator[tuple[str, bool]]:
+        """(path, is a regular file) of every memory-named entry; symlinked folders are
+        not entered and nothing is opened."""
         for dirpath, dirnames, filenames in os.walk(self.root):
             dirnames[:] = [d for d in dirnames if d not in IGNORED_DIRS and not d.startswith(".")]
             rel_dir = os.path.relpath(dirpath, self.root)
             for name in filenames:
                 rel = name if rel_dir == "." else f"{rel_dir.replace(os.sep, '/')}/{name}"
-                if self.is_memory_path(rel) and not os.path.islink(os.path.join(dirpath, name)):
-                    found.append(rel)
-        yield from sorted(found)
+                if self.is_memory_path(rel):
+                    yield rel, _is_regular(os.path.join(dirpath, name))
+
+    def check_regular(self, rel: str) -> Path:
+        """Absolute path of ``rel`` when it is a regular file inside the vault.
+
+        Raises UnsafePathError for a symlink (anywhere on the path), a FIFO, socket or
+        device, or a path leading outside; FileNotFoundError when nothing is there.
+        Never opens the file (opening a FIFO for reading blocks forever).
+        """
+        path = self.abspath(rel)
+        rel = path.relative_to(self.root).as_posix()
+        mode = os.lstat(path).st_mode
+        if stat.S_ISLNK(mode) or os.path.realpath(path) != str(path):
+            raise UnsafePathError(
+                f"{rel} is a symlink: memvault never reads or commits symlinks; "
+                "replace it with a regular file or remove it"
+            )
+        if not stat.S_ISREG(mode):
+            raise UnsafePathError(
+                f"{rel} is not a regular file (a FIFO, socket or device): it is skipped; "
+                "remove or rename it"
+            )
+        return path
+
+    def is_safe_file(self, rel: str) -> bool:
+        """True for a regular file inside the vault (see :meth:`check_regular`)."""
+        try:
+            self.check_regular(rel)
+        except (UnsafePathError, OSError):
+            return False
+        return True
+
+    def read_regular(self, rel: str) -> bytes:
+        """Bytes of a regular file inside the vault; refuses anything else unopened."""
+        path = self.check_regular(rel)
+        # O_NOFOLLOW|O_NONBLOCK: a symlink or FIFO swapped in after the check is not
+        # followed and cannot block; fstat confirms what was opened.
+        fd = os.open(
+            path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+        )
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise UnsafePathError(f"{rel} is not a regular file: it is skipped")
+            return handle.read()
 
     def stats(self, paths: Iterable[str] | None = None) -> dict[str, tuple[int, int]]:
         """(mtime_ns, size) of every memory file (or of ``paths`` that exist)."""
@@ -114,8 +169,9 @@ class Vault:
         """
         path = self.abspath(rel)
         rel = path.relative_to(self.root).as_posix()
-        if not path.is_file():
+        if not os.path.lexists(path) or os.path.isdir(path):
             raise MemoryNotFoundError(f"no memory file at {rel!r}: check the path with `list`")
+        self.check_regular(rel)
         size = path.stat().st_size
         if size > self.max_file_bytes:
             raise MalformedMemoryError(
@@ -123,7 +179,7 @@ class Vault:
                 "it is not indexed; split it or raise max_file_bytes",
                 kind="too_large",
             )
-        data = path.read_bytes()
+        data = self.read_regular(rel)
         return self.parse_bytes(rel, data)
 
     def parse_bytes(self, rel: str, data: bytes) -> Memory:
@@ -153,7 +209,7 @@ class Vault:
         return Memory(ids.derived_id(rel), rel, doc.meta, doc.body, digest, True, problems)
 
     def read_bytes(self, rel: str) -> bytes:
-        return self.abspath(rel).read_bytes()
+        return self.read_regular(rel)
 
     def scan(self) -> tuple[list[Memory], list[Problem]]:
         """Every readable memory, and a problem for every file that is not."""
@@ -165,12 +221,25 @@ class Vault:
             except MalformedMemoryError as exc:
                 problems.append(Problem(rel, exc.kind, str(exc)))
                 continue
-            except OSError as exc:
+            except (OSError, UnsafePathError, MemoryNotFoundError) as exc:
                 problems.append(Problem(rel, "unreadable", f"{rel}: {exc}"))
                 continue
             memories.append(memory)
             problems.extend(Problem(rel, "malformed", p) for p in memory.problems)
+        problems.extend(self.unsafe_problems())
         return memories, problems
+
+    def unsafe_problems(self) -> list[Problem]:
+        """A problem for every memory-named symlink or non-regular file (never read)."""
+        out = []
+        for rel in self.unsafe_paths():
+            try:
+                self.check_regular(rel)
+            except UnsafePathError as exc:
+                out.append(Problem(rel, "unsafe", str(exc)))
+            except OSError:
+                continue  # vanished meanwhile
+        return out
 
     # -- id lookup ------------------------------------------------------------
     def id_map(self) -> dict[str, list[str]]:
@@ -187,7 +256,7 @@ class Vault:
             if entry is None or entry.mtime_ns != st.st_mtime_ns or entry.size != st.st_size:
                 try:
                     memory_id = self.read(rel).id
-                except (MalformedMemoryError, OSError):
+                except (MalformedMemoryError, MemoryNotFoundError, UnsafePathError, OSError):
                     memory_id = ids.derived_id(rel)
                 entry = CatalogEntry(st.st_mtime_ns, st.st_size, memory_id)
             fresh[rel] = entry
@@ -227,7 +296,7 @@ class Vault:
         """
         path = self.abspath(rel)
         if expected_hash is not None:
-            current = content_hash(path.read_bytes()) if path.exists() else ""
+            current = content_hash(self.read_regular(rel)) if os.path.lexists(path) else ""
             if current != expected_hash:
                 raise StaleRevisionError(
                     f"{rel} changed since it was read (revision {current or 'absent'}, "
@@ -252,6 +321,9 @@ class Vault:
 
     def _remember_write(self, rel: str, digest: str) -> None:
         rel = self.abspath(rel).relative_to(self.root).as_posix()
+        if self.journal is not None:
+            with open(self.journal, "a", encoding="utf-8") as handle:
+                handle.write(rel + "\n")
         self.written.pop(rel, None)
         self.written[rel] = digest
         while len(self.written) > WRITTEN_MEMORY:
@@ -268,7 +340,7 @@ class Vault:
         target.parent.mkdir(parents=True, exist_ok=True)
         source = self.abspath(src)
         self._remember_write(src, "")
-        self._remember_write(dst, content_hash(source.read_bytes()))
+        self._remember_write(dst, content_hash(self.read_regular(src)))
         os.replace(source, target)
 
     def free_path(self, folder: str, slug: str) -> str:
@@ -280,6 +352,13 @@ class Vault:
             candidate, n = f"{base}-{n}.md", n + 1
         self.abspath(candidate)
         return candidate
+
+
+def _is_regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _load_catalog(path: Path) -> dict[str, CatalogEntry]:

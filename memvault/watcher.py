@@ -7,6 +7,13 @@ Two stages per burst of file events:
    everything that settled, attributed to the repository's own git identity.
 
 memvault's own writes are recognised by content hash and never processed twice.
+Symlinks and other non-regular files are skipped (never opened, never committed) and
+logged; the rest of their burst is processed as usual.
+
+What is watched: the vault root (not recursively) and each top-level folder that can hold
+memories (recursively), so ``.git/`` and ``.memvault/`` are never watched at all. The
+observer's threads are checked about once a second; if one died, the observer is
+replaced and the whole vault rescanned, so no edit is lost.
 """
 
 from __future__ import annotations
@@ -19,28 +26,48 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 
-from .errors import MemvaultError
+from .errors import MemvaultError, UnsafePathError
 from .service import ChangeEvent, MemoryService
-from .vault import content_hash
+from .vault import IGNORED_DIRS, content_hash
 
 log = logging.getLogger(__name__)
 
 SETTLE_SECONDS = 0.15
+HEALTH_SECONDS = 1.0  # how often the observer's threads are checked
+# Only events that can change content: no opened/closed-without-write/access noise
+# (memvault's own reads of the vault would otherwise wake the watcher).
+EVENTS: list[type[FileSystemEvent]] = [
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileClosedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+]
 
 
 class _Handler(FileSystemEventHandler):
-    def __init__(self, on_path: Callable[[str], None]) -> None:
-        self.on_path = on_path
+    def __init__(self, on_event: Callable[[FileSystemEvent], None]) -> None:
+        self.on_event = on_event
 
     def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.event_type in ("opened", "closed_no_write"):
-            return
-        for raw in (event.src_path, getattr(event, "dest_path", "")):
-            if raw:
-                self.on_path(os.fsdecode(raw))
+        self.on_event(event)
 
 
 class Watcher:
@@ -64,17 +91,26 @@ class Watcher:
         self._seen: dict[str, str] = {}
         self.batches = 0  # bursts processed (index + notify)
         self.commits = 0  # external commits made
+        self.restarts = 0  # observers replaced after one of their threads died
+        self.ignored = 0  # events that reached us from folders that are never watched
         self.errors: list[str] = []
+        self.skipped: dict[str, str] = {}  # unsafe path -> why it is not read or committed
+        self.health_interval = HEALTH_SECONDS
         self._observer: Any = None
+        self._handler = _Handler(self._on_fs_event)
+        self._watches: dict[str, Any] = {}  # top-level folder -> its recursive watch
+        self._rewatch = False  # a top-level folder appeared, vanished or moved
+        self._life = threading.Lock()  # observer replacement vs stop()
+        self._next_check = 0.0
         self._thread: threading.Thread | None = None
 
     # -- life cycle ---------------------------------------------------------------
     def start(self) -> None:
         self.service.index.store.refresh()
         self._seen = {d.path: d.hash for d in self.service.index.store.docs.values()}
-        self._observer = Observer()
-        self._observer.schedule(_Handler(self._event), str(self.root), recursive=True)
-        self._observer.start()
+        with self._life:
+            self._start_observer()
+        self._next_check = time.monotonic() + self.health_interval
         self._thread = threading.Thread(target=self._run, name="memvault-watcher", daemon=True)
         self._thread.start()
 
@@ -82,11 +118,110 @@ class Watcher:
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
-        if self._observer is not None:
-            self._observer.stop()
-            self._observer.join(timeout=5)
+        with self._life:
+            observer = self._observer
+        if observer is not None:
+            observer.stop()
+            observer.join(timeout=5)
         if self._thread is not None:
             self._thread.join(timeout=30)
+
+    @property
+    def observer(self) -> Any:
+        """The running watchdog observer (replaced when one of its threads dies)."""
+        return self._observer
+
+    def _start_observer(self) -> None:
+        """A new observer: the root alone, and every top-level memory folder recursively."""
+        self._observer = Observer()
+        self._watches = {}
+        self._observer.schedule(self._handler, str(self.root), event_filter=EVENTS)
+        self._sync_watches()
+        self._observer.start()
+
+    def _top_folders(self) -> set[str]:
+        try:
+            entries = list(os.scandir(self.root))
+        except OSError:
+            return set()
+        return {
+            e.name
+            for e in entries
+            if e.is_dir(follow_symlinks=False)
+            and e.name not in IGNORED_DIRS
+            and not e.name.startswith(".")
+        }
+
+    def _sync_watches(self) -> list[str]:
+        """Watch new top-level folders and drop vanished ones; returns the new ones.
+
+        Runs on the worker thread (or before the observer starts), never in a handler:
+        watchdog calls handlers under its own lock.
+        """
+        wanted = self._top_folders()
+        for name in [n for n in self._watches if n not in wanted]:
+            watch = self._watches.pop(name)
+            try:
+                self._observer.unschedule(watch)
+            except (KeyError, OSError, RuntimeError) as exc:
+                log.debug("unschedule %s: %s", name, exc)
+        added = []
+        for name in sorted(wanted - self._watches.keys()):
+            try:
+                self._watches[name] = self._observer.schedule(
+                    self._handler, str(self.root / name), recursive=True, event_filter=EVENTS
+                )
+            except OSError as exc:  # vanished again, or out of inotify watches
+                log.warning("cannot watch %s: %s", self.root / name, exc)
+                continue
+            added.append(name)
+        return added
+
+    def _observer_dead(self) -> str | None:
+        """Why the observer no longer reports events, or None while it is healthy."""
+        observer = self._observer
+        if observer is None:
+            return None
+        if not observer.is_alive() or observer.stopped_event.is_set():
+            return "the watchdog observer thread stopped"
+        reader = getattr(observer, "_inotify_fd", None)  # the inotify reader thread
+        if isinstance(reader, threading.Thread) and not reader.is_alive():
+            return "the inotify reader thread died"
+        for emitter in list(observer.emitters):
+            if not emitter.is_alive() and os.path.isdir(emitter.watch.path):
+                return f"the event thread for {emitter.watch.path} died"
+        return None
+
+    def _check_observer(self) -> None:
+        """Keep the watches in line with the top-level folders; replace a dead observer."""
+        with self._life:
+            if self._stopping:
+                return
+            if self._rewatch:
+                self._rewatch = False
+                for name in self._sync_watches():  # files made before the watch existed
+                    self._event(str(self.root / name))
+            if time.monotonic() < self._next_check:
+                return
+            self._next_check = time.monotonic() + self.health_interval
+            reason = self._observer_dead()
+            if reason is None:
+                return
+            log.warning("file watcher failed (%s): restarting it and rescanning the vault", reason)
+            old = self._observer
+            # Stopping joins watchdog's threads: never let a wedged one block the worker.
+            threading.Thread(target=old.stop, name="memvault-old-observer", daemon=True).start()
+            self._start_observer()
+            self.restarts += 1
+        self._rescan()
+
+    def _rescan(self) -> None:
+        """Look at every memory file again (after a gap in events); unchanged ones cost a hash."""
+        paths = set(self.service.vault.iter_paths()) | set(self._seen)
+        with self._cond:
+            self._pending.update(paths)
+            self._last_event = time.monotonic()
+            self._cond.notify_all()
 
     @property
     def pending(self) -> int:
@@ -106,6 +241,14 @@ class Watcher:
         return True
 
     # -- events -------------------------------------------------------------------
+    def _on_fs_event(self, event: FileSystemEvent) -> None:
+        raws = [os.fsdecode(r) for r in (event.src_path, getattr(event, "dest_path", "")) if r]
+        if event.is_directory and any(os.path.dirname(r) == str(self.root) for r in raws):
+            with self._cond:
+                self._rewatch = True  # the worker (re)schedules watches: not under watchdog's lock
+        for raw in raws:
+            self._event(raw)
+
     def _event(self, abspath: str) -> None:
         try:
             rel = Path(abspath).relative_to(self.root).as_posix()
@@ -113,6 +256,7 @@ class Watcher:
             return
         first = rel.split("/", 1)[0]
         if first in (".git", ".memvault", ".obsidian", ".trash") or rel == ".":
+            self.ignored += 1  # should stay 0: those folders are not watched
             return
         with self._cond:
             self._pending.add(rel)
@@ -120,14 +264,25 @@ class Watcher:
             self._cond.notify_all()
 
     def _hash(self, rel: str) -> str | None:
+        """Content hash of a regular file; None when it is gone. Raises UnsafePathError
+        (without opening it) for a symlink, FIFO or anything leading outside the vault."""
         try:
-            return content_hash((self.root / rel).read_bytes())
-        except OSError:
+            return content_hash(self.service.vault.read_regular(rel))
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if os.path.lexists(self.root / rel):
+                raise UnsafePathError(f"{rel} cannot be read: {exc}") from exc
             return None
 
     # -- worker -------------------------------------------------------------------
     def _run(self) -> None:
         while True:
+            try:
+                self._check_observer()
+            except Exception as exc:  # keep the worker alive; the next check retries
+                log.exception("could not check or restart the file watcher")
+                self.errors.append(str(exc))
             with self._cond:
                 batch, commit_now = self._next_work()
                 if batch is None and not commit_now:
@@ -161,8 +316,10 @@ class Watcher:
         elif self._to_commit:
             wait = self.debounce - quiet
         else:
-            wait = 1.0
-        self._cond.wait(max(wait, 0.01))
+            wait = self.health_interval
+        if self._rewatch:
+            return None, False
+        self._cond.wait(max(min(wait, self.health_interval), 0.01))
         return None, False
 
     def _process(self, batch: set[str]) -> None:
@@ -171,10 +328,18 @@ class Watcher:
         changed: list[str] = []
         added: list[str] = []
         removed: list[str] = []
+        hidden: list[str] = []  # became unsafe: out of the index, nothing committed
         for rel in sorted(files):
             if not self.service.vault.is_memory_path(rel):
                 continue
-            digest = self._hash(rel)
+            try:
+                digest = self._hash(rel)
+            except UnsafePathError as exc:
+                self._skip(rel, str(exc))
+                if self._seen.pop(rel, None) is not None:
+                    hidden.append(rel)
+                continue
+            self.skipped.pop(rel, None)
             baseline = self._seen.get(rel)
             mine = own.get(rel)
             if mine is not None:  # memvault wrote (or deleted) it: that is the baseline
@@ -187,17 +352,25 @@ class Watcher:
                 else:
                     changed.append(rel)
             self._record(rel, digest)
-        if not (changed or added or removed):
+        if not (changed or added or removed or hidden):
             return
         indexed = self.service.indexed_hashes()
         stale = [p for p in changed + added if indexed.get(p) != self._seen.get(p)]
-        self.service.sync_index([*stale, *removed])  # another process may have indexed it
+        self.service.sync_index([*stale, *removed, *hidden])  # another process may have indexed
         with self._cond:
             self._to_commit.update([*changed, *added, *removed])
             self.batches += 1
         self.service.publish(
-            ChangeEvent(changed=tuple(changed + added), added=tuple(added), removed=tuple(removed))
+            ChangeEvent(
+                changed=tuple(changed + added), added=tuple(added), removed=tuple(removed + hidden)
+            )
         )
+
+    def _skip(self, rel: str, reason: str) -> None:
+        """An unsafe entry: logged (once per reason), never read, indexed or committed."""
+        if self.skipped.get(rel) != reason:
+            log.warning("watcher skipped %s", reason)
+        self.skipped[rel] = reason
 
     def _record(self, rel: str, digest: str | None) -> None:
         if digest is None:
@@ -210,14 +383,14 @@ class Watcher:
         files: set[str] = set()
         for rel in batch:
             full = self.root / rel
-            if full.is_dir():
+            if full.is_dir() and not full.is_symlink():  # a symlinked folder is not entered
                 for dirpath, dirnames, filenames in os.walk(full):
                     dirnames[:] = [d for d in dirnames if not d.startswith(".")]
                     for name in filenames:
                         files.add(Path(dirpath, name).relative_to(self.root).as_posix())
-            elif full.exists() or rel.lower().endswith(".md"):
+            elif os.path.lexists(full) or rel.lower().endswith(".md"):
                 files.add(rel)
-            if not full.exists():  # a moved or deleted folder: what we knew under it
+            if not os.path.lexists(full):  # a moved or deleted folder: what we knew under it
                 files.update(p for p in self._seen if p.startswith(rel + "/"))
         return files
 

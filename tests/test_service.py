@@ -107,7 +107,7 @@ def test_a_rename_by_hand_keeps_the_id_and_log_follows_it(service: MemoryService
     service.recover()
     assert service.get(memory_id).path == "projects/apollo/database.md"
     commits = service.log(memory_id)
-    assert [c.trailers.get("Memvault-Op") for c in commits] == ["recover", "remember"]
+    assert [c.trailers.get("Memvault-Op") for c in commits] == ["external", "remember"]
     assert commits[-1].path == old
 
 
