@@ -41,6 +41,12 @@ SETTINGS_TABLE: tuple[Setting, ...] = (
     Setting("decay_per_day", 0.05, "Recency decay rate per day for most types."),
     Setting("decay_per_day_episode", 0.01, "Recency decay rate per day for episodes."),
     Setting("debounce_seconds", 2.0, "Quiet period before a person's edits are committed."),
+    Setting(
+        "allow_secrets",
+        False,
+        "Store text that looks like a credential (API key, token, private key); "
+        "off: refused. On: stored with a warning.",
+    ),
 )
 
 
@@ -64,6 +70,7 @@ class Settings:
     decay_per_day: float = _D["decay_per_day"]
     decay_per_day_episode: float = _D["decay_per_day_episode"]
     debounce_seconds: float = _D["debounce_seconds"]
+    allow_secrets: bool = _D["allow_secrets"]
 
 
 def _coerce(name: str, raw: Any, default: Any) -> Any:

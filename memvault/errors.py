@@ -58,3 +58,9 @@ class GitError(MemvaultError):
 
 class LockTimeoutError(MemvaultError):
     code = "busy"
+
+
+class SecretRefusedError(InvalidInputError):
+    """Text that looks like a credential, refused unless ``allow_secrets`` is on."""
+
+    code = "secret_refused"

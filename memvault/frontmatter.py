@@ -23,6 +23,8 @@ _KEY_LINE = re.compile(r"""^(?P<key>"[^"]*"|'[^']*'|[^\s#'"\-][^:]*?)\s*:(?:\s|$
 _TRAILING_COMMENT = re.compile(r"\s+#\s.*$")
 # libyaml's safe loader when PyYAML was built with it (several times faster), else pure Python
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+MAX_FRONTMATTER_BYTES = 64 * 1024
+MAX_DEPTH = 20  # levels of lists/mappings; real frontmatter uses 2 or 3
 
 
 class _Delete:
@@ -58,8 +60,40 @@ def parse(text: str) -> Document:
     fm_text, body = _split(text)
     if fm_text is None:
         return Document({}, None, body, crlf, bom)
+    loaded = _load(fm_text) if fm_text.strip() else {}
+    if loaded is None:
+        loaded = {}
+    if not isinstance(loaded, dict):
+        raise MalformedMemoryError("frontmatter is not a mapping of keys to values: fix it by hand")
+    meta = {str(k): v for k, v in loaded.items()}
+    return Document(meta, fm_text, body, crlf, bom)
+
+
+def _load(fm_text: str) -> Any:
+    """YAML values of a frontmatter, refusing what could take the vault down.
+
+    Anchors and aliases are refused before anything is composed (an alias bomb of
+    a kilobyte expands to billions of items for whoever walks the values), and so
+    are frontmatters over MAX_FRONTMATTER_BYTES or nested deeper than MAX_DEPTH.
+    """
+    size = len(fm_text.encode("utf-8", "surrogatepass"))
+    if size > MAX_FRONTMATTER_BYTES:
+        raise MalformedMemoryError(
+            f"frontmatter is {size:,} bytes, over the {MAX_FRONTMATTER_BYTES:,}-byte limit: "
+            "move the long values into the body by hand"
+        )
     try:
-        loaded = yaml.load(fm_text, Loader=_Loader) if fm_text.strip() else {}
+        if "&" in fm_text or "*" in fm_text:  # cheap: no anchor or alias without these
+            _refuse_anchors(fm_text)
+        loader = _Loader(fm_text)
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None
+            _check_depth(node)
+            return loader.construct_document(node)
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" at frontmatter line {where.line + 1}" if where is not None else ""
@@ -67,12 +101,38 @@ def parse(text: str) -> Document:
             f"frontmatter is not valid YAML{line}: fix the YAML by hand; "
             "memvault will not rewrite this file"
         ) from exc
-    if loaded is None:
-        loaded = {}
-    if not isinstance(loaded, dict):
-        raise MalformedMemoryError("frontmatter is not a mapping of keys to values: fix it by hand")
-    meta = {str(k): v for k, v in loaded.items()}
-    return Document(meta, fm_text, body, crlf, bom)
+    except (ValueError, OverflowError, RecursionError) as exc:  # e.g. a date 2024-13-45
+        raise MalformedMemoryError(
+            f"frontmatter has a value YAML cannot read ({exc}): fix it by hand; "
+            "memvault will not rewrite this file"
+        ) from exc
+
+
+def _refuse_anchors(fm_text: str) -> None:
+    for event in yaml.parse(fm_text, Loader=_Loader):
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise MalformedMemoryError(
+                "frontmatter uses YAML anchors or aliases (&name / *name), which memvault "
+                "refuses (one small file could expand to billions of values): "
+                "write the values out by hand"
+            )
+
+
+def _check_depth(root: yaml.Node) -> None:
+    stack: list[tuple[Any, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, yaml.ScalarNode):
+            continue
+        if depth > MAX_DEPTH:
+            raise MalformedMemoryError(
+                f"frontmatter values are nested more than {MAX_DEPTH} levels deep: "
+                "flatten them by hand"
+            )
+        if isinstance(node, yaml.MappingNode):
+            stack.extend((part, depth + 1) for pair in node.value for part in pair)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((child, depth + 1) for child in node.value)
 
 
 def _split(text: str) -> tuple[str | None, str]:

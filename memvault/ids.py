@@ -13,6 +13,9 @@ from .errors import UnsafePathError
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 ID_PATTERN = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_-]{3,63}$")
+MAX_NAME_BYTES = 255  # one file or folder name (ext4, APFS, NTFS)
+MAX_PATH_BYTES = 1024  # a whole vault-relative path
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def new_id(now_ms: int | None = None, rand: bytes | None = None) -> str:
@@ -58,17 +61,47 @@ def clean_relpath(raw: str) -> str:
     """
     if not raw or "\x00" in raw:
         raise UnsafePathError("empty path or NUL byte in path: give a path inside the vault")
+    if _SURROGATE.search(raw):
+        raise UnsafePathError(f"{raw!r} is not valid Unicode (a lone surrogate): send UTF-8")
     text = raw.replace("\\", "/")
-    if text.startswith("/") or re.match(r"^[A-Za-z]:", text) or text.startswith("~"):
+    if text.startswith("/") or text.startswith("~"):
         raise UnsafePathError(
             f"{raw!r} is an absolute path: give a path relative to the vault root"
+        )
+    if re.match(r"^[A-Za-z]:", text):
+        raise UnsafePathError(
+            f"{raw!r} starts with a drive letter ({text[:2]}), which makes it absolute on "
+            "Windows: give a path relative to the vault root"
         )
     parts = [p for p in PurePosixPath(text).parts if p not in ("", ".")]
     if any(p == ".." for p in parts):
         raise UnsafePathError(f"{raw!r} contains '..': paths must stay inside the vault")
     if not parts:
         raise UnsafePathError(f"{raw!r} does not name a file inside the vault")
-    return "/".join(parts)
+    rel = "/".join(parts)
+    _check_length(rel)
+    return rel
+
+
+def _check_length(rel: str) -> None:
+    """File systems refuse names over 255 bytes (ENAMETOOLONG): say so up front.
+
+    The last name must leave room for the ``.md`` memvault adds when it has none.
+    """
+    names = rel.split("/")
+    for n, name in enumerate(names):
+        size = len(name.encode("utf-8"))
+        room = 3 if n == len(names) - 1 and not name.lower().endswith(".md") else 0
+        if size + room > MAX_NAME_BYTES:
+            raise UnsafePathError(
+                f"the name {name[:40]!r}... is {size:,} bytes; names may be at most "
+                f"{MAX_NAME_BYTES} bytes (file system limit, .md included): use a shorter name"
+            )
+    if len(rel.encode("utf-8")) > MAX_PATH_BYTES:
+        raise UnsafePathError(
+            f"path {rel[:40]!r}... is {len(rel.encode('utf-8')):,} bytes, over the "
+            f"{MAX_PATH_BYTES}-byte limit: use a shorter path"
+        )
 
 
 def resolve_inside(root: Path, relpath: str) -> Path:

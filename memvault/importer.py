@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import frontmatter, ids
-from .errors import InvalidInputError, MalformedMemoryError
+from . import frontmatter, ids, validate
+from .errors import InvalidInputError, MalformedMemoryError, UnsafePathError
 
 _KNOWN = ("content", "text", "body", "title", "folder", "path")
 
@@ -33,7 +33,13 @@ def from_folder(root: Path, is_memory: Callable[[str], bool]) -> Iterator[Import
             rel = full.relative_to(root).as_posix()
             if not is_memory(rel) or full.is_symlink():
                 continue
-            text = full.read_text(encoding="utf-8", errors="strict")
+            try:
+                text = full.read_text(encoding="utf-8", errors="strict")
+            except UnicodeDecodeError as exc:
+                raise InvalidInputError(
+                    f"{full} is not UTF-8 text (byte {exc.start}): re-save it as UTF-8 "
+                    "or move it out of the folder; nothing was imported"
+                ) from exc
             yield ImportItem(rel, _with_id(text), str(full))
 
 
@@ -49,28 +55,40 @@ def _with_id(text: str) -> str:
 
 def from_jsonl(path: Path, now: dt.datetime) -> Iterator[ImportItem]:
     """One memory per line: ``content`` (or text/body) plus any frontmatter keys."""
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidInputError(f"{path}:{number} is not valid JSON ({exc.msg})") from exc
-            if not isinstance(record, dict):
-                raise InvalidInputError(f"{path}:{number} must be a JSON object")
-            yield _record_item(record, now, f"{path}:{number}")
+    try:
+        lines = path.read_bytes().decode("utf-8").split("\n")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(
+            f"{path} is not UTF-8 text (byte {exc.start}): re-save it as UTF-8"
+        ) from exc
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(f"{path}:{number} is not valid JSON ({exc.msg})") from exc
+        if not isinstance(record, dict):
+            raise InvalidInputError(f"{path}:{number} must be a JSON object")
+        where = f"{path}:{number}"
+        try:
+            yield _record_item(record, now, where)
+        except (InvalidInputError, UnsafePathError) as exc:
+            raise type(exc)(f"{where}: {exc}; nothing was imported") from exc
 
 
 def _record_item(record: dict[str, Any], now: dt.datetime, where: str) -> ImportItem:
     content = str(record.get("content") or record.get("text") or record.get("body") or "").strip()
     if not content:
-        raise InvalidInputError(f"{where} has no content/text/body")
-    title = str(record.get("title") or content.split("\n", 1)[0][:60]).strip()
+        raise InvalidInputError("the record has no content, text or body")
+    validate.text("content", content)
+    title = validate.title(str(record.get("title") or content.split("\n", 1)[0][:60]).strip())
+    tags = record.get("tags") or []
+    tags = validate.tags([str(t) for t in ([tags] if isinstance(tags, str) else tags)])
     meta: dict[str, Any] = {
         "id": str(record["id"]) if ids.is_id(str(record.get("id", ""))) else ids.new_id(),
         "type": record.get("type", "note"),
-        "tags": list(record.get("tags") or []),
+        "tags": tags,
         "confidence": record.get("confidence", 0.8),
         "importance": record.get("importance", 0.5),
         "created": record.get("created") or now,

@@ -97,6 +97,27 @@ def triviality(content: str) -> str | None:
     return None
 
 
+# Credentials memvault refuses to store (the server's instructions say never to store secrets,
+# and a memory lives in git history). Each pattern is specific enough to keep prose out.
+_SECRETS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("a private key block", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
+    ("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_\w{22,})")),
+    ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("a Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("a Stripe secret key", re.compile(r"\b[rs]k_live_[A-Za-z0-9]{20,}")),
+    ("a Google API key", re.compile(r"\bAIza[A-Za-z0-9_-]{35}")),
+    ("an API key (sk-...)", re.compile(r"\bsk-(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}")),
+)
+
+
+def secret_kind(text: str) -> str | None:
+    """What kind of credential ``text`` contains (e.g. "a GitHub token"), or None."""
+    for kind, pattern in _SECRETS:
+        if pattern.search(text):
+            return kind
+    return None
+
+
 @dataclass(frozen=True)
 class Similar:
     id: str

@@ -20,7 +20,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 import filelock
 
-from . import frontmatter, ids, importer, policy
+from . import frontmatter, ids, importer, policy, validate
 from .config import Settings, load_settings
 from .errors import (
     InvalidInputError,
@@ -28,6 +28,7 @@ from .errors import (
     MalformedMemoryError,
     MemoryNotFoundError,
     MemvaultError,
+    SecretRefusedError,
     StaleRevisionError,
     UnsafePathError,
     VaultNotFoundError,
@@ -389,6 +390,11 @@ class MemoryService:
         written twice; likely contradictions come back in ``similar``.
         """
         content = content.strip()
+        self._check_text(content, title, tags)
+        validate.label("type", type or "note")
+        validate.label("source", source)
+        validate.labels("scope", scope)
+        target_folder = self._check_folder(folder) if folder is not None else None
         reason = policy.triviality(content)
         if reason:
             return RememberResult("rejected", None, None, (), reason)
@@ -417,11 +423,15 @@ class MemoryService:
         if supersedes:
             meta["supersedes"] = list(supersedes)
         body = _body(title, content)
-        target_folder = folder if folder is not None else _default_folder(type, now)
+        if target_folder is None:
+            target_folder = _default_folder(type, now)
+        text = frontmatter.new_file(meta, body)
         with self._writing():
             path = self.vault.free_path(target_folder, ids.slugify(title))
+            self._check_memory_path(path, path)
+            validate.file_size(path, text, self.settings.max_file_bytes)
             old = [self.get(s) for s in supersedes]
-            self.vault.write(path, frontmatter.new_file(meta, body), expected_hash="")
+            self.vault.write(path, text, expected_hash="")
             for previous in old:
                 self._rewrite(previous, {"status": "superseded", "superseded_by": meta["id"]})
             paths = [path, *(m.path for m in old)]
@@ -433,6 +443,42 @@ class MemoryService:
         self._notify(ChangeEvent(changed=tuple(paths), added=(path,)))
         others = tuple(s for s in similar if s.id not in supersedes)
         return RememberResult("created", memory, sha, others, None)
+
+    def _check_text(self, content: str | None, title: str | None, tags: Sequence[str]) -> None:
+        """What remember and update check before touching the disk: characters, sizes,
+        and credentials (refused unless ``allow_secrets``)."""
+        if content is not None:
+            validate.content(content, self.settings.max_file_bytes)
+        if title is not None:
+            validate.title(title.strip())
+        validate.tags(tags)
+        for name, value in (("content", content), ("title", title), ("a tag", " ".join(tags))):
+            kind = policy.secret_kind(value) if value else None
+            if kind is None:
+                continue
+            if not self.settings.allow_secrets:
+                raise SecretRefusedError(
+                    f"{name} looks like it contains {kind}: memvault does not store secrets "
+                    "(every memory stays in git history). Remember where the secret is kept "
+                    "instead, or set allow_secrets = true in .memvault.toml to store it anyway"
+                )
+            log.warning("%s contains %s; stored because allow_secrets is on", name, kind)
+
+    def _check_folder(self, folder: str) -> str:
+        """A folder memvault may create memories in: portable, and not one it ignores."""
+        if not folder.strip("/ "):
+            return ""
+        rel = validate.relpath("folder", folder)
+        self._check_memory_path(f"{rel}/memory.md", folder)
+        return rel
+
+    def _check_memory_path(self, rel: str, given: str) -> None:
+        if not self.vault.is_memory_path(rel):
+            raise UnsafePathError(
+                f"{given!r} is a place memvault ignores (.git, .memvault, .obsidian, .trash, "
+                "_templates, dot-folders, temporary names or .memvaultignore): a memory there "
+                "would never be listed or found; choose another folder"
+            )
 
     def similar(
         self,
@@ -470,14 +516,18 @@ class MemoryService:
         expected_revision: str | None = None,
     ) -> WriteResult:
         """Change a memory's body and/or frontmatter, keeping everything else of the file."""
+        validate.revision(expected_revision)
+        fields = fields or {}
+        tags = fields.get("tags")
+        self._check_text(content, title, tags if isinstance(tags, (list, tuple)) else ())
+        changes = _clean_fields(fields)
         with self._writing():
             memory = self.get(id_or_path)
-            if expected_revision and memory.content_hash != expected_revision:
+            if expected_revision is not None and memory.content_hash != expected_revision:
                 raise StaleRevisionError(
                     f"{memory.path} changed since you read it (revision {memory.content_hash}, "
                     f"you had {expected_revision}): call get_memory and retry"
                 )
-            changes = _clean_fields(fields or {})
             body = None
             if content is not None or title is not None:
                 body = _body(
@@ -510,6 +560,7 @@ class MemoryService:
             changes = {"id": memory.id, **changes}
         changes.setdefault("updated", self.clock().replace(microsecond=0))
         text = frontmatter.render(doc, changes, body)
+        validate.file_size(memory.path, text, self.settings.max_file_bytes)
         self.vault.write(memory.path, text, expected_hash=memory.content_hash)
 
     def forget(
@@ -613,11 +664,10 @@ class MemoryService:
             items = list(importer.from_jsonl(source, self.clock().replace(microsecond=0)))
         else:
             raise InvalidInputError(f"{source} is neither a folder nor a .jsonl file")
+        targets = [self._import_target(item) for item in items]  # all checked before writing
         with self._writing():
             written = []
-            for item in items:
-                stem = _stem_path(ids.clean_relpath(item.path))
-                folder, _, name = stem.rpartition("/")
+            for item, (folder, name) in zip(items, targets, strict=True):
                 rel = self.vault.free_path(folder, name)
                 self.vault.write(rel, item.text, expected_hash="")
                 written.append(rel)
@@ -629,6 +679,19 @@ class MemoryService:
         self.sync_index(written, progress=progress)
         self._notify(ChangeEvent(changed=tuple(written), added=tuple(written)))
         return {"imported": len(written), "commit": sha, "paths": written}
+
+    def _import_target(self, item: importer.ImportItem) -> tuple[str, str]:
+        """(folder, name) an import item may be written to; refused like remember's."""
+        try:
+            rel = validate.relpath("path", item.path)
+            self._check_memory_path(rel if rel.lower().endswith(".md") else f"{rel}.md", rel)
+            if "\x00" in item.text:
+                raise InvalidInputError("it contains NUL bytes (binary?)")
+            validate.file_size(rel, item.text, self.settings.max_file_bytes)
+        except (InvalidInputError, UnsafePathError) as exc:
+            raise type(exc)(f"{item.source}: {exc}; nothing was imported") from exc
+        folder, _, name = _stem_path(rel).rpartition("/")
+        return folder, name
 
     def reset_index(self) -> None:
         """Drop the index and start an empty one (rebuilt by the next sync)."""
@@ -990,6 +1053,10 @@ def _clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
             _check_unit(key, float(value))
         if key == "type" and value is not None and not str(value).strip():
             raise InvalidInputError("type cannot be empty")
+        if key == "type" and value is not None:
+            validate.label("type", str(value))
+        if key == "tags" and value is not None:
+            validate.tags(value if isinstance(value, (list, tuple)) else [value])
         if value is not None:
             out[key] = frontmatter.DELETE if value == "" else value
     return out

@@ -113,3 +113,54 @@ def test_any_change_round_trips_and_leaves_other_keys_alone(
     expected = {**doc.meta, key: yaml.safe_load(yaml.safe_dump({key: value}))[key]}
     assert out.meta == expected
     assert out.body == doc.body
+
+
+LOADERS = [pytest.param(getattr(yaml, "CSafeLoader", yaml.SafeLoader), id="libyaml")]
+LOADERS.append(pytest.param(yaml.SafeLoader, id="pure-python"))
+
+
+def _bomb() -> str:
+    lines = ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
+        lines.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 9) + "]")
+    return "---\n" + "\n".join([*lines, "tags: *i"]) + "\n---\nbody\n"
+
+
+@pytest.mark.parametrize("loader", LOADERS)
+@pytest.mark.parametrize(
+    ("yaml_text", "phrase"),
+    [
+        ("type: &t fact", "anchors or aliases"),
+        ("a: &a [x]\ntags: *a", "anchors or aliases"),
+        ("base: &b {type: fact}\nmeta:\n  <<: *b", "anchors or aliases"),
+        ("tags: " + "[" * 21 + "]" * 21, "nested more than 20"),
+        ("note: " + "y" * 70_000, "65,536-byte limit"),
+        ("created: 2024-13-45", "a value YAML cannot read"),
+        ("importance: !!float high", "a value YAML cannot read"),
+    ],
+)
+def test_anchors_aliases_oversize_deep_nesting_and_bad_values_are_malformed(
+    monkeypatch: pytest.MonkeyPatch, loader: type, yaml_text: str, phrase: str
+) -> None:
+    monkeypatch.setattr(frontmatter, "_Loader", loader)
+    with pytest.raises(MalformedMemoryError, match=phrase):
+        frontmatter.parse(f"---\n{yaml_text}\n---\nbody\n")
+
+
+@pytest.mark.parametrize("loader", LOADERS)
+def test_an_alias_bomb_is_refused_before_any_alias_is_expanded(
+    monkeypatch: pytest.MonkeyPatch, loader: type
+) -> None:
+    monkeypatch.setattr(frontmatter, "_Loader", loader)
+    with pytest.raises(MalformedMemoryError, match="anchors or aliases"):
+        frontmatter.parse(_bomb())
+
+
+@pytest.mark.parametrize("loader", LOADERS)
+def test_ampersands_stars_and_nesting_up_to_the_limit_still_parse(
+    monkeypatch: pytest.MonkeyPatch, loader: type
+) -> None:
+    monkeypatch.setattr(frontmatter, "_Loader", loader)
+    text = "title: R&D *notes* & more\nx: " + "[" * 19 + "1" + "]" * 19
+    doc = frontmatter.parse(f"---\n{text}\n---\nbody\n")
+    assert doc.meta["title"] == "R&D *notes* & more"

@@ -67,3 +67,36 @@ def test_derived_ids_are_stable_per_path() -> None:
     assert ids.derived_id("facts/a.md") == ids.derived_id("facts/a.md")
     assert ids.derived_id("facts/a.md") != ids.derived_id("facts/b.md")
     assert ids.is_id(ids.derived_id("facts/a.md"))
+
+
+@pytest.mark.parametrize(
+    ("raw", "phrase"),
+    [
+        ("x" * 5000, "at most 255 bytes"),
+        ("f" * 300 + "/a.md", "at most 255 bytes"),
+        ("n" * 253, "at most 255 bytes"),  # no room left for the .md
+        ("记" * 90 + ".md", "at most 255 bytes"),
+        ("/".join(["d" * 200] * 6), "1024-byte limit"),
+        ("a\ud800b.md", "not valid Unicode"),
+        ("a:*?<>|b", "drive letter"),
+    ],
+    ids=[
+        "id-5000",
+        "folder-300",
+        "name-253",
+        "chinese-273-bytes",
+        "path-1205",
+        "surrogate",
+        "drive",
+    ],
+)
+def test_overlong_names_and_paths_and_lone_surrogates_are_refused_up_front(
+    raw: str, phrase: str
+) -> None:
+    with pytest.raises(UnsafePathError, match=phrase):
+        ids.clean_relpath(raw)
+
+
+def test_names_up_to_the_file_system_limit_are_accepted() -> None:
+    assert ids.clean_relpath("n" * 252) == "n" * 252
+    assert ids.clean_relpath("f" * 255 + "/" + "n" * 252 + ".md").endswith(".md")

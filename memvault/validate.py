@@ -1,0 +1,141 @@
+"""Checks on what a caller asks memvault to write, made before anything touches the disk.
+
+Pure: values in, the cleaned value out, InvalidInputError or UnsafePathError raised with
+a message that says what is wrong and what to send instead. One function per input kind.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from . import ids
+from .errors import InvalidInputError, UnsafePathError
+
+MAX_TITLE_CHARS = 200
+MAX_LABEL_CHARS = 100  # type, source, one scope label
+MAX_TAGS = 50
+MAX_TAG_CHARS = 100
+FRONTMATTER_ROOM = 4096  # bytes of a file's size budget kept for its frontmatter
+# Refused in file and folder names: they break the vault on Windows and in Obsidian sync.
+NOT_PORTABLE = '<>:"|?*'
+_WINDOWS_RESERVED = re.compile(r"^(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?$", re.IGNORECASE)
+_DRIVE = re.compile(r"^[A-Za-z]:([/\\]|$)")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # keeps \t \n \r
+_CONTROL_ONE_LINE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")  # keeps \t
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def text(field: str, value: str, one_line: bool = False) -> str:
+    """Refuse lone surrogates and control characters (other than tab, and newlines
+    unless ``one_line``)."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{field} must be text, not {type(value).__name__}")
+    bad = _SURROGATE.search(value)
+    if bad:
+        raise InvalidInputError(
+            f"{field} contains a lone surrogate (U+{ord(bad.group()):04X} at character "
+            f"{bad.start()}), which is not valid Unicode: send valid UTF-8 text"
+        )
+    bad = (_CONTROL_ONE_LINE if one_line else _CONTROL).search(value)
+    if bad:
+        name = "a NUL byte" if bad.group() == "\x00" else f"control character {bad.group()!r}"
+        where = "must be one line and " if one_line and bad.group() in "\n\r" else ""
+        raise InvalidInputError(
+            f"{field} {where}contains {name} at character {bad.start()}: "
+            "send plain text (tabs and, in content, line breaks are fine)"
+        )
+    return value
+
+
+def content(value: str, max_file_bytes: int) -> str:
+    text("content", value)
+    limit = max(max_file_bytes - FRONTMATTER_ROOM, 1)
+    size = len(value.encode("utf-8"))
+    if size > limit:
+        raise InvalidInputError(
+            f"content is {size:,} bytes, over the {limit:,}-byte limit (max_file_bytes "
+            f"{max_file_bytes:,} less room for the frontmatter): split it into several memories"
+        )
+    return value
+
+
+def title(value: str) -> str:
+    text("title", value, one_line=True)
+    if len(value) > MAX_TITLE_CHARS:
+        raise InvalidInputError(
+            f"title is {len(value):,} characters, over the limit of {MAX_TITLE_CHARS}: "
+            "give a short title and put the rest in content"
+        )
+    return value
+
+
+def label(field: str, value: str) -> str:
+    """A short one-line value: type, source, a scope label."""
+    text(field, value, one_line=True)
+    if len(value) > MAX_LABEL_CHARS:
+        raise InvalidInputError(
+            f"{field} is {len(value):,} characters, over the limit of {MAX_LABEL_CHARS}"
+        )
+    return value
+
+
+def labels(field: str, values: Iterable[str]) -> list[str]:
+    return [label(field, v) for v in values]
+
+
+def tags(values: Iterable[str]) -> list[str]:
+    out = list(values)
+    if len(out) > MAX_TAGS:
+        raise InvalidInputError(
+            f"{len(out)} tags is more than the limit of {MAX_TAGS}: keep the ones you filter by"
+        )
+    for tag in out:
+        text("a tag", tag, one_line=True)
+        if len(tag) > MAX_TAG_CHARS:
+            raise InvalidInputError(
+                f"a tag of {len(tag):,} characters is over the limit of {MAX_TAG_CHARS}: "
+                "tags are short labels"
+            )
+    return out
+
+
+def relpath(field: str, value: str) -> str:
+    """A vault-relative folder or file path memvault may create, portable to every OS."""
+    text(field, value, one_line=True)
+    if _DRIVE.match(value):
+        ids.clean_relpath(value)  # refuses it as a Windows drive path
+    bad = sorted({ch for ch in value if ch in NOT_PORTABLE})
+    if bad:
+        raise UnsafePathError(
+            f"{field} {value!r} contains {' '.join(bad)}: the characters {NOT_PORTABLE} "
+            "are not allowed in names (they break the vault on Windows and in Obsidian sync)"
+        )
+    rel = ids.clean_relpath(value)
+    for part in rel.split("/"):
+        if part.endswith((".", " ")) or _WINDOWS_RESERVED.match(part):
+            raise UnsafePathError(
+                f"{field} {value!r} has the name {part!r}, which Windows cannot store "
+                "(reserved, or ending in a dot or space): choose another name"
+            )
+    return rel
+
+
+def revision(value: str | None) -> str | None:
+    """expected_revision: absent (no check) or a revision; an empty one is a mistake."""
+    if value is not None and not value.strip():
+        raise InvalidInputError(
+            "expected_revision is empty: pass the revision from get_memory or recall, "
+            "or leave expected_revision out to skip the check"
+        )
+    return value
+
+
+def file_size(rel: str, data: str, max_file_bytes: int) -> None:
+    """The whole file must stay readable: memvault does not index files over the limit."""
+    size = len(data.encode("utf-8"))
+    if size > max_file_bytes:
+        raise InvalidInputError(
+            f"{rel} would be {size:,} bytes, over max_file_bytes ({max_file_bytes:,}), so it "
+            "could not be read back: split it into several memories"
+        )
