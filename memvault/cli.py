@@ -15,7 +15,7 @@ import click
 
 from . import __version__
 from .config import default_vault_path, load_settings
-from .errors import MemvaultError
+from .errors import MemvaultError, explain_unexpected
 from .models import Memory, jsonable
 
 log = logging.getLogger("memvault")
@@ -42,10 +42,10 @@ def _errors(ctx: Ctx) -> Iterator[None]:
         if ctx.debug:
             raise
         _fail(str(exc))
-    except (OSError, ValueError) as exc:
+    except Exception as exc:
         if ctx.debug:
             raise
-        _fail(f"{type(exc).__name__}: {exc}")
+        _fail(str(explain_unexpected(exc)))
 
 
 def _emit(ctx: Ctx, data: Any, human: Callable[[], None]) -> None:
@@ -68,9 +68,56 @@ def _split(value: str | None) -> tuple[str, ...]:
 
 
 pass_ctx = click.make_pass_decorator(Ctx)
+NOT_WRITTEN = 3  # exit status of `add` when the text was a duplicate or rejected
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _late_flag(click_ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """--json / --debug given after the command name: same effect as before it."""
+    obj = click_ctx.find_object(Ctx)
+    if not value or obj is None:
+        return
+    if param.name == "json":
+        obj.json = True
+    else:
+        obj.debug = True
+        logging.getLogger().setLevel(logging.DEBUG)
+
+
+class _Group(click.Group):
+    """Every command takes --json and --debug after its name too (DESIGN section 9),
+    and nothing ends in a traceback unless --debug was given."""
+
+    group_class = type  # `eval` and any later sub-group behave the same
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        for flag, text in (
+            ("json", "Machine-readable JSON output."),
+            ("debug", "Verbose logs and tracebacks."),
+        ):
+            cmd.params.append(
+                click.Option(
+                    [f"--{flag}"],
+                    is_flag=True,
+                    expose_value=False,
+                    callback=_late_flag,
+                    help=text,
+                )
+            )
+        super().add_command(cmd, name)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            obj = ctx.find_object(Ctx)
+            if obj is None or obj.debug:
+                raise
+            _fail(str(exc) if isinstance(exc, MemvaultError) else str(explain_unexpected(exc)))
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--vault",
     type=click.Path(path_type=Path),
@@ -132,7 +179,11 @@ def add(
     folder: str | None,
     scope: str,
 ) -> None:
-    """Remember TEXT as a new memory (one commit)."""
+    """Remember TEXT as a new memory (one commit).
+
+    Exit 0 when it was written; exit 3 when nothing was written because TEXT
+    duplicates a memory (named with its path and id) or is too trivial to keep.
+    """
     with _errors(ctx):
         service = _service(ctx)
         result = service.remember(
@@ -146,10 +197,32 @@ def add(
             scope=_split(scope),
             source="user",
         )
+    if result.memory is None:
+        _not_written(ctx, result)
     data = {**result.memory.summary(), "commit": result.commit, "action": result.action}
     _emit(
         ctx, data, lambda: click.echo(f"{result.action} {result.memory.path} ({result.memory.id})")
     )
+
+
+def _not_written(ctx: Ctx, result: Any) -> NoReturn:
+    """A duplicate or rejected `add`: one line (or the JSON result) and exit 3."""
+    twin = next((s for s in result.similar if s.relation == "duplicate"), None)
+    data = {
+        "action": result.action,
+        "id": None,
+        "path": None,
+        "commit": None,
+        "reason": result.reason,
+        "duplicate_of": {"id": twin.id, "path": twin.path} if twin else None,
+        "similar": [s.__dict__ for s in result.similar],
+    }
+    if result.action == "duplicate" and twin:
+        line = f"duplicate: already remembered as {twin.path} ({twin.id}); nothing written"
+    else:
+        line = f"{result.action}: {result.reason}; nothing written"
+    _emit(ctx, data, lambda: click.echo(line))
+    sys.exit(NOT_WRITTEN)
 
 
 @cli.command()
@@ -345,10 +418,17 @@ def _progress(bar: Any) -> Callable[[int, int], None]:
     return update
 
 
+NOTICES = {"uncommitted"}  # reported by doctor, but memvault commits them itself
+
+
 @cli.command()
 @pass_ctx
 def doctor(ctx: Ctx) -> None:
-    """Report malformed files, duplicate ids, uncommitted changes, git and index trouble."""
+    """Report malformed files, duplicate ids, uncommitted changes, git and index trouble.
+
+    Exit 1 when a problem needs attention; uncommitted edits alone exit 0 (they are
+    committed on the next start).
+    """
     from .doctor import run_checks
     from .history import History
     from .vault import Vault
@@ -368,7 +448,7 @@ def doctor(ctx: Ctx) -> None:
             click.echo(f"{p.kind:<13} {p.message}")
 
     _emit(ctx, {"vault": str(vault.root), "problems": data}, human)
-    if any(p.kind == "git" for p in problems):
+    if any(p.kind not in NOTICES for p in problems):
         sys.exit(1)
 
 
@@ -429,6 +509,7 @@ def serve(
     """Serve the vault to MCP hosts (stdio by default) with the watcher running."""
     from .server import serve as run_server
 
+    token = (token or "").strip() or None  # blank is no token
     with _errors(ctx):
         if create and not (ctx.vault / ".git").exists():
             from .service import create_vault

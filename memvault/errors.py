@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import os
+
 
 class MemvaultError(Exception):
     """Base of every error memvault raises on purpose."""
@@ -64,3 +67,39 @@ class SecretRefusedError(InvalidInputError):
     """Text that looks like a credential, refused unless ``allow_secrets`` is on."""
 
     code = "secret_refused"
+
+
+class UnexpectedError(MemvaultError):
+    """An exception from outside this tree, reworded at an adapter's boundary."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def explain_unexpected(exc: BaseException) -> MemvaultError:
+    """``exc`` (not a MemvaultError) as one short line: what failed and what to do next."""
+    if isinstance(exc, OSError):
+        where = f" ({_shorten(os.fsdecode(exc.filename))})" if exc.filename else ""
+        if exc.errno == errno.ENAMETOOLONG:
+            return UnexpectedError(
+                f"a file name is too long for the file system{where}: "
+                "use a shorter id, path, title or folder",
+                "name_too_long",
+            )
+        return UnexpectedError(
+            f"{exc.strerror or _shorten(str(exc))}{where}: check that the vault folder exists "
+            "and is writable and that the disk is not full, then retry",
+            "os_error",
+        )
+    return UnexpectedError(
+        f"unexpected {type(exc).__name__}: {_shorten(str(exc))}; this is a bug in memvault: "
+        "run `memvault doctor` and report it with the traceback (the server's stderr, or the "
+        "command again with --debug)",
+        "internal_error",
+    )
+
+
+def _shorten(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else f"{text[: limit - 21]}…{text[-20:]}"

@@ -15,17 +15,24 @@ log = logging.getLogger(__name__)
 
 
 class BearerTokenMiddleware:
-    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``."""
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``.
+
+    The scheme is case-insensitive (RFC 7235: ``bearer`` and ``BEARER`` are fine);
+    the token is compared in constant time.
+    """
 
     def __init__(self, app: Any, token: str) -> None:
         self.app = app
-        self.expected = f"Bearer {token}".encode()
+        self.expected = token.strip().encode()
+        if not self.expected:
+            raise ValueError("a bearer token cannot be blank")
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             headers = dict(scope.get("headers") or [])
-            given = headers.get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
+            scheme, _, given = headers.get(b"authorization", b"").strip().partition(b" ")
+            given = given.strip()
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(given, self.expected):
                 await _reject(send, 401, b"missing or wrong bearer token")
                 return
         await self.app(scope, receive, send)
@@ -53,7 +60,9 @@ def security(host: str, port: int) -> TransportSecuritySettings:
 
 
 def http_app(mcp: MCPServer, host: str, port: int, token: str | None) -> Any:
+    """The MCP app; behind the bearer check when ``token`` is not blank."""
     app: Any = mcp.streamable_http_app(transport_security=security(host, port), host=host)
+    token = (token or "").strip()
     return BearerTokenMiddleware(app, token) if token else app
 
 

@@ -24,11 +24,12 @@ from mcp.server.subscriptions import (
     ResourcesListChanged,
     ResourceUpdated,
 )
+from mcp.shared.exceptions import MCPError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from . import __version__, views
-from .errors import MemvaultError
+from .errors import MemvaultError, explain_unexpected
 from .index.text import warm_up
 from .models import Memory, jsonable, parse_time
 from .service import ChangeEvent, Filters, MemoryService, current_client
@@ -192,7 +193,10 @@ class Notifier:
     """Bridges service change events (any thread) to MCP notifications on the event loop.
 
     2026-07-28 clients listen through the SubscriptionBus; 2025-11-25 clients
-    subscribed with resources/subscribe and get notifications on their session.
+    get notifications on their connection: list_changed once they made a request,
+    resources/updated for the URIs they subscribed to with resources/subscribe.
+    Each connection is attached once (the SDK builds a new session proxy per
+    request) and forgotten when it closes.
     """
 
     def __init__(self, service: MemoryService, bus: InMemorySubscriptionBus) -> None:
@@ -200,24 +204,42 @@ class Notifier:
         self.bus = bus
         self.loop: asyncio.AbstractEventLoop | None = None
         self._legacy: dict[str, set[Any]] = {}
-        self._sessions: set[Any] = set()
+        self._connections: set[Any] = set()
         self._aggregate_hashes: dict[str, str] = {}
         self._lock = threading.Lock()
 
+    @property
+    def attached(self) -> int:
+        """How many client connections receive notifications on their own channel."""
+        with self._lock:
+            return len(self._connections)
+
     def attach(self, session: Any) -> None:
-        """Remember the running loop and the session (for list_changed)."""
+        """Remember the running loop and the session's connection (for list_changed)."""
         if self.loop is None:
             self.loop = asyncio.get_running_loop()
+        connection = _connection(session)
         with self._lock:
-            self._sessions.add(session)
+            if connection in self._connections:
+                return
+            self._connections.add(connection)
+        connection.exit_stack.callback(self.detach, connection)
+
+    def detach(self, connection: Any) -> None:
+        """Forget a closed connection and its subscriptions."""
+        with self._lock:
+            self._connections.discard(connection)
+            for subscribers in self._legacy.values():
+                subscribers.discard(connection)
 
     def subscribe(self, uri: str, session: Any) -> None:
+        self.attach(session)
         with self._lock:
-            self._legacy.setdefault(uri, set()).add(session)
+            self._legacy.setdefault(uri, set()).add(_connection(session))
 
     def unsubscribe(self, uri: str, session: Any) -> None:
         with self._lock:
-            self._legacy.get(uri, set()).discard(session)
+            self._legacy.get(uri, set()).discard(_connection(session))
 
     def prime(self) -> None:
         """Record the aggregates' current text so later changes can be detected."""
@@ -258,40 +280,47 @@ class Notifier:
         for uri in uris:
             await self.bus.publish(ResourceUpdated(uri=uri))
             with self._lock:
-                sessions = list(self._legacy.get(uri, ()))
-            for session in sessions:
-                await self._safely(session.send_resource_updated(uri), session)
+                connections = list(self._legacy.get(uri, ()))
+            for connection in connections:
+                await self._safely(connection.send_resource_updated(uri), connection)
         if list_changed:
             await self.bus.publish(ResourcesListChanged())
             with self._lock:
-                sessions = list(self._sessions)
-            for session in sessions:
-                await self._safely(session.send_resource_list_changed(), session)
+                connections = list(self._connections)
+            for connection in connections:
+                await self._safely(connection.send_resource_list_changed(), connection)
 
-    async def _safely(self, coro: Any, session: Any) -> None:
+    async def _safely(self, coro: Any, connection: Any) -> None:
         try:
             await coro
-        except Exception as exc:  # a closed session must not stop the others
-            log.debug("dropping session after failed notification: %s", exc)
-            with self._lock:
-                self._sessions.discard(session)
-                for subscribers in self._legacy.values():
-                    subscribers.discard(session)
+        except Exception as exc:  # a broken connection must not stop the others
+            log.debug("dropping connection after failed notification: %s", exc)
+            self.detach(connection)
+
+
+def _connection(session: Any) -> Any:
+    """The connection behind a per-request ServerSession proxy.
+
+    The SDK keeps it private (``ServerSession._connection``); the list_changed
+    test in tests/test_trust_adapters.py fails loudly if that changes.
+    """
+    return session._connection
 
 
 def register_legacy_subscriptions(server: MCPServer, notifier: Notifier) -> None:
-    """resources/subscribe + unsubscribe for 2025-11-25 clients.
+    """resources/subscribe + unsubscribe for 2025-11-25 clients, and the capabilities
+    that say we send resources list_changed (MCPServer advertises false by default).
 
     MCPServer has no public hook for these; this is the one place that reaches
     into the SDK's private ``_lowlevel_server`` (tests/test_server.py fails
     loudly if the SDK changes it).
     """
     import mcp.types as mt
+    from mcp.server.lowlevel import NotificationOptions
 
     lowlevel = server._lowlevel_server
 
     async def on_subscribe(ctx: Any, params: mt.SubscribeRequestParams) -> mt.EmptyResult:
-        notifier.attach(ctx.session)
         notifier.subscribe(str(params.uri), ctx.session)
         return mt.EmptyResult()
 
@@ -303,6 +332,15 @@ def register_legacy_subscriptions(server: MCPServer, notifier: Notifier) -> None
     lowlevel.add_request_handler(
         "resources/unsubscribe", mt.UnsubscribeRequestParams, on_unsubscribe
     )
+    initialization_options = lowlevel.create_initialization_options
+
+    def with_list_changed(
+        notification_options: NotificationOptions | None = None, *args: Any, **kwargs: Any
+    ) -> Any:
+        options = notification_options or NotificationOptions(resources_changed=True)
+        return initialization_options(options, *args, **kwargs)
+
+    lowlevel.create_initialization_options = with_list_changed  # type: ignore[method-assign]
 
 
 # -- aggregates ---------------------------------------------------------------
@@ -384,10 +422,36 @@ async def _call(ctx: Context | None, notifier: Notifier, fn: Callable[[], T]) ->
     token = current_client.set(_client_name(ctx))
     try:
         return await anyio.to_thread.run_sync(fn)
-    except MemvaultError as exc:
-        raise ToolError(f"{exc.code}: {exc}") from exc
+    except ToolError:
+        raise
+    except Exception as exc:
+        raise _tool_error(exc) from exc
     finally:
         current_client.reset(token)
+
+
+def _tool_error(exc: Exception) -> ToolError:
+    """Any exception as an error result the agent can act on (never a bare "Error")."""
+    if isinstance(exc, MemvaultError):
+        return ToolError(f"{exc.code}: {exc}")
+    log.error("unexpected error in a tool call", exc_info=exc)
+    error = explain_unexpected(exc)
+    return ToolError(f"{error.code}: {error}")
+
+
+def _guarded(fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+    """The tool ``fn``, with whatever it raises turned into a clear tool error."""
+
+    @functools.wraps(fn)
+    async def tool(*args: Any, **kwargs: Any) -> T:
+        try:
+            return await fn(*args, **kwargs)
+        except (ToolError, MCPError):
+            raise
+        except Exception as exc:
+            raise _tool_error(exc) from exc
+
+    return tool
 
 
 def _filters(
@@ -474,7 +538,7 @@ def _register_tools(mcp: MCPServer, service: MemoryService, notifier: Notifier) 
 
         def register(fn: Callable[..., Any]) -> Any:
             description = " ".join((fn.__doc__ or "").split())
-            return mcp.tool(annotations=annotations, description=description)(fn)
+            return mcp.tool(annotations=annotations, description=description)(_guarded(fn))
 
         return register
 
@@ -759,7 +823,10 @@ def serve(
 ) -> None:
     """Open the vault, start background indexing (and the watcher), serve MCP.
 
-    ``announce`` gets one line for a person once HTTP accepts connections."""
+    ``announce`` gets one line for a person once HTTP accepts connections. A blank or
+    whitespace-only token is no token.
+    """
+    token = (token or "").strip() or None
     if http and host not in LOOPBACK and not token:
         raise MemvaultError(
             f"refusing to serve HTTP on {host} without a token: pass --token or set "

@@ -88,7 +88,7 @@ def test_doctor_reports_problems_without_crashing(vault_path: Path) -> None:
     (vault_path / "facts" / "a.md").write_text("---\nid: 01DUPLICATEID00\n---\na\n")
     (vault_path / "facts" / "b.md").write_text("---\nid: 01DUPLICATEID00\n---\nb\n")
     code, out, _ = invoke(vault_path, "--json", "doctor")
-    assert code == 0
+    assert code == 1
     kinds = sorted(p["kind"] for p in json.loads(out)["problems"])
     assert kinds.count("uncommitted") == 4
     assert {"malformed", "binary", "duplicate_id"} <= set(kinds)
@@ -139,4 +139,4 @@ def test_reindex_full_rebuilds_from_the_files(vault_path: Path) -> None:
 def test_doctor_says_when_recall_is_full_text_only(vault_path: Path) -> None:
     (vault_path / ".memvault.toml").write_text('embedder = "st:/no/such/model"\n')
     code, out, _ = invoke(vault_path, "doctor")
-    assert code == 0 and "embedder" in out and "full text only" in out
+    assert code == 1 and "embedder" in out and "full text only" in out
