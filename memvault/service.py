@@ -195,6 +195,7 @@ class MemoryService:
     def recover(self) -> str | None:
         """Commit changes left uncommitted (crash between write and commit, hand edits)."""
         with self._writing():
+            self.history.clear_stale_locks()  # a git killed mid-write must not stop the vault
             pending = self.history.uncommitted()
             if not pending:
                 return None

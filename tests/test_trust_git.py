@@ -1,0 +1,175 @@
+"""Trust under crashes (issue 13): git locks left by a killed git, and purge that erases."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memvault.config import Settings
+from memvault.doctor import run_checks
+from memvault.errors import GitError
+from memvault.history import STALE_LOCK_SECONDS, History
+from memvault.service import MemoryService
+
+from .helpers import commit_count, git, run_memvault
+
+HOUR = 3600.0
+MARKER = "zebra-quartz-7731"
+
+
+def leave_lock(vault: Path, rel: str, age: float = HOUR) -> Path:
+    """A lock file as a killed git leaves it, last written ``age`` seconds ago."""
+    path = vault / ".git" / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"")
+    then = time.time() - age
+    os.utime(path, (then, then))
+    return path
+
+
+def start_git(cwd: Path, *options: str) -> subprocess.Popen[str]:
+    """A real git process, answering once (so it has started) then waiting for input."""
+    proc = subprocess.Popen(
+        ["git", *options, "cat-file", "--batch-check"],
+        cwd=cwd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("HEAD\n")
+    proc.stdin.flush()
+    assert proc.stdout.readline()
+    return proc
+
+
+def stop_git(proc: subprocess.Popen[str]) -> None:
+    proc.communicate(timeout=30)  # closes its input: it ends
+
+
+@pytest.fixture
+def live_git(vault_path: Path) -> Iterator[subprocess.Popen[str]]:
+    """A real git process working in the vault."""
+    proc = start_git(vault_path)
+    yield proc
+    if proc.poll() is None:
+        stop_git(proc)
+
+
+# -- 1. stale git locks ----------------------------------------------------------------
+@pytest.mark.parametrize("lock", ["index.lock", "HEAD.lock", "refs/heads/main.lock"])
+def test_a_write_removes_a_lock_left_by_a_killed_git_with_a_warning_naming_it(
+    text_only: MemoryService, caplog: pytest.LogCaptureFixture, lock: str
+) -> None:
+    vault = text_only.vault.root
+    path = leave_lock(vault, lock)
+    before = commit_count(vault)
+    with caplog.at_level(logging.WARNING, logger="memvault.history"):
+        created = text_only.remember("The user keeps spare keys in the blue drawer.", type="fact")
+    assert created.commit is not None
+    assert commit_count(vault) == before + 1
+    assert not path.exists()
+    removed = [r.getMessage() for r in caplog.records if "stale git lock" in r.getMessage()]
+    assert len(removed) == 1 and str(path) in removed[0]
+
+
+def test_opening_a_vault_with_a_stale_lock_commits_the_left_over_edits(
+    vault_path: Path,
+) -> None:
+    lock = leave_lock(vault_path, "index.lock")
+    (vault_path / "facts").mkdir(exist_ok=True)
+    (vault_path / "facts" / "by-hand.md").write_text("# By hand\n\nWritten by a person.\n")
+    service = MemoryService.open(vault_path, Settings(embedder="none"))
+    try:
+        assert not lock.exists()
+        assert service.history.uncommitted() == []
+        assert "facts/by-hand.md" in git(vault_path, "log", "-1", "--name-only")
+    finally:
+        service.close()
+
+
+def test_doctor_reports_stale_locks_and_leftover_next_index_locks_without_removing_them(
+    text_only: MemoryService,
+) -> None:
+    vault = text_only.vault.root
+    index_lock = leave_lock(vault, "index.lock")
+    next_index = leave_lock(vault, "next-index-4242.lock")
+    problems = run_checks(text_only.vault, text_only.history, "none")
+    found = {p.path for p in problems if p.kind == "stale_lock"}
+    assert found == {".git/index.lock", ".git/next-index-4242.lock"}
+    assert index_lock.exists() and next_index.exists()
+    proc = run_memvault("--vault", str(vault), "doctor", env={"MEMVAULT_EMBEDDER": "none"})
+    assert "stale_lock" in proc.stdout and ".git/next-index-4242.lock" in proc.stdout
+    assert index_lock.exists()
+
+
+def test_doctor_finds_nothing_when_no_lock_is_left(text_only: MemoryService) -> None:
+    problems = run_checks(text_only.vault, text_only.history, "none")
+    assert [p for p in problems if p.kind == "stale_lock"] == []
+
+
+def test_a_lock_younger_than_the_safe_age_is_not_stale(vault_path: Path) -> None:
+    history = History(vault_path)
+    lock = leave_lock(vault_path, "index.lock", age=0)
+    written = lock.stat().st_mtime
+    assert history.stale_locks(now=written + STALE_LOCK_SECONDS / 2) == []
+    assert history.clear_stale_locks(now=written + STALE_LOCK_SECONDS / 2) == []
+    assert lock.exists()
+    later = history.stale_locks(now=written + STALE_LOCK_SECONDS + 1)
+    assert [s.path for s in later] == [".git/index.lock"]
+
+
+def test_a_lock_is_never_removed_while_a_git_process_works_in_the_vault(
+    vault_path: Path, live_git: subprocess.Popen[str]
+) -> None:
+    history = History(vault_path, lock_retry_seconds=0.3)
+    lock = leave_lock(vault_path, "index.lock")
+    (vault_path / "note.md").write_text("# Note\n\nA note.\n")
+    assert history.stale_locks() == []
+    with pytest.raises(GitError, match=r"index\.lock"):
+        history.commit(["note.md"], "add: note")  # keeps retrying, then gives up
+    assert lock.exists()
+    stop_git(live_git)
+    assert [s.path for s in history.clear_stale_locks()] == [".git/index.lock"]
+    assert history.commit(["note.md"], "add: note") is not None
+
+
+def test_a_git_run_with_dash_c_from_elsewhere_counts_as_working_in_the_vault(
+    vault_path: Path, tmp_path: Path
+) -> None:
+    leave_lock(vault_path, "index.lock")
+    proc = start_git(tmp_path, "-C", str(vault_path))
+    try:
+        assert History(vault_path).stale_locks() == []
+    finally:
+        stop_git(proc)
+    assert len(History(vault_path).stale_locks()) == 1
+
+
+def test_a_git_process_in_another_folder_does_not_protect_the_vaults_locks(
+    vault_path: Path, tmp_path: Path
+) -> None:
+    leave_lock(vault_path, "index.lock")
+    elsewhere = tmp_path / "elsewhere"
+    git(tmp_path, "init", "-q", str(elsewhere))
+    proc = start_git(elsewhere)
+    try:
+        assert len(History(vault_path).stale_locks()) == 1
+    finally:
+        stop_git(proc)
+
+
+def test_without_proc_only_a_much_older_lock_counts_as_stale(
+    vault_path: Path, tmp_path: Path
+) -> None:
+    history = History(vault_path)
+    no_proc = tmp_path / "no-proc"
+    written = leave_lock(vault_path, "index.lock").stat().st_mtime
+    assert history.stale_locks(now=written + 60, proc=no_proc) == []
+    assert len(history.stale_locks(now=written + 600, proc=no_proc)) == 1
