@@ -315,15 +315,26 @@ class History:
         return out
 
     def names_in_history(self, path: str) -> list[str]:
-        """Every path the file at ``path`` had, following renames."""
+        """Every path the file at ``path`` had, following renames.
+
+        ``git log --follow`` also follows a *copy* of a similar file (a memory that
+        supersedes another is written in the same commit as the other's change): a source
+        still in that commit and still in the work tree is another file, and the walk
+        stops there (its older commits are that file's history, not this one's).
+        """
         names = [path]
         for commit in self.log(path):
             if commit.path and commit.path not in names:
                 names.append(commit.path)
             for old, _new in commit.renames:
+                if (self.root / old).exists() and self._in_commit(commit.sha, old):
+                    return names
                 if old not in names:
                     names.append(old)
         return names
+
+    def _in_commit(self, sha: str, path: str) -> bool:
+        return bool(self.run("ls-tree", "--name-only", sha, "--", path, check=False).strip())
 
     # -- privacy ------------------------------------------------------------
     def purge(self, paths: Iterable[str]) -> None:

@@ -173,3 +173,30 @@ def test_without_proc_only_a_much_older_lock_counts_as_stale(
     written = leave_lock(vault_path, "index.lock").stat().st_mtime
     assert history.stale_locks(now=written + 60, proc=no_proc) == []
     assert len(history.stale_locks(now=written + 600, proc=no_proc)) == 1
+
+
+# -- 7. purge erases every byte ------------------------------------------------------
+MARKER = "zebra-quartz-7731"
+
+
+def test_purging_a_memory_that_superseded_another_keeps_the_other_and_its_history(
+    text_only: MemoryService,
+) -> None:
+    """git log --follow also follows copies: the superseded file (similar text, changed
+    in the same commit) must not be taken for a former name of the purged one."""
+    vault = text_only.vault.root
+    old = text_only.remember("The user's gym is on Elm Street.", type="fact")
+    assert old.memory is not None
+    new = text_only.remember(
+        f"The user's gym moved to {MARKER} Road.",
+        type="fact",
+        title=f"Gym at {MARKER}",
+        supersedes=[old.memory.id],
+    )
+    assert new.memory is not None
+    assert text_only.history.names_in_history(new.memory.path) == [new.memory.path]
+    text_only.forget(new.memory.id, mode="purge")
+    assert (vault / old.memory.path).is_file()
+    assert git(vault, "status", "--porcelain") == ""
+    subjects = git(vault, "log", "--format=%s", "--", old.memory.path).splitlines()
+    assert subjects[-1] == f"remember: {old.memory.path}" and len(subjects) == 2
