@@ -36,6 +36,16 @@ killed git (git holds its locks for milliseconds while it writes)."""
 STALE_LOCK_SECONDS_BLIND = 120.0
 """Where running processes cannot be seen (no /proc): only a much older lock counts."""
 PROC = Path("/proc")
+PURGED_NAME = "(purged)"
+# Commit messages that name a purged path (a commit that also changed another file)
+# get the name replaced: awk reads the names from the environment, no quoting involved.
+_MSG_FILTER = (
+    'awk \'BEGIN { n = split(ENVIRON["MEMVAULT_PURGED"], names, "\\n") }'
+    ' { for (i = 1; i <= n; i++) if (names[i] != "")'
+    " while ((k = index($0, names[i])) > 0)"
+    ' $0 = substr($0, 1, k - 1) ENVIRON["MEMVAULT_PURGED_AS"] substr($0, k + length(names[i]));'
+    " print }'"
+)
 
 
 @dataclass(frozen=True)
@@ -95,6 +105,7 @@ class History:
         check: bool = True,
         input_text: str | None = None,
         identity: bool = True,
+        env: dict[str, str] | None = None,
     ) -> str:
         """Run git in the vault; retry with back-off while another writer holds a lock.
 
@@ -117,7 +128,7 @@ class History:
             proc = subprocess.run(
                 cmd,
                 cwd=self.root,
-                env=_clean_env(),
+                env={**_clean_env(), **(env or {})},
                 input=input_text,
                 capture_output=True,
                 text=True,
@@ -337,8 +348,11 @@ class History:
         return bool(self.run("ls-tree", "--name-only", sha, "--", path, check=False).strip())
 
     # -- privacy ------------------------------------------------------------
-    def purge(self, paths: Iterable[str]) -> None:
-        """Erase ``paths`` from every commit of every ref, then drop old objects."""
+    def purge(self, paths: Iterable[str]) -> int:
+        """Erase ``paths`` from every commit of every ref (and their names from commit
+        messages), then drop old objects. Returns how many commits had touched them."""
+        paths = list(paths)
+        touched = len(self.run("rev-list", "--all", "--", *paths).split())
         quoted = " ".join(shlex.quote(p) for p in paths)
         self.run(
             "filter-branch",
@@ -346,14 +360,18 @@ class History:
             "--prune-empty",
             "--index-filter",
             f"git rm -r -q --cached --ignore-unmatch -- {quoted}",
+            "--msg-filter",
+            _MSG_FILTER,
             "--",
             "--all",
+            env={"MEMVAULT_PURGED": "\n".join(paths), "MEMVAULT_PURGED_AS": PURGED_NAME},
         )
         refs = self.run("for-each-ref", "--format=%(refname)", "refs/original/").split()
         for ref in refs:
             self.run("update-ref", "-d", ref)
         self.run("reflog", "expire", "--expire=now", "--all")
         self.run("gc", "-q", "--prune=now")
+        return touched
 
 
 def _lock_files(git_dir: Path) -> Iterator[tuple[Path, os.stat_result]]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 import os
 import subprocess
@@ -10,11 +12,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mcp import Client
 
 from memvault.config import Settings
 from memvault.doctor import run_checks
 from memvault.errors import GitError
-from memvault.history import STALE_LOCK_SECONDS, History
+from memvault.history import CLONE_WARNING, STALE_LOCK_SECONDS, History
+from memvault.index.text import tokens
+from memvault.server import build_server
 from memvault.service import MemoryService
 
 from .helpers import commit_count, git, run_memvault
@@ -176,7 +181,52 @@ def test_without_proc_only_a_much_older_lock_counts_as_stale(
 
 
 # -- 7. purge erases every byte ------------------------------------------------------
-MARKER = "zebra-quartz-7731"
+def files_containing(root: Path, needles: list[bytes]) -> dict[str, list[str]]:
+    """needle -> files under ``root`` (all of them: .git and .memvault too) holding it."""
+    found: dict[str, list[str]] = {}
+    for path in root.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes().lower()
+            for needle in needles:
+                if needle in data:
+                    found.setdefault(needle.decode(), []).append(str(path.relative_to(root)))
+    return found
+
+
+def git_objects(vault: Path) -> bytes:
+    """Every object in the repository (loose and packed), decompressed."""
+    return subprocess.run(
+        ["git", "cat-file", "--batch-all-objects", "--batch"],
+        cwd=vault,
+        capture_output=True,
+        check=True,
+    ).stdout.lower()
+
+
+def test_purge_leaves_no_byte_of_the_text_anywhere_under_the_vault(
+    service: MemoryService,
+) -> None:
+    vault = service.vault.root
+    # The marker and the words the analyzer stores ("7731" is left out: hex shas may hold it)
+    needles = [MARKER.encode(), *(t.encode() for t in tokens(MARKER) if not t.isdigit())]
+    content = f"The locker code hint is {MARKER}, do not share it."
+    created = service.remember(content, type="fact", title=f"Locker {MARKER}")
+    assert created.memory is not None
+    service.update(created.memory.id, content=content + " Updated once.")
+    service.remember("The user drinks oat milk in coffee.", type="fact")
+    assert service.search(MARKER)  # the index (and the query cache) hold it
+    service.vault.id_map()  # the id catalog names its path
+    before = files_containing(vault, needles)
+    assert any(f.startswith(".memvault/index/text/") for f in before[MARKER])
+    assert any(f.startswith(".memvault/index/store.sqlite") for f in before["quartz"])
+    service.forget(created.memory.id, mode="purge", reason="privacy request")
+    assert files_containing(vault, needles) == {}
+    objects = git_objects(vault)
+    assert [n for n in needles if n in objects] == []
+    assert [h.doc.title for h in service.search("oat milk coffee")] == [
+        "The user drinks oat milk in coffee."
+    ]
+    assert created.memory.id not in {h.doc.id for h in service.search(MARKER)}
 
 
 def test_purging_a_memory_that_superseded_another_keeps_the_other_and_its_history(
@@ -195,8 +245,57 @@ def test_purging_a_memory_that_superseded_another_keeps_the_other_and_its_histor
     )
     assert new.memory is not None
     assert text_only.history.names_in_history(new.memory.path) == [new.memory.path]
-    text_only.forget(new.memory.id, mode="purge")
+    result = text_only.forget(new.memory.id, mode="purge")
     assert (vault / old.memory.path).is_file()
     assert git(vault, "status", "--porcelain") == ""
     subjects = git(vault, "log", "--format=%s", "--", old.memory.path).splitlines()
-    assert subjects[-1] == f"remember: {old.memory.path}" and len(subjects) == 2
+    assert subjects == ["remember: (purged)", f"remember: {old.memory.path}"]
+    assert MARKER not in git(vault, "log", "--all", "--format=%B")
+    assert MARKER.encode() not in git_objects(vault)
+    assert result.erased[0] == "git history (2 commits rewritten)"  # + the deletion
+
+
+def test_purge_says_what_it_erased(text_only: MemoryService) -> None:
+    created = text_only.remember(f"Private: {MARKER}.", type="fact")
+    assert created.memory is not None
+    text_only.update(created.memory.id, content=f"Private: {MARKER}, changed.")
+    result = text_only.forget(created.memory.id, mode="purge")
+    assert result.action == "purged"
+    assert result.erased == (
+        "git history (3 commits rewritten)",  # remember, update, the deletion
+        "full-text index",
+        "vectors",
+        "vector caches",
+        "id catalog",
+    )
+
+
+def test_the_cli_says_the_clone_warning_once(vault_path: Path) -> None:
+    env = {"MEMVAULT_EMBEDDER": "none"}
+    added = run_memvault(
+        "--vault", str(vault_path), "--json", "add", f"Private note {MARKER}.", env=env
+    )
+    assert added.returncode == 0, added.stderr
+    memory_id = json.loads(added.stdout)["id"]
+    proc = run_memvault("--vault", str(vault_path), "forget", memory_id, "--purge", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert (proc.stdout + proc.stderr).count(CLONE_WARNING) == 1
+
+
+def test_the_mcp_forget_tool_says_the_clone_warning_once(
+    text_only: MemoryService, caplog: pytest.LogCaptureFixture
+) -> None:
+    created = text_only.remember(f"Private: {MARKER}.", type="fact")
+    assert created.memory is not None
+    server, _ = build_server(text_only)
+
+    async def main() -> str:
+        async with Client(server) as client:
+            result = await client.call_tool("forget", {"id": created.memory.id, "mode": "purge"})
+            assert not result.is_error
+            return json.dumps(result.structured_content)
+
+    with caplog.at_level(logging.WARNING):
+        said = asyncio.run(main())
+    logged = " ".join(r.getMessage() for r in caplog.records)
+    assert (said + logged).count("clones, remotes and backups") == 1
