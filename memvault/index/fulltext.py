@@ -88,7 +88,9 @@ class FullText:
             raise
         writer.commit()
 
-    def delete(self, ids: Iterable[str]) -> None:
+    def delete(self, ids: Iterable[str], erase: bool = False) -> None:
+        """Delete documents; ``erase`` also rewrites every segment so their words are gone
+        from the files (Whoosh otherwise only marks them deleted until a merge)."""
         ids = list(ids)
         if not ids:
             return
@@ -99,7 +101,7 @@ class FullText:
         except BaseException:
             writer.cancel()
             raise
-        writer.commit()
+        writer.commit(optimize=erase)
 
     def search(self, text: str, limit: int = 100) -> dict[str, float]:
         """BM25F scores of the best ``limit`` memories; terms are OR-ed (natural language)."""

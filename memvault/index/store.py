@@ -150,6 +150,15 @@ class Store:
                 raise
         self.refresh()
 
+    def erase_freed(self) -> bool:
+        """Rewrite the database so deleted rows leave no bytes behind: VACUUM drops freed
+        pages, a truncating checkpoint empties the write-ahead log. False when another
+        connection's read kept the log from being emptied."""
+        with self._lock:
+            self._db.execute("VACUUM")
+            busy, _log, _done = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return not busy
+
     def ids_by_path(self, paths: Iterable[str]) -> list[str]:
         wanted = set(paths)
         return [d.id for d in self.docs.values() if d.path in wanted]

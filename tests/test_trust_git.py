@@ -1,0 +1,304 @@
+"""Trust under crashes (issue 13): git locks left by a killed git, and purge that erases."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from memvault.config import Settings
+from memvault.doctor import run_checks
+from memvault.errors import GitError
+from memvault.history import CLONE_WARNING, STALE_LOCK_SECONDS, History
+from memvault.index.text import tokens
+from memvault.server import build_server
+from memvault.service import MemoryService
+
+from .helpers import commit_count, git, run_memvault
+
+HOUR = 3600.0
+MARKER = "zebra-quartz-7731"
+
+
+def leave_lock(vault: Path, rel: str, age: float = HOUR) -> Path:
+    """A lock file as a killed git leaves it, last written ``age`` seconds ago."""
+    path = vault / ".git" / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"")
+    then = time.time() - age
+    os.utime(path, (then, then))
+    return path
+
+
+def start_git(cwd: Path, *options: str) -> subprocess.Popen[str]:
+    """A real git process, answering once (so it has started) then waiting for input."""
+    proc = subprocess.Popen(
+        ["git", *options, "cat-file", "--batch-check"],
+        cwd=cwd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("HEAD\n")
+    proc.stdin.flush()
+    assert proc.stdout.readline()
+    return proc
+
+
+def stop_git(proc: subprocess.Popen[str]) -> None:
+    proc.communicate(timeout=30)  # closes its input: it ends
+
+
+@pytest.fixture
+def live_git(vault_path: Path) -> Iterator[subprocess.Popen[str]]:
+    """A real git process working in the vault."""
+    proc = start_git(vault_path)
+    yield proc
+    if proc.poll() is None:
+        stop_git(proc)
+
+
+# -- 1. stale git locks ----------------------------------------------------------------
+@pytest.mark.parametrize("lock", ["index.lock", "HEAD.lock", "refs/heads/main.lock"])
+def test_a_write_removes_a_lock_left_by_a_killed_git_with_a_warning_naming_it(
+    text_only: MemoryService, caplog: pytest.LogCaptureFixture, lock: str
+) -> None:
+    vault = text_only.vault.root
+    path = leave_lock(vault, lock)
+    before = commit_count(vault)
+    with caplog.at_level(logging.WARNING, logger="memvault.history"):
+        created = text_only.remember("The user keeps spare keys in the blue drawer.", type="fact")
+    assert created.commit is not None
+    assert commit_count(vault) == before + 1
+    assert not path.exists()
+    removed = [r.getMessage() for r in caplog.records if "stale git lock" in r.getMessage()]
+    assert len(removed) == 1 and str(path) in removed[0]
+
+
+def test_opening_a_vault_with_a_stale_lock_commits_the_left_over_edits(
+    vault_path: Path,
+) -> None:
+    lock = leave_lock(vault_path, "index.lock")
+    (vault_path / "facts").mkdir(exist_ok=True)
+    (vault_path / "facts" / "by-hand.md").write_text("# By hand\n\nWritten by a person.\n")
+    service = MemoryService.open(vault_path, Settings(embedder="none"))
+    try:
+        assert not lock.exists()
+        assert service.history.uncommitted() == []
+        assert "facts/by-hand.md" in git(vault_path, "log", "-1", "--name-only")
+    finally:
+        service.close()
+
+
+def test_doctor_reports_stale_locks_and_leftover_next_index_locks_without_removing_them(
+    text_only: MemoryService,
+) -> None:
+    vault = text_only.vault.root
+    index_lock = leave_lock(vault, "index.lock")
+    next_index = leave_lock(vault, "next-index-4242.lock")
+    problems = run_checks(text_only.vault, text_only.history, "none")
+    found = {p.path for p in problems if p.kind == "stale_lock"}
+    assert found == {".git/index.lock", ".git/next-index-4242.lock"}
+    assert index_lock.exists() and next_index.exists()
+    proc = run_memvault("--vault", str(vault), "doctor", env={"MEMVAULT_EMBEDDER": "none"})
+    assert "stale_lock" in proc.stdout and ".git/next-index-4242.lock" in proc.stdout
+    assert index_lock.exists()
+
+
+def test_doctor_finds_nothing_when_no_lock_is_left(text_only: MemoryService) -> None:
+    problems = run_checks(text_only.vault, text_only.history, "none")
+    assert [p for p in problems if p.kind == "stale_lock"] == []
+
+
+def test_a_lock_younger_than_the_safe_age_is_not_stale(vault_path: Path) -> None:
+    history = History(vault_path)
+    lock = leave_lock(vault_path, "index.lock", age=0)
+    written = lock.stat().st_mtime
+    assert history.stale_locks(now=written + STALE_LOCK_SECONDS / 2) == []
+    assert history.clear_stale_locks(now=written + STALE_LOCK_SECONDS / 2) == []
+    assert lock.exists()
+    later = history.stale_locks(now=written + STALE_LOCK_SECONDS + 1)
+    assert [s.path for s in later] == [".git/index.lock"]
+
+
+def test_a_lock_is_never_removed_while_a_git_process_works_in_the_vault(
+    vault_path: Path, live_git: subprocess.Popen[str]
+) -> None:
+    history = History(vault_path, lock_retry_seconds=0.3)
+    lock = leave_lock(vault_path, "index.lock")
+    (vault_path / "note.md").write_text("# Note\n\nA note.\n")
+    assert history.stale_locks() == []
+    with pytest.raises(GitError, match=r"index\.lock"):
+        history.commit(["note.md"], "add: note")  # keeps retrying, then gives up
+    assert lock.exists()
+    stop_git(live_git)
+    assert [s.path for s in history.clear_stale_locks()] == [".git/index.lock"]
+    assert history.commit(["note.md"], "add: note") is not None
+
+
+def test_a_git_run_with_dash_c_from_elsewhere_counts_as_working_in_the_vault(
+    vault_path: Path, tmp_path: Path
+) -> None:
+    leave_lock(vault_path, "index.lock")
+    proc = start_git(tmp_path, "-C", str(vault_path))
+    try:
+        assert History(vault_path).stale_locks() == []
+    finally:
+        stop_git(proc)
+    assert len(History(vault_path).stale_locks()) == 1
+
+
+def test_a_git_process_in_another_folder_does_not_protect_the_vaults_locks(
+    vault_path: Path, tmp_path: Path
+) -> None:
+    leave_lock(vault_path, "index.lock")
+    elsewhere = tmp_path / "elsewhere"
+    git(tmp_path, "init", "-q", str(elsewhere))
+    proc = start_git(elsewhere)
+    try:
+        assert len(History(vault_path).stale_locks()) == 1
+    finally:
+        stop_git(proc)
+
+
+def test_without_proc_only_a_much_older_lock_counts_as_stale(
+    vault_path: Path, tmp_path: Path
+) -> None:
+    history = History(vault_path)
+    no_proc = tmp_path / "no-proc"
+    written = leave_lock(vault_path, "index.lock").stat().st_mtime
+    assert history.stale_locks(now=written + 60, proc=no_proc) == []
+    assert len(history.stale_locks(now=written + 600, proc=no_proc)) == 1
+
+
+# -- 7. purge erases every byte ------------------------------------------------------
+def files_containing(root: Path, needles: list[bytes]) -> dict[str, list[str]]:
+    """needle -> files under ``root`` (all of them: .git and .memvault too) holding it."""
+    found: dict[str, list[str]] = {}
+    for path in root.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes().lower()
+            for needle in needles:
+                if needle in data:
+                    found.setdefault(needle.decode(), []).append(str(path.relative_to(root)))
+    return found
+
+
+def git_objects(vault: Path) -> bytes:
+    """Every object in the repository (loose and packed), decompressed."""
+    return subprocess.run(
+        ["git", "cat-file", "--batch-all-objects", "--batch"],
+        cwd=vault,
+        capture_output=True,
+        check=True,
+    ).stdout.lower()
+
+
+def test_purge_leaves_no_byte_of_the_text_anywhere_under_the_vault(
+    service: MemoryService,
+) -> None:
+    vault = service.vault.root
+    # The marker and the words the analyzer stores ("7731" is left out: hex shas may hold it)
+    needles = [MARKER.encode(), *(t.encode() for t in tokens(MARKER) if not t.isdigit())]
+    content = f"The locker code hint is {MARKER}, do not share it."
+    created = service.remember(content, type="fact", title=f"Locker {MARKER}")
+    assert created.memory is not None
+    service.update(created.memory.id, content=content + " Updated once.")
+    service.remember("The user drinks oat milk in coffee.", type="fact")
+    assert service.search(MARKER)  # the index (and the query cache) hold it
+    service.vault.id_map()  # the id catalog names its path
+    before = files_containing(vault, needles)
+    assert any(f.startswith(".memvault/index/text/") for f in before[MARKER])
+    assert any(f.startswith(".memvault/index/store.sqlite") for f in before["quartz"])
+    service.forget(created.memory.id, mode="purge", reason="privacy request")
+    assert files_containing(vault, needles) == {}
+    objects = git_objects(vault)
+    assert [n for n in needles if n in objects] == []
+    assert [h.doc.title for h in service.search("oat milk coffee")] == [
+        "The user drinks oat milk in coffee."
+    ]
+    assert created.memory.id not in {h.doc.id for h in service.search(MARKER)}
+
+
+def test_purging_a_memory_that_superseded_another_keeps_the_other_and_its_history(
+    text_only: MemoryService,
+) -> None:
+    """git log --follow also follows copies: the superseded file (similar text, changed
+    in the same commit) must not be taken for a former name of the purged one."""
+    vault = text_only.vault.root
+    old = text_only.remember("The user's gym is on Elm Street.", type="fact")
+    assert old.memory is not None
+    new = text_only.remember(
+        f"The user's gym moved to {MARKER} Road.",
+        type="fact",
+        title=f"Gym at {MARKER}",
+        supersedes=[old.memory.id],
+    )
+    assert new.memory is not None
+    assert text_only.history.names_in_history(new.memory.path) == [new.memory.path]
+    result = text_only.forget(new.memory.id, mode="purge")
+    assert (vault / old.memory.path).is_file()
+    assert git(vault, "status", "--porcelain") == ""
+    subjects = git(vault, "log", "--format=%s", "--", old.memory.path).splitlines()
+    assert subjects == ["remember: (purged)", f"remember: {old.memory.path}"]
+    assert MARKER not in git(vault, "log", "--all", "--format=%B")
+    assert MARKER.encode() not in git_objects(vault)
+    assert result.erased[0] == "git history (2 commits rewritten)"  # + the deletion
+
+
+def test_purge_says_what_it_erased(text_only: MemoryService) -> None:
+    created = text_only.remember(f"Private: {MARKER}.", type="fact")
+    assert created.memory is not None
+    text_only.update(created.memory.id, content=f"Private: {MARKER}, changed.")
+    result = text_only.forget(created.memory.id, mode="purge")
+    assert result.action == "purged"
+    assert result.erased == (
+        "git history (3 commits rewritten)",  # remember, update, the deletion
+        "full-text index",
+        "vectors",
+        "vector caches",
+        "id catalog",
+    )
+
+
+def test_the_cli_says_the_clone_warning_once(vault_path: Path) -> None:
+    env = {"MEMVAULT_EMBEDDER": "none"}
+    added = run_memvault(
+        "--vault", str(vault_path), "--json", "add", f"Private note {MARKER}.", env=env
+    )
+    assert added.returncode == 0, added.stderr
+    memory_id = json.loads(added.stdout)["id"]
+    proc = run_memvault("--vault", str(vault_path), "forget", memory_id, "--purge", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert (proc.stdout + proc.stderr).count(CLONE_WARNING) == 1
+    assert "erased from: git history" in proc.stderr and "full-text index" in proc.stderr
+
+
+def test_the_mcp_forget_tool_says_the_clone_warning_once(
+    text_only: MemoryService, caplog: pytest.LogCaptureFixture
+) -> None:
+    created = text_only.remember(f"Private: {MARKER}.", type="fact")
+    assert created.memory is not None
+    server, _ = build_server(text_only)
+
+    async def main() -> str:
+        async with Client(server) as client:
+            result = await client.call_tool("forget", {"id": created.memory.id, "mode": "purge"})
+            assert not result.is_error
+            assert result.structured_content is not None
+            assert "full-text index" in result.structured_content["erased"]
+            return json.dumps(result.structured_content)
+
+    with caplog.at_level(logging.WARNING):
+        said = asyncio.run(main())
+    logged = " ".join(r.getMessage() for r in caplog.records)
+    assert (said + logged).count("clones, remotes and backups") == 1
