@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import frontmatter, ids
+from . import frontmatter, ids, note
 from .errors import InvalidInputError, MalformedMemoryError
 
 _KNOWN = ("content", "text", "body", "title", "folder", "path")
@@ -66,7 +66,7 @@ def _record_item(record: dict[str, Any], now: dt.datetime, where: str) -> Import
     content = str(record.get("content") or record.get("text") or record.get("body") or "").strip()
     if not content:
         raise InvalidInputError(f"{where} has no content/text/body")
-    title = str(record.get("title") or content.split("\n", 1)[0][:60]).strip()
+    title = str(record.get("title") or note.title_from(content)).strip()
     meta: dict[str, Any] = {
         "id": str(record["id"]) if ids.is_id(str(record.get("id", ""))) else ids.new_id(),
         "type": record.get("type", "note"),
@@ -84,5 +84,4 @@ def _record_item(record: dict[str, Any], now: dt.datetime, where: str) -> Import
     else:
         folder = str(record.get("folder") or "inbox").strip("/")
         rel = f"{folder}/{ids.slugify(title)}.md"
-    body = content if content.startswith("# ") else f"# {title}\n\n{content}"
-    return ImportItem(rel, frontmatter.new_file(meta, body + "\n"), where)
+    return ImportItem(rel, frontmatter.new_file(meta, note.compose(title, content)), where)

@@ -15,20 +15,37 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
+from .config import Settings
 from .errors import MemvaultError
-from .service import ChangeEvent, MemoryService
+from .models import ChangeEvent
 from .vault import content_hash
 
 log = logging.getLogger(__name__)
 
 SETTLE_SECONDS = 0.15
+
+
+class Watched(Protocol):
+    """What the watcher needs of a vault's service (MemoryService provides it)."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def root(self) -> Path: ...
+    def is_ignored(self, rel: str) -> bool: ...
+    def is_memory_path(self, rel: str) -> bool: ...
+    def last_written(self, rel: str) -> str | None: ...
+    def indexed_hashes(self) -> dict[str, str]: ...
+    def sync_index(self, paths: Iterable[str] | None = None) -> int: ...
+    def publish(self, event: ChangeEvent) -> None: ...
+    def commit_external(self, paths: Sequence[str]) -> str | None: ...
 
 
 class _Handler(FileSystemEventHandler):
@@ -48,14 +65,14 @@ class Watcher:
 
     def __init__(
         self,
-        service: MemoryService,
+        service: Watched,
         settle: float = SETTLE_SECONDS,
         debounce: float | None = None,
     ) -> None:
         self.service = service
         self.settle = settle
         self.debounce = service.settings.debounce_seconds if debounce is None else debounce
-        self.root = service.vault.root
+        self.root = service.root
         self._cond = threading.Condition()
         self._pending: set[str] = set()
         self._to_commit: set[str] = set()
@@ -70,8 +87,7 @@ class Watcher:
 
     # -- life cycle ---------------------------------------------------------------
     def start(self) -> None:
-        self.service.index.store.refresh()
-        self._seen = {d.path: d.hash for d in self.service.index.store.docs.values()}
+        self._seen = self.service.indexed_hashes()
         self._observer = Observer()
         self._observer.schedule(_Handler(self._event), str(self.root), recursive=True)
         self._observer.start()
@@ -111,8 +127,7 @@ class Watcher:
             rel = Path(abspath).relative_to(self.root).as_posix()
         except ValueError:
             return
-        first = rel.split("/", 1)[0]
-        if first in (".git", ".memvault", ".obsidian", ".trash") or rel == ".":
+        if self.service.is_ignored(rel):
             return
         with self._cond:
             self._pending.add(rel)
@@ -167,16 +182,15 @@ class Watcher:
 
     def _process(self, batch: set[str]) -> None:
         files = self._expand(batch)
-        own = self.service.vault.written
         changed: list[str] = []
         added: list[str] = []
         removed: list[str] = []
         for rel in sorted(files):
-            if not self.service.vault.is_memory_path(rel):
+            if not self.service.is_memory_path(rel):
                 continue
             digest = self._hash(rel)
             baseline = self._seen.get(rel)
-            mine = own.get(rel)
+            mine = self.service.last_written(rel)
             if mine is not None:  # memvault wrote (or deleted) it: that is the baseline
                 baseline = mine or None
             if digest != baseline:
