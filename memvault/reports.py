@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from . import views
 from .errors import InvalidInputError, MemvaultError
 from .models import ChangeEvent, MemoryInfo, Status, jsonable
-from .note import newest_first, strip_title
+from .note import strip_title, timestamp
 
 if TYPE_CHECKING:
     from .service import MemoryService
@@ -81,7 +81,8 @@ def aggregate(service: MemoryService, uri: str) -> str:
         empty = "No preferences remembered yet."
         return views.section_view("The user's preferences", _items(service, prefs), empty)
     if uri == RECENT:
-        recent = sorted(active, key=lambda d: (newest_first(d.updated), d.id))[:RECENT_COUNT]
+        newest = sorted(active, key=lambda d: (timestamp(d.updated), d.id), reverse=True)
+        recent = newest[:RECENT_COUNT]  # same second: the later id (ids grow with time) first
         items = _items(service, recent, 300)
         return views.section_view("Recently changed memories", items, "No memories yet.")
     if uri == PROFILE:
