@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 from memvault.config import Settings
-from memvault.service import MemoryService, create_vault
+from memvault.service import MemoryService
+from memvault.template import create_vault
 
 EN_SUBJECTS = ["The user", "Alice", "The team", "Our client", "Bob", "The project lead", "Mia"]
 EN_VERBS = [

@@ -23,7 +23,6 @@ import numpy as np
 
 from benchmarks.common import QUERIES, build_vault, peak_rss_mb, summary
 from memvault.config import Settings
-from memvault.index import doc_info
 from memvault.index.vectors import make_embedder
 from memvault.service import MemoryService
 
@@ -42,7 +41,7 @@ def build(root: Path, count: int, random_vectors: bool) -> None:
             vectors = rng.standard_normal((len(batch), 384)).astype(np.float32)
             vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
             stats = service.vault.stats([m.path for m in batch])
-            docs = [doc_info(m, *stats[m.path]) for m in batch]
+            docs = [m.info(*stats[m.path]) for m in batch]
             model = service.index.loader.get()
             assert model is not None
             service.index.store.put(

@@ -53,7 +53,7 @@ def main() -> None:
             with signal:
                 signal.wait_for(lambda rel=rel: rel in arrived, timeout=10)  # type: ignore[misc]
             to_event.append(arrived[rel] - start)
-            while not any(r["path"] == rel for r in service.recall(marker, k=3, mode="bm25")):
+            while not any(r.path == rel for r in service.recall(marker, k=3, mode="bm25")):
                 if time.perf_counter() - start > 10:
                     raise SystemExit(f"{rel} not searchable after 10s")
             to_search.append(time.perf_counter() - start)

@@ -7,7 +7,7 @@ import logging
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -16,7 +16,7 @@ import click
 from . import __version__
 from .config import default_vault_path, load_settings
 from .errors import MemvaultError, explain_unexpected
-from .models import Memory, jsonable
+from .models import Filters, MemoryInfo, jsonable
 
 log = logging.getLogger("memvault")
 
@@ -143,7 +143,7 @@ def cli(click_ctx: click.Context, vault: Path | None, as_json: bool, debug: bool
 @pass_ctx
 def init(ctx: Ctx, path: Path | None) -> None:
     """Create a vault from the template (git init + first commit)."""
-    from .service import create_vault
+    from .template import create_vault
 
     target = (path or ctx.vault).expanduser()
     with _errors(ctx):
@@ -247,8 +247,6 @@ def search(
     explain: bool,
 ) -> None:
     """Hybrid search (BM25 + vectors + recency/importance)."""
-    from .service import Filters
-
     filters = Filters(
         types=_split(types), tags=_split(tags), folder=folder, include_archived=include_archived
     )
@@ -259,12 +257,12 @@ def search(
         if not results:
             click.echo("no results")
         for n, r in enumerate(results, 1):
-            click.echo(f"{n:>2}. {r['score']:.3f}  {r['title']}  [{r['type']}] {r['path']}")
-            click.echo(f"      {r['snippet']}")
+            click.echo(f"{n:>2}. {r.score:.3f}  {r.title}  [{r.type}] {r.path}")
+            click.echo(f"      {r.snippet}")
             if explain:
-                click.echo(f"      why: {json.dumps(r['why'], ensure_ascii=False)}")
+                click.echo(f"      why: {json.dumps(r.why, ensure_ascii=False)}")
 
-    _emit(ctx, results, human)
+    _emit(ctx, [asdict(r) for r in results], human)
 
 
 @cli.command()
@@ -313,21 +311,20 @@ def list_(
     include_archived: bool,
 ) -> None:
     """Memories, newest first; unreadable files are reported on stderr."""
-    from .service import Filters
-
     filters = Filters(
         types=_split(types), tags=_split(tags), folder=folder, include_archived=include_archived
     )
     with _errors(ctx):
-        service = _service(ctx, recover=False, embedder=False)
-        memories = service.list_memories(filters, sort=sort, limit=limit)
-        problems = service.problems()
-    for problem in problems:
+        page = _service(ctx, recover=False, embedder=False).list_memories(
+            filters, sort=sort, limit=limit
+        )
+    for problem in page.unreadable:
         click.echo(f"warning: {problem.message}", err=True)
+    memories = page.memories
     _emit(ctx, [m.summary() for m in memories], lambda: _print_memories(memories))
 
 
-def _print_memories(memories: list[Memory]) -> None:
+def _print_memories(memories: tuple[MemoryInfo, ...]) -> None:
     if not memories:
         click.echo("no memories")
     for m in memories:
@@ -394,7 +391,7 @@ def import_(ctx: Ctx, source: Path) -> None:
         service = _service(ctx)
         with click.progressbar(length=1, label="indexing", file=sys.stderr) as bar:
             result = service.import_path(source, progress=_progress(bar))
-    _emit(ctx, result, lambda: click.echo(f"imported {result['imported']} memories"))
+    _emit(ctx, asdict(result), lambda: click.echo(f"imported {result.imported} memories"))
 
 
 @cli.command()
@@ -408,7 +405,7 @@ def reindex(ctx: Ctx, full: bool) -> None:
             service.reset_index()
         with click.progressbar(length=1, label="indexing", file=sys.stderr) as bar:
             count = service.sync_index(progress=_progress(bar))
-        state = service.index.status()
+        state = service.index_status()
     _emit(ctx, {"indexed": count, "index": state}, lambda: click.echo(f"indexed {count} file(s)"))
 
 
@@ -458,26 +455,26 @@ def doctor(ctx: Ctx) -> None:
 @pass_ctx
 def status(ctx: Ctx) -> None:
     """Counts, index state, embedder, last commits."""
+    from .reports import status as vault_status
+
     with _errors(ctx):
-        service = _service(ctx, recover=False)
-        service.index.loader.get(timeout=30)
-        data = service.status()
+        data = vault_status(_service(ctx, recover=False), wait_for_embedder=30)
 
     def human() -> None:
-        click.echo(f"vault: {data['vault']}")
-        types = ", ".join(f"{k} {v}" for k, v in data["by_type"].items()) or "none"
-        click.echo(f"memories: {data['memories']} ({types}); archived {data['archived']}")
-        click.echo(f"problems: {data['problems']}  uncommitted: {data['uncommitted']}")
-        idx = data["index"]
+        click.echo(f"vault: {data.vault}")
+        types = ", ".join(f"{k} {v}" for k, v in data.by_type.items()) or "none"
+        click.echo(f"memories: {data.memories} ({types}); archived {data.archived}")
+        click.echo(f"problems: {data.problems}  uncommitted: {data.uncommitted}")
+        idx = data.index
         reason = f": {idx['reason']}" if idx.get("reason") else ""
         click.echo(
             f"index: {idx['memories']} indexed, {idx['with_vectors']} with vectors; "
             f"embedder {idx['embedder']} ({idx['state']}{reason})"
         )
-        for c in data["last_commits"]:
+        for c in data.last_commits:
             click.echo(f"  {c['commit'][:10]} {c['date'][:19]} {c['subject']}")
 
-    _emit(ctx, data, human)
+    _emit(ctx, asdict(data), human)
 
 
 @cli.command()
@@ -487,8 +484,10 @@ def status(ctx: Ctx) -> None:
 @pass_ctx
 def export(ctx: Ctx, out: Path | None) -> None:
     """Every memory with metadata and history, as JSON."""
+    from .reports import export as export_vault
+
     with _errors(ctx):
-        data = _service(ctx, recover=False, embedder=False).export()
+        data = export_vault(_service(ctx, recover=False, embedder=False))
         text = json.dumps(data, ensure_ascii=False, indent=2)
         if out:
             out.write_text(text + "\n", encoding="utf-8")
@@ -514,7 +513,7 @@ def serve(
     token = (token or "").strip() or None  # blank is no token
     with _errors(ctx):
         if create and not (ctx.vault / ".git").exists():
-            from .service import create_vault
+            from .template import create_vault
 
             create_vault(ctx.vault)
         auth = " (bearer token required)" if use_http and token else ""
@@ -548,7 +547,7 @@ def watch(ctx: Ctx) -> None:
         service.ensure_synced()
         watcher = Watcher(service)
         watcher.start()
-    click.echo(f"watching {service.vault.root} (Ctrl-C to stop)", err=True)
+    click.echo(f"watching {service.root} (Ctrl-C to stop)", err=True)
     try:
         threading.Event().wait()
     except KeyboardInterrupt:

@@ -414,6 +414,38 @@ class History:
         self.run("gc", "-q", "--prune=now")
         return touched
 
+    # -- following one file -------------------------------------------------
+    def knows(self, path: str) -> bool:
+        """True when some commit touched ``path`` (a deleted file's history is still there)."""
+        return bool(self.log(path, limit=1))
+
+    def exists_at(self, rev: str, path: str) -> bool:
+        out = self.run("ls-tree", "--name-only", rev, "--", path, check=False)
+        return out.strip() == path
+
+    def path_at(self, path: str, rev: str) -> str:
+        """The name the file now at ``path`` had at ``rev`` (following renames)."""
+        sha = self.resolve(rev)
+        for name in self.names_in_history(path):
+            if self.exists_at(sha, name):
+                return name
+        raise MemvaultError(
+            f"{path} did not exist at {rev[:12]}: pick a revision from `memvault log {path}`"
+        )
+
+    @staticmethod
+    def history_of(path: str, commits: Sequence[Commit]) -> list[tuple[Commit, str]]:
+        """Of ``commits`` (newest first, one log), those that touched the file now at
+        ``path``, with its name then, following renames backwards."""
+        out, name = [], path
+        for commit in commits:
+            if name in commit.files:
+                out.append((commit, name))
+                for old, new in commit.renames:
+                    if new == name:
+                        name = old
+        return out
+
 
 def _lock_files(git_dir: Path) -> Iterator[tuple[Path, os.stat_result]]:
     """Lock files git may leave: index, HEAD, config, next-index-*, refs and reflogs."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import frontmatter, ids, validate
+from . import frontmatter, ids, note, validate
 from .errors import InvalidInputError, MalformedMemoryError, UnsafePathError
 
 _KNOWN = ("content", "text", "body", "title", "folder", "path")
@@ -82,7 +82,7 @@ def _record_item(record: dict[str, Any], now: dt.datetime, where: str) -> Import
     if not content:
         raise InvalidInputError("the record has no content, text or body")
     validate.text("content", content)
-    title = validate.title(str(record.get("title") or content.split("\n", 1)[0][:60]).strip())
+    title = validate.title(str(record.get("title") or note.title_from(content)).strip())
     tags = record.get("tags") or []
     tags = validate.tags([str(t) for t in ([tags] if isinstance(tags, str) else tags)])
     meta: dict[str, Any] = {
@@ -102,5 +102,4 @@ def _record_item(record: dict[str, Any], now: dt.datetime, where: str) -> Import
     else:
         folder = str(record.get("folder") or "inbox").strip("/")
         rel = f"{folder}/{ids.slugify(title)}.md"
-    body = content if content.startswith("# ") else f"# {title}\n\n{content}"
-    return ImportItem(rel, frontmatter.new_file(meta, body + "\n"), where)
+    return ImportItem(rel, frontmatter.new_file(meta, note.compose(title, content)), where)

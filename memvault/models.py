@@ -1,19 +1,24 @@
-"""Vocabulary: frozen dataclasses passed between layers."""
+"""Vocabulary: the one shape of each concept passed between layers (frozen dataclasses).
+
+A memory is a :class:`Memory` (the file, read) or a :class:`MemoryInfo` (its index record,
+no file read). Services return these dataclasses; adapters render them.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
-import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, Literal
+
+from .errors import InvalidInputError
+from .note import heading, inline_tags, newest_first, parse_time
 
 MEMORY_TYPES = ("preference", "fact", "episode", "summary", "task", "note")
 STATUSES = ("active", "superseded", "archived")
 SOURCES = ("conversation", "user", "file", "tool", "agent", "import")
-
-_HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
-_INLINE_TAG = re.compile(r"(?:^|\s)#([^\s#\[\]()\"',.;:!?]+)")
+SORTS = ("updated", "created", "importance", "path")
 
 
 @dataclass(frozen=True)
@@ -30,10 +35,7 @@ class Memory:
 
     @property
     def title(self) -> str:
-        match = _HEADING.search(self.body)
-        if match:
-            return match.group(1)
-        return PurePosixPath(self.path).stem
+        return heading(self.body) or PurePosixPath(self.path).stem
 
     @property
     def type(self) -> str:
@@ -67,8 +69,51 @@ class Memory:
     def updated(self) -> str | None:
         return as_iso(self.meta.get("updated")) or self.created
 
+    def info(self, mtime_ns: int = 0, size: int = 0) -> MemoryInfo:
+        """The index record of this memory."""
+        return MemoryInfo(
+            id=self.id,
+            path=self.path,
+            title=self.title,
+            type=self.type,
+            status=self.status,
+            tags=self.tags,
+            scope=self.scope,
+            created=self.created,
+            updated=self.updated,
+            importance=self.importance,
+            confidence=self.confidence,
+            hash=self.content_hash,
+            mtime_ns=mtime_ns,
+            size=size,
+        )
+
     def summary(self) -> dict[str, Any]:
         """A JSON-friendly view without the body."""
+        return self.info().summary()
+
+
+@dataclass(frozen=True)
+class MemoryInfo:
+    """A memory's index record: what listing, filtering and ranking need, without the file."""
+
+    id: str
+    path: str
+    title: str
+    type: str
+    status: str
+    tags: tuple[str, ...]
+    scope: tuple[str, ...]
+    created: str | None
+    updated: str | None
+    importance: float
+    confidence: float
+    hash: str = ""  # the file's content hash: its revision
+    mtime_ns: int = 0
+    size: int = 0
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-friendly view (the shape of CLI ``list`` and ``show``)."""
         return {
             "id": self.id,
             "path": self.path,
@@ -80,8 +125,172 @@ class Memory:
             "confidence": self.confidence,
             "created": self.created,
             "updated": self.updated,
-            "revision": self.content_hash,
+            "revision": self.hash,
         }
+
+
+def sort_infos(infos: Sequence[MemoryInfo], sort: str = "updated") -> list[MemoryInfo]:
+    """Records newest first by ``updated``/``created``, by importance (then newest), or by path."""
+    return sorted(infos, key=_sort_key(sort))
+
+
+def _sort_key(sort: str) -> Callable[[MemoryInfo], Any]:
+    if sort == "path":
+        return lambda m: m.path
+    if sort == "importance":
+        return lambda m: (-m.importance, newest_first(m.updated))
+    if sort == "created":
+        return lambda m: newest_first(m.created)
+    if sort == "updated":
+        return lambda m: newest_first(m.updated)
+    raise InvalidInputError(f"sort must be {', '.join(SORTS)}, not {sort!r}")
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Which memories a list or a search keeps."""
+
+    types: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    folder: str | None = None
+    scope: tuple[str, ...] = ()
+    since: dt.datetime | None = None
+    until: dt.datetime | None = None
+    include_archived: bool = False
+
+    def accepts(self, memory: Memory | MemoryInfo) -> bool:
+        if self.types and memory.type not in self.types:
+            return False
+        if self.tags and not set(self.tags) <= set(memory.tags):
+            return False
+        if self.folder and not (memory.path + "/").startswith(self.folder.strip("/") + "/"):
+            return False
+        if self.scope and not set(self.scope) & set(memory.scope):
+            return False
+        if not self.include_archived and memory.status in ("archived", "superseded"):
+            return False
+        if self.since is None and self.until is None:
+            return True
+        when = parse_time(memory.created)
+        if self.since and (when is None or when < self.since):
+            return False
+        return not (self.until and (when is None or when > self.until))
+
+    @property
+    def narrowing(self) -> bool:
+        """True when more than archived/superseded memories are filtered out."""
+        return bool(
+            self.types or self.tags or self.folder or self.scope or self.since or self.until
+        )
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a listing, and the cursor of the next one."""
+
+    memories: tuple[MemoryInfo, ...]
+    total: int
+    next_cursor: str | None
+    unreadable: tuple[Problem, ...] = ()  # files that could not be read, so are not listed
+
+    @classmethod
+    def of(
+        cls,
+        ordered: Sequence[MemoryInfo],
+        limit: int | None,
+        cursor: str | None,
+        unreadable: tuple[Problem, ...] = (),
+    ) -> Page:
+        """The page of ``ordered`` starting at ``cursor`` (a previous ``next_cursor``)."""
+        start = int(cursor) if cursor and cursor.isdigit() else 0
+        end = start + limit if limit else len(ordered)
+        nxt = str(end) if end < len(ordered) else None
+        return cls(tuple(ordered[start:end]), len(ordered), nxt, unreadable)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One recall result: the memory's record, the best-matching line, and why it ranked."""
+
+    id: str
+    path: str
+    title: str
+    type: str
+    tags: tuple[str, ...]
+    snippet: str
+    score: float
+    why: dict[str, Any]
+    created: str | None
+    updated: str | None
+
+    @classmethod
+    def of(cls, memory: Memory, snippet: str, score: float, why: dict[str, Any]) -> Hit:
+        return cls(
+            memory.id,
+            memory.path,
+            memory.title,
+            memory.type,
+            memory.tags,
+            snippet,
+            score,
+            why,
+            memory.created,
+            memory.updated,
+        )
+
+
+@dataclass(frozen=True)
+class Similar:
+    """An existing memory close to a new text, and how it relates to it."""
+
+    id: str
+    path: str
+    title: str
+    cosine: float
+    relation: str  # duplicate | possible_contradiction | related
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A consolidation step: merge near-duplicates, supersede a contradiction, or archive."""
+
+    kind: Literal["merge", "supersede", "archive"]
+    ids: tuple[str, ...]
+    paths: tuple[str, ...]
+    reason: str
+    applied: bool = False
+    commit: str | None = None
+
+
+@dataclass(frozen=True)
+class Status:
+    """What ``vault_status`` / ``memvault status`` report."""
+
+    vault: str
+    memories: int
+    by_type: dict[str, int]
+    archived: int
+    problems: int
+    uncommitted: int
+    last_commits: list[dict[str, Any]]
+    index: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    imported: int
+    commit: str | None
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ChangeEvent:
+    """What a write changed, for subscribers (MCP notifications)."""
+
+    changed: tuple[str, ...] = ()  # paths whose content changed
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    memories: tuple[MemoryInfo, ...] = ()  # records of the memories involved, when known
 
 
 @dataclass(frozen=True)
@@ -124,6 +333,15 @@ class WriteResult:
     erased: tuple[str, ...] = ()  # purge: the places the memory's text was erased from
 
 
+@dataclass(frozen=True)
+class RememberResult:
+    action: Literal["created", "duplicate", "rejected"]
+    memory: Memory | None
+    commit: str | None
+    similar: tuple[Similar, ...] = ()
+    reason: str | None = None
+
+
 def as_str_list(value: Any) -> list[str]:
     if value is None:
         return []
@@ -132,10 +350,6 @@ def as_str_list(value: Any) -> list[str]:
     if isinstance(value, (list, tuple)):
         return [str(v).strip().lstrip("#") for v in value if v is not None and str(v).strip()]
     return [str(value)]
-
-
-def inline_tags(body: str) -> list[str]:
-    return [t for t in _INLINE_TAG.findall(body) if not t.isdigit()]
 
 
 def as_unit(value: Any, default: float) -> float:
@@ -158,19 +372,6 @@ def as_iso(value: Any) -> str | None:
     return str(value)
 
 
-def parse_time(value: str | None) -> dt.datetime | None:
-    """ISO text to an aware datetime (naive times are taken as UTC)."""
-    if not value:
-        return None
-    try:
-        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.UTC)
-    return parsed
-
-
 def jsonable(value: Any) -> Any:
     """Frontmatter values made JSON-friendly (dates as ISO text)."""
     if isinstance(value, dict):
@@ -180,3 +381,23 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, dt.date | dt.datetime):
         return value.isoformat()
     return value
+
+
+__all__ = [
+    "MEMORY_TYPES",
+    "ChangeEvent",
+    "Commit",
+    "Filters",
+    "Hit",
+    "ImportReport",
+    "Memory",
+    "MemoryInfo",
+    "Page",
+    "Problem",
+    "Proposal",
+    "RememberResult",
+    "Similar",
+    "Status",
+    "WriteResult",
+    "parse_time",
+]

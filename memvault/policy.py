@@ -1,14 +1,16 @@
-"""Lifecycle policies: pure verdicts on values, similarities and ages."""
+"""Lifecycle policies: pure verdicts on values, similarities and ages, and the
+consolidation plan built from them. Time is a parameter; nothing here reads a file."""
 
 from __future__ import annotations
 
 import datetime as dt
 import re
 import unicodedata
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Iterable, Mapping, Sequence
 
-from .index.text import tokens
+from .models import MemoryInfo, Proposal, Similar
+from .note import newest_first, parse_time
+from .text import tokens
 
 # Acknowledgements and filler that carry nothing worth remembering.
 TRIVIAL = frozenset(
@@ -118,15 +120,6 @@ def secret_kind(text: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class Similar:
-    id: str
-    path: str
-    title: str
-    cosine: float
-    relation: str  # duplicate | possible_contradiction | related
-
-
 def jaccard(a: str, b: str) -> float:
     ta, tb = set(tokens(a)), set(tokens(b))
     return len(ta & tb) / len(ta | tb) if ta | tb else 1.0
@@ -146,15 +139,8 @@ def relation(new_text: str, old_text: str, cosine: float, same_type: bool) -> st
 
 
 def is_expired(expires: str | None, now: dt.datetime) -> bool:
-    if not expires:
-        return False
-    try:
-        moment = dt.datetime.fromisoformat(str(expires))
-    except ValueError:
-        return False
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=now.tzinfo or dt.UTC)
-    return moment < now
+    moment = parse_time(expires, naive_tz=now.tzinfo or dt.UTC)
+    return moment is not None and moment < now
 
 
 FORGET_AFTER_DAYS = 180
@@ -162,34 +148,80 @@ FORGET_BELOW_CONFIDENCE = 0.6
 CORE_IMPORTANCE = 0.9
 
 
-class Forgettable(Protocol):
-    @property
-    def type(self) -> str: ...
-    @property
-    def importance(self) -> float: ...
-    @property
-    def confidence(self) -> float: ...
-    @property
-    def updated(self) -> str | None: ...
-
-
-def forget_verdict(doc: Forgettable, now: dt.datetime, expires: str | None) -> str | None:
+def forget_verdict(info: MemoryInfo, now: dt.datetime, expires: str | None) -> str | None:
     """Why a memory should be archived by policy, or None. Core memories never are."""
-    if doc.importance >= CORE_IMPORTANCE:
+    if info.importance >= CORE_IMPORTANCE:
         return None
-    if doc.type == "task" and is_expired(expires, now):
+    if info.type == "task" and is_expired(expires, now):
         return f"task context expired on {expires}"
-    if doc.confidence < FORGET_BELOW_CONFIDENCE and doc.updated:
-        try:
-            when = dt.datetime.fromisoformat(doc.updated)
-        except ValueError:
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=dt.UTC)
+    when = parse_time(info.updated)
+    if info.confidence < FORGET_BELOW_CONFIDENCE and when is not None:
         age = (now - when).days
         if age >= FORGET_AFTER_DAYS:
             return (
-                f"unchanged for {age} days with confidence {doc.confidence:.2f} "
+                f"unchanged for {age} days with confidence {info.confidence:.2f} "
                 f"(< {FORGET_BELOW_CONFIDENCE}): archive; it stays in archive/ and git"
             )
     return None
+
+
+def related_pairs(
+    infos: Mapping[str, MemoryInfo], pairs: Iterable[tuple[str, str, float]]
+) -> list[tuple[MemoryInfo, MemoryInfo, float]]:
+    """Pairs (of ``infos``, same type) close enough to be looked at: whose texts to read."""
+    return [
+        (infos[a], infos[b], cosine)
+        for a, b, cosine in pairs
+        if cosine >= RELATED_COSINE and a in infos and b in infos and infos[a].type == infos[b].type
+    ]
+
+
+def plan_consolidation(
+    infos: Sequence[MemoryInfo],
+    pairs: Iterable[tuple[str, str, float]],
+    texts: Mapping[str, str],
+    expires: Mapping[str, str | None],
+    now: dt.datetime,
+) -> list[Proposal]:
+    """Merges of near-duplicates, supersessions of contradicted memories, archives by policy.
+
+    ``pairs`` are (id, id, cosine) of close memories, ``texts`` their bodies without the
+    title (a pair whose text is missing is skipped), ``expires`` the tasks' expiry dates.
+    """
+    by_id = {info.id: info for info in infos}
+    proposals = []
+    for a, b, cosine in related_pairs(by_id, pairs):
+        if a.id in texts and b.id in texts:
+            proposal = pair_proposal(a, b, cosine, texts[a.id], texts[b.id])
+            if proposal:
+                proposals.append(proposal)
+    for info in infos:
+        verdict = forget_verdict(info, now, expires.get(info.id))
+        if verdict:
+            proposals.append(Proposal("archive", (info.id,), (info.path,), verdict))
+    return proposals
+
+
+def pair_proposal(
+    a: MemoryInfo, b: MemoryInfo, cosine: float, text_a: str, text_b: str
+) -> Proposal | None:
+    """Merge (keep the more important, then newer) or supersede (the older) or nothing."""
+    verdict = relation(text_a, text_b, cosine, same_type=True)
+    if verdict == "duplicate":
+        keep, drop = sorted((a, b), key=lambda d: (-d.importance, newest_first(d.updated)))
+        reason = (
+            f"near-duplicates (cosine {cosine:.3f}): keep {keep.path}, "
+            f"mark {drop.path} superseded by it"
+        )
+        return Proposal("merge", (keep.id, drop.id), (keep.path, drop.path), reason)
+    if verdict == "possible_contradiction":
+        new, old = sorted((a, b), key=lambda d: newest_first(d.updated))
+        reason = (
+            f"{new.path} seems to contradict the older {old.path}: mark the older one "
+            "superseded (check first; revert if wrong)"
+        )
+        return Proposal("supersede", (new.id, old.id), (new.path, old.path), reason)
+    return None
+
+
+__all__ = ["Similar", "forget_verdict", "plan_consolidation", "relation", "triviality"]

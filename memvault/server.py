@@ -11,7 +11,8 @@ import functools
 import hashlib
 import logging
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 from urllib.parse import quote
@@ -28,11 +29,11 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from . import __version__, views
+from . import __version__, lifecycle, reports
 from .errors import MemvaultError, explain_unexpected
-from .index.text import warm_up
 from .models import Memory, jsonable, parse_time
 from .service import ChangeEvent, Filters, MemoryService, current_client
+from .text import warm_up
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -244,12 +245,12 @@ class Notifier:
 
     def prime(self) -> None:
         """Record the aggregates' current text so later changes can be detected."""
-        self._changed_aggregates()
+        self._changed_aggregates(AGGREGATES)
 
     def on_change(self, event: ChangeEvent) -> None:
         """Service listener: work out the URIs and send from the loop."""
         uris = [note_uri(p) for p in dict.fromkeys([*event.changed, *event.removed])]
-        uris += self._changed_aggregates()
+        uris += self._changed_aggregates(reports.affected(event))
         list_changed = bool(event.added or event.removed)
         loop = self.loop
         if loop is None or loop.is_closed():
@@ -264,11 +265,12 @@ class Notifier:
         else:
             asyncio.run_coroutine_threadsafe(coro, loop)
 
-    def _changed_aggregates(self) -> list[str]:
+    def _changed_aggregates(self, candidates: Iterable[str]) -> list[str]:
+        """Of the aggregates a change may alter, those whose text did change."""
         changed = []
-        for uri in AGGREGATES:
+        for uri in candidates:
             try:
-                text = read_aggregate(self.service, uri)
+                text = reports.aggregate(self.service, uri)
             except MemvaultError:
                 continue
             digest = hashlib.sha256(text.encode()).hexdigest()
@@ -342,61 +344,6 @@ def register_legacy_subscriptions(server: MCPServer, notifier: Notifier) -> None
         return initialization_options(options, *args, **kwargs)
 
     lowlevel.create_initialization_options = with_list_changed  # type: ignore[method-assign]
-
-
-# -- aggregates ---------------------------------------------------------------
-def read_aggregate(service: MemoryService, uri: str) -> str:
-    active = service.catalog()
-    if uri == "memory://index":
-        return views.index_view(active)
-    if uri == "memory://preferences":
-        prefs = sorted((d for d in active if d.type == "preference"), key=lambda d: -d.importance)
-        return views.section_view(
-            "The user's preferences", _items(service, prefs), "No preferences remembered yet."
-        )
-    if uri == "memory://recent":
-        recent = sorted(active, key=lambda d: (d.updated or "", d.id), reverse=True)[:20]
-        return views.section_view(
-            "Recently changed memories", _items(service, recent, 300), "No memories yet."
-        )
-    if uri == "memory://profile":
-        profile = [
-            d
-            for d in active
-            if d.type == "fact"
-            and (
-                d.importance >= 0.7
-                or "profile" in d.tags
-                or any(s.startswith("user:") for s in d.scope)
-            )
-        ]
-        profile.sort(key=lambda d: -d.importance)
-        return views.section_view(
-            "Stable facts about the user", _items(service, profile), "No profile facts yet."
-        )
-    raise ResourceError(f"unknown resource {uri}")
-
-
-def _items(
-    service: MemoryService, docs: list[Any], width: int = 1000
-) -> list[tuple[str, str, str]]:
-    """(title, id, text) of the first memories, enough to fill a section's size budget."""
-    out = []
-    for doc in docs[: views.SECTION_ITEMS]:
-        try:
-            memory = service.vault.read(doc.path)
-        except MemvaultError:
-            continue
-        text = _body_text(memory)
-        out.append((memory.title, memory.id, text if len(text) <= width else text[:width] + "…"))
-    return out
-
-
-def _body_text(memory: Memory) -> str:
-    body = memory.body.strip()
-    if body.startswith("# "):
-        body = body.split("\n", 1)[1] if "\n" in body else ""
-    return body.strip()
 
 
 # -- the server ---------------------------------------------------------------
@@ -609,7 +556,7 @@ def _register_tools(mcp: MCPServer, service: MemoryService, notifier: Notifier) 
         Each result says `why` it ranked (keyword, vector, recency, importance)."""
         filters = _filters(types, tags, folder, scope, since, until, include_archived)
         hits = await call(ctx, fn=lambda: service.recall(query, k=k, filters=filters))
-        results = [RecallHit(**h, uri=note_uri(h["path"])) for h in hits]
+        results = [RecallHit(**asdict(h), uri=note_uri(h.path)) for h in hits]
         return RecallOut(results=results, count=len(results))
 
     @tool(READ)
@@ -634,14 +581,8 @@ def _register_tools(mcp: MCPServer, service: MemoryService, notifier: Notifier) 
         """Browse memories without a query (newest first by default). Page with the
         returned next_cursor. Use recall to search by meaning instead."""
         filters = _filters(types, tags, folder, scope, None, None, include_archived)
-        docs = await call(ctx, fn=lambda: service.catalog(filters))
-        from .service import sort_memories
-
-        ordered = sort_memories(docs, sort)
-        start = int(cursor) if cursor and cursor.isdigit() else 0
-        limit = max(1, min(limit, 500))
-        page = ordered[start : start + limit]
-        nxt = str(start + limit) if start + limit < len(ordered) else None
+        size = max(1, min(limit, 500))
+        page = await call(ctx, fn=lambda: service.list_memories(filters, sort, size, cursor))
         summaries = [
             MemorySummary(
                 id=d.id,
@@ -653,9 +594,9 @@ def _register_tools(mcp: MCPServer, service: MemoryService, notifier: Notifier) 
                 importance=d.importance,
                 updated=d.updated,
             )
-            for d in page
+            for d in page.memories
         ]
-        return ListOut(memories=summaries, total=len(ordered), next_cursor=nxt)
+        return ListOut(memories=summaries, total=page.total, next_cursor=page.next_cursor)
 
     @tool(WRITE)
     async def update_memory(
@@ -712,7 +653,7 @@ def _register_tools(mcp: MCPServer, service: MemoryService, notifier: Notifier) 
         """Every change to one memory (following renames): who, when, which operation."""
 
         def run() -> HistoryOut:
-            path = service._history_path(id)
+            path = service.history_path(id)
             commits = [CommitOut(**c.brief()) for c in service.log(path)]
             return HistoryOut(id=id, path=path, commits=commits)
 
@@ -736,8 +677,8 @@ def _register_tools(mcp: MCPServer, service: MemoryService, notifier: Notifier) 
         """Propose clean-ups: near-duplicate memories to merge, expired tasks to archive.
         With dry_run=false each proposal is applied as its own commit (archive, never
         delete), so every step can be reverted."""
-        proposals = await call(ctx, fn=lambda: service.consolidate(dry_run))
-        out = [Proposal(**p) for p in proposals]
+        proposals = await call(ctx, fn=lambda: lifecycle.consolidate(service, dry_run))
+        out = [Proposal(**asdict(p)) for p in proposals]
         message = "no proposals" if not out else f"{len(out)} proposal(s)"
         if out and dry_run:
             message += ": call consolidate(dry_run=false) to apply"
@@ -746,14 +687,14 @@ def _register_tools(mcp: MCPServer, service: MemoryService, notifier: Notifier) 
     @tool(READ)
     async def vault_status(ctx: Context | None = None) -> StatusOut:
         """Counts by type, index and embedder state, problems found, last commits."""
-        data = await call(ctx, fn=service.status)
-        return StatusOut(**data)
+        data = await call(ctx, fn=lambda: reports.status(service))
+        return StatusOut(**asdict(data))
 
 
 def _register_resources(mcp: MCPServer, service: MemoryService, notifier: Notifier) -> None:
     async def aggregate(uri: str) -> str:
         try:
-            return await anyio.to_thread.run_sync(lambda: read_aggregate(service, uri))
+            return await anyio.to_thread.run_sync(lambda: reports.aggregate(service, uri))
         except MemvaultError as exc:
             raise ResourceError(str(exc)) from exc
 
@@ -773,12 +714,8 @@ def _register_resources(mcp: MCPServer, service: MemoryService, notifier: Notifi
     async def note(path: str) -> str:
         """One memory file, exactly as stored (frontmatter and body)."""
 
-        def read() -> str:
-            rel = service.vault.locate(path)
-            return service.vault.read_bytes(rel).decode("utf-8", errors="replace")
-
         try:
-            return await anyio.to_thread.run_sync(read)
+            return await anyio.to_thread.run_sync(lambda: service.read_text(path))
         except MemvaultError as exc:
             raise ResourceError(str(exc)) from exc
 
@@ -840,7 +777,7 @@ def serve(
     def background() -> None:
         service.ensure_synced()
         notifier.prime()
-        log.info("index ready: %s", service.index.status())
+        log.info("index ready: %s", service.index_status())
 
     threading.Thread(target=background, name="memvault-sync", daemon=True).start()
     # jieba's dictionary load holds the GIL for ~0.6 s: do it once `initialize` is long
@@ -849,7 +786,7 @@ def serve(
     warm.daemon = True
     warm.start()
     watcher = _start_watcher(service) if watch else None
-    log.info("memvault serving %s over %s", service.vault.root, "HTTP" if http else "stdio")
+    log.info("memvault serving %s over %s", service.root, "HTTP" if http else "stdio")
     try:
         if http:
             from .http import run_http

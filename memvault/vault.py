@@ -5,6 +5,7 @@ Knows nothing of git, the index or MCP.
 
 from __future__ import annotations
 
+import datetime as dt
 import fnmatch
 import hashlib
 import json
@@ -12,14 +13,19 @@ import logging
 import os
 import stat
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import filelock
 import pathspec
 
-from . import frontmatter, ids
+from . import frontmatter, ids, validate
 from .errors import (
+    LockTimeoutError,
     MalformedMemoryError,
     MemoryNotFoundError,
     StaleRevisionError,
@@ -33,6 +39,7 @@ STATE_DIR = ".memvault"
 IGNORED_DIRS = frozenset({".git", ".obsidian", STATE_DIR, ".trash", "_templates"})
 TEMP_PATTERNS = ("*.tmp", "*.swp", "*.swx", "~$*", ".#*", "*~")
 IGNORE_FILE = ".memvaultignore"
+WRITE_JOURNAL = "pending-writes"  # in STATE_DIR: paths written, maybe not committed yet
 WRITTEN_MEMORY = 10_000
 
 
@@ -55,8 +62,9 @@ class Vault:
         self.max_file_bytes = max_file_bytes
         self._ignore = self._load_ignore()
         # What this process last wrote to each path (hash; "" for a deletion), so a
-        # watcher can tell memvault's own writes from a person's edits.
-        self.written: dict[str, str] = {}
+        # watcher can tell memvault's own writes from a person's edits (see last_written).
+        self._written: dict[str, str] = {}
+        self._written_lock = threading.Lock()
         # While set (by the service, under its write lock), every path memvault writes is
         # appended here first, so a crash leftover can be told from a person's edit.
         self.journal: Path | None = None
@@ -73,16 +81,22 @@ class Vault:
         return pathspec.GitIgnoreSpec.from_lines(lines)
 
     # -- which files are memories -------------------------------------------
+    def is_ignored(self, rel: str) -> bool:
+        """The one ignore rule: memvault's, git's and Obsidian's folders, dot-files,
+        ``.memvaultignore`` patterns. Applies to folders and files alike."""
+        if rel in ("", "."):
+            return True
+        if any(p in IGNORED_DIRS or p.startswith(".") for p in rel.split("/")):
+            return True
+        return self._ignore is not None and self._ignore.match_file(rel)
+
     def is_memory_path(self, rel: str) -> bool:
-        parts = rel.split("/")
-        if any(p in IGNORED_DIRS or p.startswith(".") for p in parts):
-            return False
-        name = parts[-1]
+        name = rel.rsplit("/", 1)[-1]
         if not name.lower().endswith(".md"):
             return False
         if any(fnmatch.fnmatch(name, pat) for pat in TEMP_PATTERNS):
             return False
-        return not (self._ignore is not None and self._ignore.match_file(rel))
+        return not self.is_ignored(rel)
 
     def iter_paths(self) -> Iterator[str]:
         """Vault-relative paths of every memory file, sorted; only regular files (no
@@ -289,6 +303,38 @@ class Vault:
         )
 
     # -- writing --------------------------------------------------------------
+    @contextmanager
+    def write_lock(self, timeout: float) -> Iterator[None]:
+        """The vault's cross-process write lock (every MCP host runs its own server)."""
+        lock = filelock.FileLock(str(self.state_dir / "write.lock"), timeout=timeout)
+        try:
+            lock.acquire()
+        except filelock.Timeout as exc:
+            raise LockTimeoutError(
+                f"another memvault process held the vault lock for {timeout}s: "
+                "retry, or look for a stuck process"
+            ) from exc
+        journal = self.state_dir / WRITE_JOURNAL
+        leftovers = journal.exists()  # an earlier write failed before its commit: keep them
+        self.journal = journal
+        try:
+            yield
+            if not leftovers:
+                journal.unlink(missing_ok=True)
+        finally:
+            self.journal = None
+            lock.release()
+
+    def journal_paths(self) -> set[str]:
+        """Paths memvault wrote under its lock and may not have committed (crash leftovers)."""
+        try:
+            return set((self.state_dir / WRITE_JOURNAL).read_text(encoding="utf-8").splitlines())
+        except OSError:
+            return set()
+
+    def clear_journal(self) -> None:
+        (self.state_dir / WRITE_JOURNAL).unlink(missing_ok=True)
+
     def write(self, rel: str, text: str, expected_hash: str | None = None) -> str:
         """Atomically write ``rel``; refuse if its content hash is not ``expected_hash``.
 
@@ -319,15 +365,40 @@ class Vault:
             raise
         return digest
 
+    def rewrite(
+        self, memory: Memory, changes: dict[str, Any], body: str | None, now: dt.datetime
+    ) -> None:
+        """Minimal-edit rewrite of a memory's file (``updated`` set to ``now`` unless given);
+        refuses files memvault cannot parse and files changed since ``memory`` was read."""
+        if memory.problems:
+            raise MalformedMemoryError(
+                f"{memory.path} has problems memvault will not paper over "
+                f"({memory.problems[0]}): fix the file by hand first"
+            )
+        doc = frontmatter.parse(self.read_bytes(memory.path).decode("utf-8"))
+        changes = dict(changes)
+        if memory.id_derived:
+            changes = {"id": memory.id, **changes}
+        changes.setdefault("updated", now)
+        text = frontmatter.render(doc, changes, body)
+        validate.file_size(memory.path, text, self.max_file_bytes)
+        self.write(memory.path, text, expected_hash=memory.content_hash)
+
     def _remember_write(self, rel: str, digest: str) -> None:
         rel = self.abspath(rel).relative_to(self.root).as_posix()
         if self.journal is not None:
             with open(self.journal, "a", encoding="utf-8") as handle:
                 handle.write(rel + "\n")
-        self.written.pop(rel, None)
-        self.written[rel] = digest
-        while len(self.written) > WRITTEN_MEMORY:
-            self.written.pop(next(iter(self.written)))
+        with self._written_lock:
+            self._written.pop(rel, None)
+            self._written[rel] = digest
+            while len(self._written) > WRITTEN_MEMORY:
+                self._written.pop(next(iter(self._written)))
+
+    def last_written(self, rel: str) -> str | None:
+        """Hash of what this process last wrote to ``rel`` ("" for a deletion), or None."""
+        with self._written_lock:
+            return self._written.get(rel)
 
     def delete(self, rel: str) -> None:
         self._remember_write(rel, "")

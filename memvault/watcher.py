@@ -22,9 +22,9 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from watchdog.events import (
     DirCreatedEvent,
@@ -40,8 +40,9 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 
+from .config import Settings
 from .errors import MemvaultError, UnsafePathError
-from .service import ChangeEvent, MemoryService
+from .models import ChangeEvent
 from .vault import IGNORED_DIRS, content_hash
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,24 @@ EVENTS: list[type[FileSystemEvent]] = [
 ]
 
 
+class Watched(Protocol):
+    """What the watcher needs of a vault's service (MemoryService provides it)."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def root(self) -> Path: ...
+    def is_ignored(self, rel: str) -> bool: ...
+    def is_memory_path(self, rel: str) -> bool: ...
+    def last_written(self, rel: str) -> str | None: ...
+    def memory_paths(self) -> list[str]: ...
+    def read_regular(self, rel: str) -> bytes: ...
+    def indexed_hashes(self) -> dict[str, str]: ...
+    def sync_index(self, paths: Iterable[str] | None = None) -> int: ...
+    def publish(self, event: ChangeEvent) -> None: ...
+    def commit_external(self, paths: Sequence[str]) -> str | None: ...
+
+
 class _Handler(FileSystemEventHandler):
     def __init__(self, on_event: Callable[[FileSystemEvent], None]) -> None:
         self.on_event = on_event
@@ -75,14 +94,14 @@ class Watcher:
 
     def __init__(
         self,
-        service: MemoryService,
+        service: Watched,
         settle: float = SETTLE_SECONDS,
         debounce: float | None = None,
     ) -> None:
         self.service = service
         self.settle = settle
         self.debounce = service.settings.debounce_seconds if debounce is None else debounce
-        self.root = service.vault.root
+        self.root = service.root
         self._cond = threading.Condition()
         self._pending: set[str] = set()
         self._to_commit: set[str] = set()
@@ -106,8 +125,7 @@ class Watcher:
 
     # -- life cycle ---------------------------------------------------------------
     def start(self) -> None:
-        self.service.index.store.refresh()
-        self._seen = {d.path: d.hash for d in self.service.index.store.docs.values()}
+        self._seen = self.service.indexed_hashes()
         with self._life:
             self._start_observer()
         self._next_check = time.monotonic() + self.health_interval
@@ -217,7 +235,7 @@ class Watcher:
 
     def _rescan(self) -> None:
         """Look at every memory file again (after a gap in events); unchanged ones cost a hash."""
-        paths = set(self.service.vault.iter_paths()) | set(self._seen)
+        paths = set(self.service.memory_paths()) | set(self._seen)
         with self._cond:
             self._pending.update(paths)
             self._last_event = time.monotonic()
@@ -258,6 +276,8 @@ class Watcher:
         if first in (".git", ".memvault", ".obsidian", ".trash") or rel == ".":
             self.ignored += 1  # should stay 0: those folders are not watched
             return
+        if self.service.is_ignored(rel):
+            return
         with self._cond:
             self._pending.add(rel)
             self._last_event = time.monotonic()
@@ -267,7 +287,7 @@ class Watcher:
         """Content hash of a regular file; None when it is gone. Raises UnsafePathError
         (without opening it) for a symlink, FIFO or anything leading outside the vault."""
         try:
-            return content_hash(self.service.vault.read_regular(rel))
+            return content_hash(self.service.read_regular(rel))
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -324,13 +344,12 @@ class Watcher:
 
     def _process(self, batch: set[str]) -> None:
         files = self._expand(batch)
-        own = self.service.vault.written
         changed: list[str] = []
         added: list[str] = []
         removed: list[str] = []
         hidden: list[str] = []  # became unsafe: out of the index, nothing committed
         for rel in sorted(files):
-            if not self.service.vault.is_memory_path(rel):
+            if not self.service.is_memory_path(rel):
                 continue
             try:
                 digest = self._hash(rel)
@@ -341,7 +360,7 @@ class Watcher:
                 continue
             self.skipped.pop(rel, None)
             baseline = self._seen.get(rel)
-            mine = own.get(rel)
+            mine = self.service.last_written(rel)
             if mine is not None:  # memvault wrote (or deleted) it: that is the baseline
                 baseline = mine or None
             if digest != baseline:

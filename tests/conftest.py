@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from memvault.config import Settings
-from memvault.service import MemoryService, create_vault
+from memvault.service import MemoryService
+from memvault.template import create_vault
 
 
 @pytest.fixture

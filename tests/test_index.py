@@ -11,13 +11,15 @@ import pytest
 
 from memvault.config import Settings
 from memvault.index import INDEX_VERSION
-from memvault.index.text import tokens
 from memvault.index.vectors import make_embedder, resolve_st_model
-from memvault.service import Filters, MemoryService
+from memvault.models import Filters, Hit
+from memvault.reports import status
+from memvault.service import MemoryService
+from memvault.text import tokens
 
 
-def titles(results: list[dict[str, object]]) -> list[str]:
-    return [str(r["title"]) for r in results]
+def titles(results: list[Hit]) -> list[str]:
+    return [r.title for r in results]
 
 
 def test_english_stemming_finds_other_word_forms(service: MemoryService) -> None:
@@ -95,8 +97,8 @@ def test_older_memories_rank_lower_with_the_same_text(vault_path: Path) -> None:
             folder="facts/later",
         )
         results = svc.recall("standup room", k=2)
-        assert [r["path"].startswith("facts/later/") for r in results] == [True, False]
-        assert results[0]["why"]["recency"] > results[1]["why"]["recency"]
+        assert [r.path.startswith("facts/later/") for r in results] == [True, False]
+        assert results[0].why["recency"] > results[1].why["recency"]
     finally:
         svc.close()
 
@@ -110,25 +112,25 @@ def test_superseded_and_archived_memories_are_excluded_unless_asked(
     assert new.memory is not None
     assert service.get(old.memory.id).meta["superseded_by"] == new.memory.id
     found = service.recall("who is the user's manager")
-    assert [r["id"] for r in found] == [new.memory.id]
+    assert [r.id for r in found] == [new.memory.id]
     everything = service.recall("who is the user's manager", filters=Filters(include_archived=True))
-    assert {r["id"] for r in everything} == {old.memory.id, new.memory.id}
+    assert {r.id for r in everything} == {old.memory.id, new.memory.id}
 
 
 def test_every_result_explains_why(service: MemoryService) -> None:
     service.remember("Invoices are sent on the first of the month.", type="fact")
     result = service.recall("when are invoices sent")[0]
-    assert {"keyword", "vector", "recency", "importance", "bm25", "cosine"} <= set(result["why"])
-    assert result["score"] == pytest.approx(
-        sum(result["why"][k] for k in ("keyword", "vector", "recency", "importance")), abs=1e-3
+    assert {"keyword", "vector", "recency", "importance", "bm25", "cosine"} <= set(result.why)
+    assert result.score == pytest.approx(
+        sum(result.why[k] for k in ("keyword", "vector", "recency", "importance")), abs=1e-3
     )
 
 
 def test_without_an_embedder_recall_uses_full_text_and_says_so(text_only: MemoryService) -> None:
     text_only.remember("Backups run nightly at 2am.", type="fact")
     result = text_only.recall("backups nightly")[0]
-    assert "full text only" in result["why"]["note"]
-    assert text_only.status()["index"]["state"] == "unavailable"
+    assert "full text only" in result.why["note"]
+    assert status(text_only).index["state"] == "unavailable"
 
 
 def test_a_corrupt_index_is_rebuilt_from_the_files(vault_path: Path) -> None:
@@ -201,7 +203,7 @@ def test_long_memories_are_chunked_and_score_by_their_best_chunk(service: Memory
         f"{filler}\n\nThe office dog is a beagle named Pixel.", type="note", title="Long note"
     )
     service.remember("Lunch options near the office include ramen.", type="note")
-    doc_id = service.recall("what breed is the office dog", k=1, mode="vector")[0]["id"]
+    doc_id = service.recall("what breed is the office dog", k=1, mode="vector")[0].id
     assert service.get(doc_id).title == "Long note"
     assert len(service.index.store._vectors[doc_id]) > 1
 
@@ -223,8 +225,8 @@ def test_the_sentence_transformers_backend_serves_a_vault(vault_path: Path) -> N
     try:
         svc.remember("The team celebrates releases with pizza.", type="fact")
         result = svc.recall("how do we celebrate a launch", k=1, mode="vector")[0]
-        assert result["title"].startswith("The team celebrates")
-        assert svc.status()["index"]["embedder"] == "st:all-MiniLM-L6-v2"
+        assert result.title.startswith("The team celebrates")
+        assert status(svc).index["embedder"] == "st:all-MiniLM-L6-v2"
     finally:
         svc.close()
 

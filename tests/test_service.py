@@ -18,7 +18,9 @@ from memvault.errors import (
     StaleRevisionError,
     UnsafePathError,
 )
-from memvault.service import Filters, MemoryService
+from memvault.models import Filters
+from memvault.reports import export
+from memvault.service import MemoryService
 
 from .helpers import commit_count, git
 
@@ -159,9 +161,10 @@ def test_forget_archives_by_default_and_is_reversible(service: MemoryService) ->
     assert created.memory is not None
     archived = service.forget(created.memory.id, reason="user asked")
     assert archived.memory.path.startswith("archive/") and archived.memory.status == "archived"
-    assert all(m.id != created.memory.id for m in service.list_memories())
+    assert all(m.id != created.memory.id for m in service.list_memories().memories)
     assert any(
-        m.id == created.memory.id for m in service.list_memories(Filters(include_archived=True))
+        m.id == created.memory.id
+        for m in service.list_memories(Filters(include_archived=True)).memories
     )
     deleted = service.forget(created.memory.id, mode="delete")
     assert deleted.action == "deleted" and not (service.vault.root / archived.memory.path).exists()
@@ -197,7 +200,7 @@ def test_a_crash_between_write_and_commit_is_recovered_on_next_start(vault_path:
         assert git(vault_path, "log", "-1", "--format=%B").count("Memvault-Op: recover") == 1
         assert git(vault_path, "status", "--porcelain").strip() == ""
         found = svc.recall("crash", mode="bm25")
-        assert found and found[0]["snippet"] == "Written just before the crash."
+        assert found and found[0].snippet == "Written just before the crash."
     finally:
         svc.close()
 
@@ -251,7 +254,7 @@ def test_a_symlink_out_of_the_vault_is_refused(service: MemoryService, tmp_path:
     os.symlink(outside, service.vault.root / "facts" / "link.md")
     with pytest.raises(UnsafePathError, match="outside the vault"):
         service.get("facts/link.md")
-    assert all(m.path != "facts/link.md" for m in service.list_memories())
+    assert all(m.path != "facts/link.md" for m in service.list_memories().memories)
 
 
 def test_bad_files_do_not_crash_listing_and_are_reported(service: MemoryService) -> None:
@@ -261,9 +264,17 @@ def test_bad_files_do_not_crash_listing_and_are_reported(service: MemoryService)
     (root / "facts" / "binary.md").write_bytes(b"\x00\x01\x02 binary")
     (root / "facts" / "huge.md").write_text("x" * (5 * 1024 * 1024))
     (root / "facts" / "latin1.md").write_bytes("caf\xe9".encode("latin-1"))
-    memories = {m.path: m for m in service.list_memories(Filters(include_archived=True))}
-    assert memories["facts/bom.md"].type == "fact" and "BOM body" in memories["facts/bom.md"].body
-    assert "still readable body" in memories["facts/broken.md"].body
+    page = service.list_memories(Filters(include_archived=True))
+    listed = {m.path: m for m in page.memories}
+    assert set(listed) >= {"facts/bom.md", "facts/broken.md"}
+    assert listed["facts/bom.md"].type == "fact" and "BOM body" in service.get("facts/bom.md").body
+    assert "still readable body" in service.get("facts/broken.md").body
+    unreadable = {p.path: p.kind for p in page.unreadable}
+    assert unreadable == {
+        "facts/binary.md": "binary",
+        "facts/huge.md": "too_large",
+        "facts/latin1.md": "encoding",
+    }
     kinds = {p.path: p.kind for p in service.problems()}
     assert kinds == {
         "facts/broken.md": "malformed",
@@ -291,7 +302,7 @@ def test_export_has_every_memory_with_its_history(service: MemoryService) -> Non
     created = service.remember("The user's cat is called Miso.", type="fact")
     assert created.memory is not None
     service.update(created.memory.id, fields={"importance": 0.9})
-    data = service.export()
+    data = export(service)
     entry = next(m for m in data["memories"] if m["id"] == created.memory.id)
     assert [h["op"] for h in entry["history"]] == ["update", "remember"]
     assert entry["meta"]["importance"] == 0.9 and "Miso" in entry["body"]

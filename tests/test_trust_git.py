@@ -18,9 +18,9 @@ from memvault.config import Settings
 from memvault.doctor import run_checks
 from memvault.errors import GitError
 from memvault.history import CLONE_WARNING, STALE_LOCK_SECONDS, History
-from memvault.index.text import tokens
 from memvault.server import build_server
 from memvault.service import MemoryService
+from memvault.text import tokens
 
 from .helpers import commit_count, git, run_memvault
 

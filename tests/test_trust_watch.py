@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from memvault import reports
 from memvault.cli import cli
 from memvault.config import Settings
 from memvault.doctor import run_checks
@@ -77,8 +78,8 @@ def test_a_symlink_in_a_burst_is_skipped_and_the_rest_is_indexed_and_committed(
     assert commit_count(root) == before + 1
     assert last_commit_files(root) == "A\tfacts/normal.md"
     assert "facts/leak.md" not in tracked(root)
-    assert service.recall("kettle descaled")[0]["path"] == "facts/normal.md"
-    assert all(h["path"] != "facts/leak.md" for h in service.recall("secret outside the vault"))
+    assert service.recall("kettle descaled")[0].path == "facts/normal.md"
+    assert all(h.path != "facts/leak.md" for h in service.recall("secret outside the vault"))
     assert "symlink" in watcher.skipped["facts/leak.md"] and watcher.errors == []
     assert all("facts/leak.md" not in e.changed for e in events)
     problems = run_checks(service.vault, service.history, "none")
@@ -126,7 +127,7 @@ def test_a_fifo_named_md_is_skipped_and_the_watcher_keeps_indexing(watched: Watc
     assert watcher.wait_for(lambda: watcher.commits == 1)  # opening the FIFO would block here
     write(root / "facts" / "last.md", "A third edit, after the FIFO burst.\n")
     assert watcher.wait_for(lambda: watcher.commits == 2)
-    assert service.recall("bike lock code")[0]["path"] == "facts/later.md"
+    assert service.recall("bike lock code")[0].path == "facts/later.md"
     assert "facts/pipe.md" not in tracked(root) and watcher.errors == []
     assert "not a regular file" in watcher.skipped["facts/pipe.md"]
 
@@ -135,12 +136,12 @@ def test_status_list_and_lookups_work_with_a_fifo_in_the_vault(service: MemorySe
     created = service.remember("Status survives odd files.", type="fact")
     assert created.memory is not None
     os.mkfifo(service.vault.root / "facts" / "pipe.md")
-    status = service.status()  # what vault_status returns
-    assert status["memories"] == 1 and status["problems"] == 1
+    status = reports.status(service)  # what vault_status returns
+    assert status.memories == 1 and status.problems == 1
     assert [p.kind for p in service.problems()] == ["unsafe"]
     assert all("facts/pipe.md" not in paths for paths in service.vault.id_map().values())
     assert service.get(created.memory.id).path == created.memory.path
-    assert [m.path for m in service.list_memories()] == [created.memory.path]
+    assert [m.path for m in service.list_memories().memories] == [created.memory.path]
     with pytest.raises(UnsafePathError, match="not a regular file"):
         service.vault.read("facts/pipe.md")
 
@@ -185,7 +186,7 @@ def test_a_stopped_observer_is_restarted_and_edits_made_meanwhile_are_found(
     assert watcher.observer is not dead and "facts/unseen.md" in tracked(root)
     write(root / "facts" / "seen.md", "Written after the restart.\n")
     assert watcher.wait_for(lambda: watcher.commits == 2)
-    assert service.recall("written after the restart")[0]["path"] == "facts/seen.md"
+    assert service.recall("written after the restart")[0].path == "facts/seen.md"
 
 
 def test_a_dead_event_thread_is_detected_and_the_watcher_restarts(

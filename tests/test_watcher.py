@@ -40,7 +40,7 @@ def test_an_external_edit_is_found_by_recall_and_committed_once(watched: Watched
         "---\ntype: fact\n---\nThe boat is moored in Porto.\n",
     )
     assert watcher.wait_for(lambda: watcher.commits == 1)
-    assert service.recall("where is the boat moored")[0]["path"] == "facts/hand.md"
+    assert service.recall("where is the boat moored")[0].path == "facts/hand.md"
     assert commit_count(service.vault.root) == before + 1
     message = git(service.vault.root, "log", "-1", "--format=%s%n%b")
     assert message.startswith("external: facts/hand.md") and "Memvault-Op: external" in message
@@ -58,7 +58,7 @@ def test_a_save_by_rename_is_one_change(watched: Watched) -> None:
     os.replace(tmp, target)
     assert watcher.wait_for(lambda: watcher.commits == 1)
     assert watcher.batches == 1 and commit_count(service.vault.root) == before + 1
-    assert "third floor" in service.recall("printer floor")[0]["snippet"]
+    assert "third floor" in service.recall("printer floor")[0].snippet
 
 
 def test_a_deleted_file_disappears_and_triggers_list_changed(watched: Watched) -> None:
@@ -67,7 +67,7 @@ def test_a_deleted_file_disappears_and_triggers_list_changed(watched: Watched) -
     assert created.memory is not None
     os.remove(service.vault.root / created.memory.path)
     assert watcher.wait_for(lambda: watcher.commits == 1)
-    assert all(r["id"] != created.memory.id for r in service.recall("parking building"))
+    assert all(r.id != created.memory.id for r in service.recall("parking building"))
     assert any(created.memory.path in e.removed for e in events)
 
 
@@ -82,7 +82,7 @@ def test_a_moved_file_and_folder_keep_their_ids(watched: Watched) -> None:
     os.replace(root / "projects" / "net", root / "projects" / "network")
     assert watcher.wait_for(lambda: watcher.commits == 2)
     hit = service.recall("vpn config")[0]
-    assert hit["id"] == created.memory.id and hit["path"] == "projects/network/vpn.md"
+    assert hit.id == created.memory.id and hit.path == "projects/network/vpn.md"
     assert [c.trailers.get("Memvault-Op") for c in service.log(created.memory.id)] == [
         "external",
         "external",
@@ -99,7 +99,7 @@ def test_a_malformed_edit_does_not_stop_the_watcher(watched: Watched) -> None:
         "---\ntype: fact\n---\nA good edit after a bad one.\n",
     )
     assert watcher.wait_for(lambda: watcher.commits >= 1 and watcher.batches >= 2)
-    assert service.recall("good edit after a bad one")[0]["path"] == "facts/good.md"
+    assert service.recall("good edit after a bad one")[0].path == "facts/good.md"
     assert (service.vault.root / "facts" / "bad.md").read_text().startswith("---\ntags: [oops")
     assert watcher.errors == []
 
@@ -137,4 +137,4 @@ def test_stopping_processes_and_commits_what_was_already_seen(service: MemorySer
     assert watcher.wait_for(lambda: watcher.pending > 0)
     watcher.stop()
     assert commit_count(service.vault.root) == before + 1
-    assert service.recall("save just before shutdown")[0]["path"] == "facts/late.md"
+    assert service.recall("save just before shutdown")[0].path == "facts/late.md"

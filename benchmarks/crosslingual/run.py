@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
         service, by_path = build(Path(tmp) / "vault", memories)
-        index = service.status()["index"]
+        index = service.index_status()
         print(
             f"{len(memories)} memories, {len(queries)} queries; embedder "
             f"{index.get('model') or index.get('name') or index.get('state')}, "

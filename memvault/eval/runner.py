@@ -16,7 +16,9 @@ from typing import Any
 
 from ..config import Settings
 from ..index import INDEX_VERSION
-from ..service import Filters, MemoryService, create_vault
+from ..models import Filters
+from ..service import MemoryService
+from ..template import create_vault
 from . import locomo
 
 log = logging.getLogger(__name__)

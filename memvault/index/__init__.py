@@ -14,16 +14,17 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import filelock
 import numpy as np
 
 from ..config import Settings
-from ..models import Memory, parse_time
+from ..models import Filters, Memory, MemoryInfo
+from ..note import parse_time, strip_title
 from .fulltext import FullText, TextDoc
 from .rank import Candidate, Weights, rank
-from .store import DocInfo, Store
+from .store import Store
 from .vectors import Embedder, EmbedderLoader, chunks
 
 log = logging.getLogger(__name__)
@@ -68,24 +69,17 @@ _query_vectors = VectorCache(QUERY_CACHE)
 _passages = VectorCache(PASSAGE_CACHE)
 
 
-class FilterLike(Protocol):
-    def accepts(self, memory: Any) -> bool: ...
-
-    @property
-    def narrowing(self) -> bool: ...
-
-
 @dataclass(frozen=True)
 class SearchQuery:
     text: str
     k: int = 8
-    filters: FilterLike | None = None
+    filters: Filters | None = None
     mode: str = "hybrid"  # hybrid | bm25 | vector
 
 
 @dataclass(frozen=True)
 class SearchHit:
-    doc: DocInfo
+    doc: MemoryInfo
     score: float
     why: dict[str, Any] = field(default_factory=dict)
 
@@ -98,32 +92,10 @@ def when_text(created: str | None) -> str:
     return f"{moment.date().isoformat()} {moment.day} {moment:%B %Y %A}"
 
 
-def doc_info(memory: Memory, mtime_ns: int = 0, size: int = 0) -> DocInfo:
-    return DocInfo(
-        id=memory.id,
-        path=memory.path,
-        title=memory.title,
-        type=memory.type,
-        status=memory.status,
-        tags=memory.tags,
-        scope=memory.scope,
-        created=memory.created,
-        updated=memory.updated,
-        importance=memory.importance,
-        confidence=memory.confidence,
-        hash=memory.content_hash,
-        mtime_ns=mtime_ns,
-        size=size,
-    )
-
-
 def embedding_texts(title: str, tags: Sequence[str], body: str) -> list[str]:
     """Chunks to embed: the title and tags ride along with every chunk."""
     head = title + (" (" + ", ".join(tags) + ")" if tags else "")
-    body = body.strip()
-    if body.startswith("# "):
-        body = body.split("\n", 1)[1].strip() if "\n" in body else ""
-    return [f"{head}\n{part}" for part in (chunks(body) or [""])]
+    return [f"{head}\n{part}" for part in (chunks(strip_title(body)) or [""])]
 
 
 class Index:
@@ -193,7 +165,7 @@ class Index:
             matrix = self._embed_passages(embedder, texts)
             for doc_id in dict.fromkeys(owners):
                 vectors[doc_id] = matrix[[i for i, o in enumerate(owners) if o == doc_id]]
-        docs = [doc_info(m, *stats.get(m.path, (0, 0))) for m in memories]
+        docs = [m.info(*stats.get(m.path, (0, 0))) for m in memories]
         with self._write_lock:
             self.text.upsert([_text_doc(m) for m in memories])
             self.store.put(docs, vectors, embedder.name if embedder else None)
@@ -318,7 +290,7 @@ class Index:
 
     def nearest(
         self, title: str, tags: Sequence[str], body: str, k: int = 5
-    ) -> list[tuple[DocInfo, float]]:
+    ) -> list[tuple[MemoryInfo, float]]:
         """Memories whose stored vectors are closest to a (new) memory's first chunk."""
         embedder = self.loader.get()
         if embedder is None:
@@ -327,6 +299,20 @@ class Index:
         vector = self._embed_passages(embedder, embedding_texts(title, tags, body)[:1])[0]
         best = self.store.nearest(vector, k, lambda i: i in self.store.docs)
         return [(self.store.docs[i], score) for i, score in best.items()]
+
+    def records(self) -> list[MemoryInfo]:
+        """Every indexed memory's record, as of now (other processes' writes included)."""
+        self.store.refresh()
+        return list(self.store.docs.values())
+
+    def record(self, memory_id: str) -> MemoryInfo | None:
+        self.store.refresh()
+        return self.store.docs.get(memory_id)
+
+    def pairs_above(self, threshold: float) -> list[tuple[str, str, float]]:
+        """(id, id, cosine) of memories whose first chunks are at least this close."""
+        self.store.refresh()
+        return self.store.pairs_above(threshold)
 
     def status(self) -> dict[str, Any]:
         self.store.refresh()

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from whoosh import index as windex
 from whoosh import query as wq
+from whoosh.analysis import Token, Tokenizer
 from whoosh.fields import ID, TEXT, Schema
 from whoosh.scoring import BM25F
 
-from .text import analyzer, tokens
+from ..text import tokens
 
 FIELD_BOOSTS = {"title": 1.5, "tags": 1.5, "body": 1.0, "when": 1.0}
 
@@ -26,6 +27,38 @@ class TextDoc:
     tags: str
     body: str
     when: str
+
+
+class MixedTokenizer(Tokenizer):  # type: ignore[misc]
+    """Whoosh tokenizer over :func:`tokens` (the terms are final: no further filters)."""
+
+    def __call__(  # type: ignore[override]
+        self,
+        value: str,
+        positions: bool = False,
+        chars: bool = False,
+        keeporiginal: bool = False,
+        removestops: bool = True,
+        start_pos: int = 0,
+        start_char: int = 0,
+        tokenize: bool = True,
+        mode: str = "",
+        **kwargs: Any,
+    ) -> Iterator[Token]:
+        token = Token(positions, chars, removestops=removestops, mode=mode, **kwargs)
+        for i, term in enumerate(tokens(value)):
+            token.text = term
+            token.boost = 1.0
+            token.stopped = False
+            if positions:
+                token.pos = start_pos + i
+            if chars:
+                token.startchar = token.endchar = start_char
+            yield token
+
+
+def analyzer() -> MixedTokenizer:
+    return MixedTokenizer()
 
 
 def schema() -> Schema:

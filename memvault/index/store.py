@@ -10,10 +10,12 @@ import json
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
+
+from ..models import MemoryInfo
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS info(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -28,39 +30,21 @@ CREATE TABLE IF NOT EXISTS tombstones(id TEXT PRIMARY KEY, gen INTEGER NOT NULL)
 """
 
 
-@dataclass(frozen=True)
-class DocInfo:
-    """What ranking and filtering need of a memory, without reading its file."""
+def info_json(info: MemoryInfo) -> str:
+    """The record's fields that are not columns, as the ``meta`` column's JSON."""
+    data = asdict(info)
+    for key in ("id", "path", "hash", "mtime_ns", "size"):
+        data.pop(key)
+    return json.dumps(data, ensure_ascii=False)
 
-    id: str
-    path: str
-    title: str
-    type: str
-    status: str
-    tags: tuple[str, ...]
-    scope: tuple[str, ...]
-    created: str | None
-    updated: str | None
-    importance: float
-    confidence: float
-    hash: str = ""
-    mtime_ns: int = 0
-    size: int = 0
 
-    def to_json(self) -> str:
-        data = asdict(self)
-        for key in ("id", "path", "hash", "mtime_ns", "size"):
-            data.pop(key)
-        return json.dumps(data, ensure_ascii=False)
-
-    @classmethod
-    def from_row(
-        cls, id_: str, path: str, hash_: str, mtime_ns: int, size: int, meta: str
-    ) -> DocInfo:
-        data = json.loads(meta)
-        data["tags"] = tuple(data.get("tags", ()))
-        data["scope"] = tuple(data.get("scope", ()))
-        return cls(id=id_, path=path, hash=hash_, mtime_ns=mtime_ns, size=size, **data)
+def info_from_row(
+    id_: str, path: str, hash_: str, mtime_ns: int, size: int, meta: str
+) -> MemoryInfo:
+    data = json.loads(meta)
+    data["tags"] = tuple(data.get("tags", ()))
+    data["scope"] = tuple(data.get("scope", ()))
+    return MemoryInfo(id=id_, path=path, hash=hash_, mtime_ns=mtime_ns, size=size, **data)
 
 
 class Store:
@@ -75,7 +59,7 @@ class Store:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
         self._lock = threading.RLock()
-        self.docs: dict[str, DocInfo] = {}
+        self.docs: dict[str, MemoryInfo] = {}
         self._vectors: dict[str, np.ndarray] = {}
         self._gen = -1
         self._matrix: np.ndarray | None = None
@@ -98,7 +82,7 @@ class Store:
         return int(self.get_info("gen") or 0)
 
     def put(
-        self, docs: Sequence[DocInfo], vectors: dict[str, np.ndarray], model: str | None
+        self, docs: Sequence[MemoryInfo], vectors: dict[str, np.ndarray], model: str | None
     ) -> None:
         """Insert or replace records (and their chunk vectors when given)."""
         with self._lock:
@@ -116,7 +100,7 @@ class Store:
                             doc.size,
                             model if doc.id in vectors else None,
                             gen,
-                            doc.to_json(),
+                            info_json(doc),
                         ),
                     )
                     self._db.execute("DELETE FROM tombstones WHERE id=?", (doc.id,))
@@ -186,7 +170,7 @@ class Store:
                 self._vectors.pop(doc_id, None)
             changed = [r[0] for r in rows]
             for row in rows:
-                self.docs[row[0]] = DocInfo.from_row(*row)
+                self.docs[row[0]] = info_from_row(*row)
             self._load_vectors(changed)
             self._gen = gen
             self._matrix = None

@@ -1,7 +1,8 @@
-"""Tokenisation shared by indexing and queries: English stemming + Chinese (jieba).
+"""Tokenisation shared by indexing, queries and policies: English stemming + Chinese (jieba).
 
-Pure functions. jieba is imported (and its dictionary loaded) only when a text
-actually contains Chinese characters.
+Pure functions, no index engine: importing this module loads neither Whoosh's index nor
+jieba. jieba is imported (and its dictionary loaded) only when a text contains Chinese;
+the Porter2 stemmer (a pure-Python algorithm that ships with Whoosh) on the first stem.
 """
 
 from __future__ import annotations
@@ -13,13 +14,17 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
-from whoosh.analysis import Token, Tokenizer
-from whoosh.lang.porter2 import stem as _porter2
-from whoosh.lang.stopwords import stoplists
-
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff]+")
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
-STOPWORDS = frozenset(stoplists["en"]) | frozenset({"did", "does", "doing", "has", "had", "having"})
+# Whoosh's (NLTK's) English stop list, plus auxiliaries; changing it changes the index.
+_ENGLISH_STOP = """a about above after again against all am an and any are as at be because been
+before being below between both but by can did do does doing don down during each few for
+from further had has have having he her here hers herself him himself his how i if in into is
+it its itself just me more most my myself no nor not now of off on once only or other our ours
+ourselves out over own s same she should so some such t than that the their theirs them
+themselves then there these they this those through to too under until up very was we were
+what when where which while who whom why will with you your yours yourself yourselves"""
+STOPWORDS = frozenset(_ENGLISH_STOP.split())
 _CJK_STOP = frozenset("的了和是在我也就都而及与着或之吗呢吧啊")
 # Irregular forms a suffix stemmer cannot join (ran/run, went/go ...), common in memories.
 IRREGULAR = {
@@ -116,7 +121,14 @@ def warm_up() -> None:
 @lru_cache(maxsize=50_000)
 def stem(word: str) -> str:
     word = IRREGULAR.get(word, word)
-    return _porter2(word) if word.isascii() else word
+    return _porter2()(word) if word.isascii() else word
+
+
+@lru_cache(maxsize=1)
+def _porter2() -> Any:
+    from whoosh.lang.porter2 import stem as porter2
+
+    return porter2
 
 
 def tokens(text: str) -> list[str]:
@@ -147,35 +159,3 @@ def _cjk_tokens(run: str) -> Iterator[str]:
         word = word.strip()
         if word and word not in _CJK_STOP:
             yield word
-
-
-class MixedTokenizer(Tokenizer):  # type: ignore[misc]
-    """Whoosh tokenizer over :func:`tokens` (the terms are final: no further filters)."""
-
-    def __call__(  # type: ignore[override]
-        self,
-        value: str,
-        positions: bool = False,
-        chars: bool = False,
-        keeporiginal: bool = False,
-        removestops: bool = True,
-        start_pos: int = 0,
-        start_char: int = 0,
-        tokenize: bool = True,
-        mode: str = "",
-        **kwargs: Any,
-    ) -> Iterator[Token]:
-        token = Token(positions, chars, removestops=removestops, mode=mode, **kwargs)
-        for i, term in enumerate(tokens(value)):
-            token.text = term
-            token.boost = 1.0
-            token.stopped = False
-            if positions:
-                token.pos = start_pos + i
-            if chars:
-                token.startchar = token.endchar = start_char
-            yield token
-
-
-def analyzer() -> MixedTokenizer:
-    return MixedTokenizer()

@@ -1,0 +1,83 @@
+"""The frontmatter memvault writes: a new memory's fields, checks of fields a caller sets,
+and where a memory of each type lives by default."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+from . import frontmatter, ids, validate
+from .errors import InvalidInputError
+from .note import clean_tags
+
+TYPE_FOLDERS = {
+    "preference": "preferences",
+    "fact": "facts",
+    "summary": "summaries",
+    "task": "tasks",
+    "note": "inbox",
+}
+PROTECTED = {"id", "created"}
+
+
+def new_meta(
+    type: str,
+    tags: Sequence[str],
+    confidence: float,
+    importance: float,
+    now: dt.datetime,
+    source: str,
+    scope: Sequence[str] = (),
+    supersedes: Sequence[str] = (),
+) -> dict[str, Any]:
+    """A new memory's frontmatter, keys in the order a person reads them."""
+    meta: dict[str, Any] = {
+        "id": ids.new_id(),
+        "type": type,
+        "tags": clean_tags(tags),
+        "confidence": confidence,
+        "importance": importance,
+        "created": now,
+        "updated": now,
+        "source": source,
+    }
+    if scope:
+        meta["scope"] = list(scope)
+    if supersedes:
+        meta["supersedes"] = list(supersedes)
+    return meta
+
+
+def default_folder(memory_type: str, now: dt.datetime) -> str:
+    if memory_type == "episode":
+        return f"episodes/{now.year:04d}"
+    return TYPE_FOLDERS.get(memory_type, "inbox")
+
+
+def stem_path(path: str) -> str:
+    return path[:-3] if path.lower().endswith(".md") else path
+
+
+def check_unit(name: str, value: float) -> None:
+    if not 0.0 <= float(value) <= 1.0:
+        raise InvalidInputError(f"{name} must be between 0 and 1, got {value}")
+
+
+def clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """Fields a caller asked to change, checked; "" means delete the key."""
+    out = {}
+    for key, value in fields.items():
+        if key in PROTECTED:
+            raise InvalidInputError(f"{key!r} cannot be changed: it is set by memvault")
+        if key in ("importance", "confidence") and value is not None:
+            check_unit(key, float(value))
+        if key == "type" and value is not None and not str(value).strip():
+            raise InvalidInputError("type cannot be empty")
+        if key == "type" and value is not None:
+            validate.label("type", str(value))
+        if key == "tags" and value is not None:
+            validate.tags(value if isinstance(value, (list, tuple)) else [value])
+        if value is not None:
+            out[key] = frontmatter.DELETE if value == "" else value
+    return out

@@ -1,0 +1,72 @@
+"""Committing what was left uncommitted, as what it is.
+
+Files memvault wrote and did not commit (a crash; known from the vault's write journal)
+become a ``recover`` commit by memvault; everything else is a person's edit and is
+committed as ``external`` with the repository's own identity. Symlinks and other
+non-regular files are never staged (``git add`` would commit the link; doctor reports it).
+The caller holds the vault's write lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable, Sequence
+
+from .errors import UnsafePathError
+from .history import History
+from .vault import Vault
+
+log = logging.getLogger(__name__)
+
+Trailers = Callable[[str], dict[str, str]]  # op -> commit trailers
+
+
+def commit_leftovers(
+    vault: Vault, history: History, trailers: Trailers
+) -> tuple[str | None, list[str]]:
+    """Commit uncommitted safe paths: (last sha, the paths)."""
+    own = vault.journal_paths()
+    pending = committable(vault, history.changed_paths())
+    mine = [p for p in pending if p in own]
+    theirs = [p for p in pending if p not in own]
+    sha = None
+    if mine:
+        subject = f"recover: {len(mine)} file(s) memvault wrote but did not commit"
+        sha = history.commit(mine, subject, trailers("recover"))
+        log.warning("committed %d file(s) left by an interrupted write: %s", len(mine), mine[:5])
+    if theirs:
+        subject = external_subject(theirs)
+        sha = history.commit(theirs, subject, trailers("external"), as_person=True) or sha
+        log.info("committed %d file(s) edited outside memvault", len(theirs))
+    vault.clear_journal()
+    return sha, pending
+
+
+def commit_external(
+    vault: Vault, history: History, paths: Sequence[str], trailers: Trailers
+) -> str | None:
+    """Commit a person's edits (and what they staged for memories, e.g. by `git mv`)."""
+    staged = [p for p in history.staged_paths() if vault.is_memory_path(p)]
+    paths = committable(vault, [*paths, *staged])
+    if not paths:
+        return None
+    return history.commit(paths, external_subject(paths), trailers("external"), as_person=True)
+
+
+def committable(vault: Vault, paths: Iterable[str]) -> list[str]:
+    """``paths`` that may be staged: regular files inside the vault, or deletions."""
+    out = []
+    for rel in dict.fromkeys(paths):
+        try:
+            if os.path.lexists(vault.abspath(rel)):
+                vault.check_regular(rel)
+        except (UnsafePathError, OSError) as exc:
+            log.warning("not committed: %s", exc)
+            continue
+        out.append(rel)
+    return out
+
+
+def external_subject(paths: Sequence[str]) -> str:
+    return f"external: {paths[0]}" if len(paths) == 1 else f"external: {len(paths)} files"

@@ -1,0 +1,134 @@
+"""Reports over a vault: status, export, and the aggregate views an agent reads first
+(memory://index, preferences, recent, profile). What each view shows is decided here;
+``views`` renders the text."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from . import views
+from .errors import InvalidInputError, MemvaultError
+from .models import ChangeEvent, MemoryInfo, Status, jsonable
+from .note import strip_title, timestamp
+
+if TYPE_CHECKING:
+    from .service import MemoryService
+
+INDEX, PREFERENCES, RECENT, PROFILE = (
+    "memory://index",
+    "memory://preferences",
+    "memory://recent",
+    "memory://profile",
+)
+AGGREGATES = (INDEX, PREFERENCES, RECENT, PROFILE)
+RECENT_COUNT = 20
+PROFILE_IMPORTANCE = 0.7
+
+
+def status(service: MemoryService, wait_for_embedder: float | None = None) -> Status:
+    """Counts by type, problems, uncommitted files, last commits, index and embedder state."""
+    if wait_for_embedder:
+        service.index.loader.get(timeout=wait_for_embedder)
+    memories, problems = service.vault.scan()
+    by_type = Counter(m.type for m in memories)
+    return Status(
+        vault=str(service.root),
+        memories=len(memories),
+        by_type=dict(sorted(by_type.items())),
+        archived=sum(1 for m in memories if m.status == "archived"),
+        problems=len(problems),
+        uncommitted=len(service.history.uncommitted()),
+        last_commits=[c.brief() for c in service.history.log(limit=5)],
+        index=service.index_status(),
+    )
+
+
+def export(service: MemoryService) -> dict[str, Any]:
+    """Every memory with metadata, body and history (one git log for the whole vault):
+    a JSON document for a person or another tool."""
+    memories, problems = service.vault.scan()
+    commits = service.history.log()
+    out = []
+    for memory in memories:
+        history = service.history.history_of(memory.path, commits)
+        out.append(
+            {
+                **memory.summary(),
+                "meta": jsonable(memory.meta),
+                "body": memory.body,
+                "history": [c.brief() | {"path": p} for c, p in history],
+            }
+        )
+    return {
+        "vault": str(service.root),
+        "exported": service.clock().isoformat(),
+        "memories": out,
+        "problems": [asdict(p) for p in problems],
+    }
+
+
+# -- aggregate views ------------------------------------------------------------
+def aggregate(service: MemoryService, uri: str) -> str:
+    """The text of one aggregate resource, from the index records of active memories."""
+    active = service.records()
+    if uri == INDEX:
+        return views.index_view(active)
+    if uri == PREFERENCES:
+        prefs = sorted((d for d in active if d.type == "preference"), key=lambda d: -d.importance)
+        empty = "No preferences remembered yet."
+        return views.section_view("The user's preferences", _items(service, prefs), empty)
+    if uri == RECENT:
+        newest = sorted(active, key=lambda d: (timestamp(d.updated), d.id), reverse=True)
+        recent = newest[:RECENT_COUNT]  # same second: the later id (ids grow with time) first
+        items = _items(service, recent, 300)
+        return views.section_view("Recently changed memories", items, "No memories yet.")
+    if uri == PROFILE:
+        profile = sorted((d for d in active if is_profile(d)), key=lambda d: -d.importance)
+        empty = "No profile facts yet."
+        return views.section_view("Stable facts about the user", _items(service, profile), empty)
+    raise InvalidInputError(f"unknown resource {uri}: use one of {', '.join(AGGREGATES)}")
+
+
+def is_profile(info: MemoryInfo) -> bool:
+    """A stable fact about the user: important, tagged ``profile``, or in a ``user:`` scope."""
+    return info.type == "fact" and (
+        info.importance >= PROFILE_IMPORTANCE
+        or "profile" in info.tags
+        or any(s.startswith("user:") for s in info.scope)
+    )
+
+
+def affected(event: ChangeEvent) -> tuple[str, ...]:
+    """The aggregates a change may alter, decided from the event alone (no rendering).
+
+    The index and the recent list can change with any memory; preferences only with a
+    preference, the profile only with a fact. Without records (edits by a person,
+    imports) every aggregate may have changed.
+    """
+    if not event.memories:
+        return AGGREGATES
+    types = {m.type for m in event.memories}
+    uris = [INDEX, RECENT]
+    if "preference" in types:
+        uris.append(PREFERENCES)
+    if "fact" in types:
+        uris.append(PROFILE)
+    return tuple(uris)
+
+
+def _items(
+    service: MemoryService, infos: Sequence[MemoryInfo], width: int = 1000
+) -> list[tuple[str, str, str]]:
+    """(title, id, text) of the first memories, enough to fill a section's size budget."""
+    out = []
+    for info in infos[: views.SECTION_ITEMS]:
+        try:
+            memory = service.vault.read(info.path)
+        except MemvaultError:
+            continue
+        text = strip_title(memory.body)
+        out.append((memory.title, memory.id, text if len(text) <= width else text[:width] + "…"))
+    return out

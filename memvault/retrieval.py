@@ -1,0 +1,79 @@
+"""Finding memories: ranked search over the index, recall with snippets, and the
+memories similar to a new text (for ``remember``'s duplicate and contradiction checks)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from . import policy
+from .errors import InvalidInputError, MalformedMemoryError, MemoryNotFoundError
+from .index import SearchHit, SearchQuery
+from .models import Filters, Hit, Similar
+from .note import clean_tags, snippet, strip_title, title_from
+from .sync import IndexSync
+from .vault import Vault
+
+SEARCH_MODES = ("hybrid", "bm25", "vector")
+
+
+class Retrieval:
+    """Reads through the index (kept in step by ``indexing``) and confirms with the files."""
+
+    def __init__(self, vault: Vault, indexing: IndexSync, clock: Callable[[], dt.datetime]) -> None:
+        self.vault = vault
+        self.indexing = indexing
+        self.clock = clock
+
+    def search(
+        self, query: str, k: int = 8, filters: Filters | None = None, mode: str = "hybrid"
+    ) -> list[SearchHit]:
+        if mode not in SEARCH_MODES:
+            raise InvalidInputError(f"mode must be one of {', '.join(SEARCH_MODES)}, not {mode!r}")
+        if not query.strip():
+            raise InvalidInputError("query is empty: say what to look for")
+        if not 1 <= k <= 100:
+            raise InvalidInputError(f"k must be between 1 and 100, got {k}")
+        ready = self.indexing.ensure(wait=False)
+        index = self.indexing.index
+        hits = index.search(SearchQuery(query, k, filters or Filters(), mode), self.clock())
+        if not ready:
+            note = "index still catching up with the files; results may be incomplete"
+            hits = [replace(h, why={**h.why, "index": note}) for h in hits]
+        return hits
+
+    def recall(
+        self, query: str, k: int = 8, filters: Filters | None = None, mode: str = "hybrid"
+    ) -> list[Hit]:
+        """Ranked memories with snippet and ``why`` (the shape of the MCP ``recall`` tool)."""
+        out = []
+        for hit in self.search(query, k, filters, mode):
+            try:
+                memory = self.vault.read(hit.doc.path)
+            except (MemoryNotFoundError, MalformedMemoryError):
+                continue  # changed under us since it was indexed; the watcher will catch up
+            out.append(Hit.of(memory, snippet(memory.body, query), round(hit.score, 4), hit.why))
+        return out
+
+    def similar(
+        self, content: str, type: str, title: str | None, tags: Sequence[str], k: int = 5
+    ) -> list[Similar]:
+        """Existing active memories close to ``content``, with their relation to it.
+
+        The text is embedded exactly as the index will store it, so a memory that is
+        then written reuses the vector.
+        """
+        out = []
+        title = title or title_from(content)
+        for doc, cosine in self.indexing.index.nearest(title, clean_tags(tags), content, k):
+            if doc.status != "active":
+                continue
+            try:
+                other = self.vault.read(doc.path)
+            except (MemoryNotFoundError, MalformedMemoryError):
+                continue
+            relation = policy.relation(content, strip_title(other.body), cosine, doc.type == type)
+            if relation:
+                out.append(Similar(doc.id, doc.path, doc.title, round(cosine, 4), relation))
+        return out

@@ -1,0 +1,108 @@
+"""Keeping the index in step with the files. The index is a cache: this is how it is filled.
+
+The service owns one :class:`IndexSync`; it syncs all files once per process (only those
+whose (mtime, size) changed are re-read) and the paths each write or the watcher names.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+from collections.abc import Callable, Iterable, Sequence
+
+from .config import Settings
+from .errors import MalformedMemoryError, MemoryNotFoundError, UnsafePathError
+from .index import Index
+from .models import Filters, Memory, MemoryInfo, Problem
+from .vault import Vault
+
+log = logging.getLogger(__name__)
+
+INDEX_BATCH = 256
+
+
+class IndexSync:
+    """Brings one index in line with one vault."""
+
+    def __init__(self, vault: Vault, index: Index, settings: Settings) -> None:
+        self.vault = vault
+        self.index = index
+        self.settings = settings
+        self.unreadable: dict[str, Problem] = {}  # files the last syncs could not index
+        self._synced = False
+        self._syncing = False
+        self._lock = threading.Lock()
+
+    def sync(
+        self, paths: Iterable[str] | None = None, progress: Callable[[int, int], None] | None = None
+    ) -> int:
+        """Bring the index in line with the files (all of them, or ``paths``).
+
+        Only files whose (mtime, size) changed are re-read. Returns how many were indexed.
+        """
+        if paths is None:
+            read, drop = self.index.plan_sync(self.vault.stats())
+            self.index.remove(drop)
+        else:
+            read = [p for p in dict.fromkeys(paths) if self.vault.is_memory_path(p)]
+            gone = [p for p in read if not self.vault.is_safe_file(p)]  # symlinks, FIFOs too
+            self.index.remove_paths(gone)
+            read = [p for p in read if p not in gone]
+        done = 0
+        for start in range(0, len(read), INDEX_BATCH):
+            batch = self._read(read[start : start + INDEX_BATCH])
+            self.upsert(batch)
+            done += len(batch)
+            if progress:
+                progress(min(start + INDEX_BATCH, len(read)), len(read))
+        return done
+
+    def _read(self, paths: Sequence[str]) -> list[Memory]:
+        batch = []
+        for rel in paths:
+            try:
+                batch.append(self.vault.read(rel))
+            except (MalformedMemoryError, MemoryNotFoundError, UnsafePathError) as exc:
+                log.warning("not indexed: %s", exc)
+                self.unreadable[rel] = Problem(rel, getattr(exc, "kind", "unreadable"), str(exc))
+            else:
+                self.unreadable.pop(rel, None)
+        return batch
+
+    def upsert(self, memories: Sequence[Memory]) -> None:
+        """Index memories just read or written (with their file stats)."""
+        self.index.upsert(memories, self.vault.stats([m.path for m in memories]))
+
+    def ensure(self, wait: bool = True) -> bool:
+        """Sync the index with the files once per process.
+
+        Returns False, without waiting, when another thread is syncing and ``wait`` is False.
+        """
+        if self._synced:
+            return True
+        if not wait and self._syncing:
+            return False
+        with self._lock:
+            if not self._synced:
+                self._syncing = True
+                try:
+                    self.sync()
+                    self._synced = True
+                finally:
+                    self._syncing = False
+        return True
+
+    def reset(self) -> Index:
+        """Drop the index and start an empty one (rebuilt by the next sync)."""
+        self.index.close()
+        shutil.rmtree(self.index.folder, ignore_errors=True)
+        self.index = Index(self.index.folder, self.settings)
+        self._synced = False
+        return self.index
+
+    def records(self, filters: Filters | None = None) -> list[MemoryInfo]:
+        """Index records of memories (fast; no file reads), filtered."""
+        self.ensure(wait=False)
+        filters = filters or Filters()
+        return [info for info in self.index.records() if filters.accepts(info)]

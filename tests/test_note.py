@@ -1,0 +1,58 @@
+"""The body rules: one title rule, one compose, one strip, one newest-first order."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memvault import note
+from memvault.models import MemoryInfo, sort_infos
+
+
+def info(id_: str, updated: str | None, importance: float = 0.5) -> MemoryInfo:
+    return MemoryInfo(
+        id_, f"{id_}.md", id_, "fact", "active", (), (), None, updated, importance, 0.8
+    )
+
+
+def test_newest_first_compares_instants_not_text_and_puts_missing_times_last() -> None:
+    # 10:00+02:00 is 08:00 UTC: older than 09:30 UTC although its text sorts higher
+    infos = [
+        info("a", "2026-01-01T10:00:00+02:00"),
+        info("b", None),
+        info("c", "2026-01-01T09:30:00+00:00"),
+    ]
+    assert [i.id for i in sort_infos(infos, "updated")] == ["c", "a", "b"]
+    assert [i.id for i in sort_infos(infos, "path")] == ["a", "b", "c"]
+
+
+def test_importance_sort_breaks_ties_by_newest() -> None:
+    infos = [
+        info("old", "2025-01-01", 0.9),
+        info("new", "2026-01-01", 0.9),
+        info("low", "2027-01-01", 0.1),
+    ]
+    assert [i.id for i in sort_infos(infos, "importance")] == ["new", "old", "low"]
+
+
+def test_compose_and_strip_title_are_inverse() -> None:
+    body = note.compose("Coffee", "The user drinks flat whites.")
+    assert body == "# Coffee\n\nThe user drinks flat whites.\n"
+    assert note.strip_title(body) == "The user drinks flat whites."
+    assert note.compose("ignored", "# Own title\n\ntext") == "# Own title\n\ntext\n"
+
+
+@given(st.text(min_size=1).filter(lambda t: t.strip() and not t.strip().startswith("#")))
+def test_strip_title_recovers_any_composed_content(content: str) -> None:
+    assert note.strip_title(note.compose("T", content)) == content.strip()
+
+
+def test_a_title_from_content_is_cut_at_a_word() -> None:
+    title = note.title_from("# " + "word " * 30)
+    assert title.endswith("...") and len(title) <= 63 and "wor..." not in title
+
+
+def test_naive_times_take_the_given_zone() -> None:
+    moment = note.parse_time("2026-11-30")
+    assert moment is not None and moment.utcoffset() is not None
+    assert note.parse_time("not a time") is None and note.timestamp(None) == float("-inf")
