@@ -16,6 +16,7 @@ INNER = [
     "frontmatter",
     "ids",
     "policy",
+    "facts",
     "vault",
     "history",
     "doctor",
@@ -29,7 +30,7 @@ INNER = [
     "index/vectors",
 ]
 FORBIDDEN = ("mcp", "click", "memvault.server", "memvault.cli", "memvault.http", "uvicorn")
-PURE = ["frontmatter", "ids", "policy", "index/text", "index/rank", "views"]
+PURE = ["frontmatter", "ids", "policy", "facts", "index/text", "index/rank", "views"]
 
 
 def imports_of(module: str) -> set[str]:
