@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from memvault import facts, policy
 from memvault.service import MemoryService
 
-from .helpers import commit_count
+from .helpers import commit_count, git
 
 CORRECTIONS = [
     (
@@ -193,6 +193,28 @@ def test_a_changed_appointment_time_is_stored_and_the_old_one_reported_as_contra
     assert (service.vault.root / second.memory.path).exists()
     reported = {s.id: s.relation for s in second.similar}
     assert reported.get(first.memory.id) == "possible_contradiction"
+
+
+def test_an_explicit_supersedes_is_stored_even_when_it_duplicates_another_memory(
+    service: MemoryService,
+) -> None:
+    other = service.remember("The user prefers window seats on long flights.", type="preference")
+    old = service.remember("The user prefers aisle seats on short flights.", type="preference")
+    assert other.memory is not None and old.memory is not None
+    before = commit_count(service.vault.root)
+    result = service.remember(
+        "The user prefers window seats on long flights.",
+        type="preference",
+        supersedes=[old.memory.id],
+    )
+    assert result.action == "created" and result.memory is not None
+    assert {s.id: s.relation for s in result.similar}.get(other.memory.id) == "duplicate"
+    assert commit_count(service.vault.root) == before + 1
+    touched = git(service.vault.root, "show", "--name-only", "--format=", "HEAD").split()
+    assert sorted(touched) == sorted([result.memory.path, old.memory.path])
+    superseded = service.get(old.memory.id)
+    assert superseded.meta["status"] == "superseded"
+    assert superseded.meta["superseded_by"] == result.memory.id
 
 
 def test_a_duplicate_without_supersedes_is_still_refused_with_no_file_and_no_commit(
