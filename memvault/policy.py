@@ -71,9 +71,9 @@ TRIVIAL = frozenset(
 # a same-topic memory with other facts 0.80-0.94. So cosine alone never decides: the facts
 # (memvault.facts) must agree and the words must overlap. Another embedder needs its own.
 DUPLICATE_COSINE = 0.955  # paraphrases in the set: >= 0.96
-DUPLICATE_OVERLAP = 0.5  # facts.overlap of paraphrases: >= 0.53 (zh reorderings), en >= 0.6
+DUPLICATE_OVERLAP = 0.5  # facts.overlap of paraphrases: >= 0.63 (zh reorderings), en >= 0.67
 # "Otherwise similar" for a possible contradiction: corrections overlap >= 0.75 with cosine
-# >= 0.93; texts that merely share a topic overlap <= 0.4.
+# >= 0.93; texts that merely share a topic overlap <= 0.42 (cosine up to 0.94).
 CONTRADICTION_COSINE = 0.90
 CONTRADICTION_OVERLAP = 0.5
 RELATED_COSINE = 0.93  # at or above (same type): may update or contradict an existing memory
