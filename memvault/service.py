@@ -278,7 +278,7 @@ class MemoryService:
         title = (title or _first_line(content)).strip()
         similar = self.retrieval.similar(content, type, title, tags) if check_similar else []
         duplicate = next((s for s in similar if s.relation == "duplicate"), None)
-        if duplicate and duplicate.id not in supersedes:
+        if duplicate and not supersedes:  # an explicit supersession is never refused
             why = f"already remembered as {duplicate.path} (id {duplicate.id})"
             return RememberResult("duplicate", None, None, tuple(similar), why)
         now = self.clock().replace(microsecond=0)

@@ -124,6 +124,11 @@ def stem(word: str) -> str:
     return _porter2()(word) if word.isascii() else word
 
 
+def porter_stem(word: str) -> str:
+    """Porter2 alone (no irregular forms); whoosh's stemmer is loaded on first use."""
+    return str(_porter2()(word))
+
+
 @lru_cache(maxsize=1)
 def _porter2() -> Any:
     from whoosh.lang.porter2 import stem as porter2

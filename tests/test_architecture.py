@@ -22,6 +22,7 @@ INNER = [
     "ids",
     "fields",
     "policy",
+    "facts",
     "vault",
     "history",
     "template",
@@ -40,7 +41,7 @@ INNER = [
     "index/vectors",
 ]
 FORBIDDEN = ("mcp", "click", "memvault.server", "memvault.cli", "memvault.http", "uvicorn")
-PURE = ["frontmatter", "ids", "note", "text", "models", "policy", "index/rank", "views"]
+PURE = ["frontmatter", "ids", "note", "text", "models", "policy", "facts", "index/rank", "views"]
 ADAPTERS = ["server", "cli", "http", "watcher"]
 # What a pure module must not drag in, even indirectly: index engines, databases, numeric
 # libraries, transports, the CLI toolkit, the segmenter, and (but for frontmatter) YAML.
@@ -59,6 +60,7 @@ HEAVY = (
     "yaml",
 )
 TRANSITIVELY_PURE = {"note": HEAVY, "text": HEAVY, "models": HEAVY, "policy": HEAVY}
+TRANSITIVELY_PURE |= {"facts": HEAVY}
 TRANSITIVELY_PURE |= {"views": HEAVY, "ids": HEAVY, "frontmatter": HEAVY[:-1]}
 SERVICE_PARTS = ("index", "vault", "history", "indexing", "retrieval")
 

@@ -153,15 +153,14 @@ def test_errors_come_back_as_results_that_say_what_to_do(service: MemoryService,
 def test_list_forget_consolidate_and_status(service: MemoryService, mode: str) -> None:
     async def body(client: Client) -> None:
         ids = []
-        for n in range(3):
-            made = await call_tool(
-                client,
-                "remember",
-                {
-                    "content": f"Sprint {n} retrospective decided item {n * 11}.",
-                    "type": "fact",
-                },
-            )
+        # Three different facts: one sentence with only its numbers changed would be a
+        # possible contradiction, which consolidate proposes to supersede.
+        for content in (
+            "The sprint retrospective moved to Friday afternoons.",
+            "The office printer needs a badge to print.",
+            "Release notes go in CHANGELOG.md before tagging.",
+        ):
+            made = await call_tool(client, "remember", {"content": content, "type": "fact"})
             ids.append(made["id"])
         page = await call_tool(client, "list_memories", {"limit": 2})
         assert page["total"] == 3 and len(page["memories"]) == 2 and page["next_cursor"] == "2"

@@ -1,10 +1,11 @@
 """Duplicate or correction? memvault's verdict on labelled pairs of memories.
 
-Usage: python benchmarks/dedup/run.py [--details]
+Usage: python benchmarks/dedup/run.py [--pairs FILE] [--details]
 
-Each line of pairs.jsonl holds two memories ``a`` and ``b`` of one type and a label:
-duplicate (a paraphrase, same facts), correction (same topic, but a number, date, time,
-name, negation or quantity differs), related (same topic, other facts) or unrelated.
+Each line of pairs.jsonl (or of --pairs FILE, such as holdout.jsonl) holds two memories
+``a`` and ``b`` of one type and a label: duplicate (a paraphrase, same facts), correction
+(same topic, but a number, date, time, name, negation or quantity differs), related (same
+topic, other facts) or unrelated.
 
 Every ``a`` is imported into one temporary vault (default settings, so the default
 embedder); then, for each pair, ``MemoryService.similar(b, type)`` (the check ``remember``
@@ -46,7 +47,7 @@ def load(path: Path = HERE / "pairs.jsonl") -> list[dict[str, Any]]:
         pairs = [json.loads(line) for line in handle if line.strip()]
     bad = [p for p in pairs if p.get("label") not in LABELS or p.get("lang") not in ("en", "zh")]
     if bad or any(not p.get("a") or not p.get("b") or not p.get("type") for p in pairs):
-        raise SystemExit(f"pairs.jsonl: malformed lines, e.g. {bad[:1]}")
+        raise SystemExit(f"{path.name}: malformed lines, e.g. {bad[:1]}")
     return pairs
 
 
@@ -135,8 +136,11 @@ def details(results: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--details", action="store_true", help="list unexpected verdicts")
+    parser.add_argument(
+        "--pairs", type=Path, default=HERE / "pairs.jsonl", help="labelled pairs (JSON lines)"
+    )
     args = parser.parse_args(argv)
-    pairs = load()
+    pairs = load(args.pairs)
     with tempfile.TemporaryDirectory() as tmp:
         service, paths = build(Path(tmp) / "vault", pairs)
         try:
@@ -144,7 +148,10 @@ def main(argv: list[str] | None = None) -> None:
         finally:
             service.close()
     by_lang = Counter((p["lang"], p["label"]) for p in pairs)
-    print(f"{len(pairs)} pairs: " + ", ".join(f"{k[0]} {k[1]} {v}" for k, v in by_lang.items()))
+    print(
+        f"{args.pairs.name}, {len(pairs)} pairs: "
+        + ", ".join(f"{k[0]} {k[1]} {v}" for k, v in by_lang.items())
+    )
     print()
     print(matrix(results, "all"))
     for lang in ("en", "zh"):

@@ -1,0 +1,434 @@
+"""The checkable facts a memory states, and how two memories differ in them. Pure.
+
+A correction usually keeps the sentence and changes one fact: a number, a date, a time, a
+weekday, a name, or a negation ("Dr. Okafor on Thursday at 3pm" / "...at 4pm", 四张 / 三张,
+刘浩 / 王浩, 过敏 / 不过敏). Embedding cosines cannot see such a change (0.99+), so the
+dedup verdict (:func:`memvault.policy.relation`) compares the facts extracted here.
+
+Facts are ``(kind, value)`` pairs with normalised values, so that paraphrases agree:
+"3pm", "15:00" and 下午三点 are all ``("time", "3:00")`` plus ``("daypart", "pm")``;
+"six", "6" and 六 are ``("number", "6")``; "March 16", 3月16日 and 三月十六号 are
+``("date", "3-16")``.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from functools import lru_cache
+from itertools import pairwise
+
+from .text import STOPWORDS, porter_stem
+
+_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4}
+_CN_DIGITS |= {"五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_CN_UNITS = {"十": 10, "百": 100, "千": 1000}
+_CN_BIG = {"万": 10_000, "亿": 100_000_000}
+_CN_NUM = "零〇一二两三四五六七八九十百千万亿"
+_NUM_ZH = rf"(?:\d+|[{_CN_NUM}]+)"
+# Common words that contain a numeral but state no number ("together", "always", "very" ...).
+_CN_NOT_NUMBERS = re.compile(
+    "一起|一直|一下|一定|一样|一般|一些|一切|一致|一边|一旦|一向|一再|一律|一同|一贯|一会|"
+    "一点点|有一点|统一|唯一|万一|十分|一方面|不一"
+)
+
+_EN_UNITS = "zero one two three four five six seven eight nine ten eleven twelve thirteen"
+_EN_UNITS += " fourteen fifteen sixteen seventeen eighteen nineteen"
+_EN_TENS = "twenty thirty forty fifty sixty seventy eighty ninety"
+_EN_ORDINALS = "first second third fourth fifth sixth seventh eighth ninth tenth"
+_EN_NUMBERS: dict[str, float] = {w: i for i, w in enumerate(_EN_UNITS.split())}
+_EN_NUMBERS |= {w: 20 + 10 * i for i, w in enumerate(_EN_TENS.split())}
+_EN_NUMBERS |= {w: i + 1 for i, w in enumerate(_EN_ORDINALS.split())}
+_EN_NUMBERS |= {"hundred": 100, "thousand": 1000, "dozen": 12, "twice": 2, "half": 0.5}
+_MONTH_NAMES = "january february march april may june july august september october november"
+_MONTH_NAMES += " december"
+_MONTHS = {m: i + 1 for i, m in enumerate(_MONTH_NAMES.split())}
+_MONTH_ABBR = {m[:3]: i for m, i in _MONTHS.items()} | {"sept": 9}
+_MONTH = r"(?P<month>(?:January|February|March|April|May|June|July|August|September|October|"
+_MONTH += r"November|December)|(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.?)"
+_WEEKDAYS = {"mon": 1, "tues": 2, "wednes": 3, "thurs": 4, "fri": 5, "satur": 6, "sun": 7}
+_ZH_WEEKDAYS = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "日": 7, "天": 7}
+_ZH_PM = ("下午", "傍晚", "晚上", "夜里", "今晚")
+_ZH_AM = ("上午", "早上", "早晨", "凌晨")
+
+# Patterns, most specific first: each match is masked before the next pattern runs, so the
+# 16 of "March 16" is a date and not also a number.
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("iso", re.compile(r"(?<!\d)(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})(?!\d)")),
+    ("slash", re.compile(r"(?<![\d.])(?P<a>\d{1,2})/(?P<b>\d{1,2})(?:/(?P<y>\d{2,4}))?(?!\d)")),
+    (
+        "zh_date",
+        re.compile(
+            rf"(?:(?P<y>\d{{4}}|[{_CN_NUM}]{{4}})\s*年\s*)?(?P<m>\d{{1,2}}|[一二三四五六七八九十]{{1,3}})"
+            rf"\s*月(?:\s*(?P<d>\d{{1,2}}|[一二三四五六七八九十]{{1,3}})\s*[日号號])?"
+        ),
+    ),
+    (
+        "en_date",
+        re.compile(
+            rf"\b{_MONTH}\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(?P<y>\d{{4}})\b)?"
+            rf"|\b(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month2>[A-Z][a-z]+\.?)"
+            rf"(?:,?\s+(?P<y2>\d{{4}})\b)?"
+        ),
+    ),
+    ("en_month", re.compile(rf"\b{_MONTH}(?![a-z])")),
+    (
+        "en_time",
+        re.compile(
+            r"(?<![\d:.])(?P<h>\d{1,2})(?:[:.](?P<mi>\d{2}))?\s*(?P<p>[ap])\.?m\b\.?"
+            r"|(?<![\d:.])(?P<h24>[01]?\d|2[0-3]):(?P<mi24>[0-5]\d)(?![\d:])"
+            r"|\b(?P<word>noon|midnight)\b",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "zh_time",
+        re.compile(
+            rf"(?P<part>上午|早上|早晨|凌晨|中午|下午|傍晚|晚上|夜里|今晚)?\s*(?P<h>{_NUM_ZH})\s*[点點时]"
+            rf"(?:(?P<half>半)|(?P<mi>{_NUM_ZH})分?)?"
+        ),
+    ),
+    (
+        "weekday",
+        re.compile(
+            r"\b(?P<en>mon|tues|wednes|thurs|fri|satur|sun)days?\b"
+            r"|(?:周|星期|礼拜)(?P<zh>[一二三四五六日天])",
+            re.IGNORECASE,
+        ),
+    ),
+    ("not_number", _CN_NOT_NUMBERS),
+    (
+        "number",
+        re.compile(
+            rf"(?<![\d.,])(?P<digits>\d+(?:[.,]\d+)*)(?P<big>[万亿])?"
+            rf"|(?P<zh>[{_CN_NUM}]+)"
+            r"|\b(?P<en>(?:" + "|".join(sorted(_EN_NUMBERS, key=len, reverse=True)) + r")"
+            r"(?:-(?:one|two|three|four|five|six|seven|eight|nine))?)\b",
+            re.IGNORECASE,
+        ),
+    ),
+)
+
+_NEGATION = re.compile(
+    r"\b(not|no|never|none|nor|neither|without|cannot|can't|don't|doesn't|didn't|isn't|aren't"
+    r"|wasn't|weren't|won't|stopped|no longer|dislikes?|hates?)\b|不|没|别|未|讨厌",
+    re.IGNORECASE,
+)
+_FACT, _KEEP = "\ue000", "\ue001"  # private-use marks: a fact's span; a span to keep as text
+_CJK_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff"
+_CJK = re.compile(rf"[{_CJK_CHARS}]")
+_TOKEN = re.compile(rf"[{_CJK_CHARS}{_FACT}]|[^\W_{_CJK_CHARS}]+(?:['’][^\W_{_CJK_CHARS}]+)?")
+_NAME = re.compile(r"(?<![\w'’])[A-Z][\w'’-]*")
+_WEEKDAY_WORD = re.compile(r"(mon|tues|wednes|thurs|fri|satur|sun)days?")
+_SENTENCE_END = ".!?:;。！？；：\n"
+_FILLER = frozenset(("a", "an", "the"))
+_CJK_FILLER = frozenset("的了着地得吗呢吧啊")
+_STOP = STOPWORDS | {"user"}  # "user" is in most memories: no signal
+_TITLES = ("Dr.", "Mr.", "Mrs.", "Ms.", "Prof.", "St.")  # a period that ends no sentence
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What a text states that a correction would change."""
+
+    values: frozenset[tuple[str, str]]  # (kind, normalised value)
+    names: frozenset[str]  # capitalised words not at a sentence start, lowercased
+    negated: bool
+    rest: str  # the text with each fact replaced by one placeholder
+
+
+@dataclass(frozen=True)
+class Difference:
+    """How a new text differs from an old one, each item said in words.
+
+    ``conflicts``: a kind of fact where each text states a value the other does not
+    (3pm / 4pm), a negation in one text only, or words swapped in the same sentence frame:
+    a possible contradiction. ``extras``: a fact only one text states (a time added to an
+    appointment) or words the new text adds: new information, so not a duplicate.
+    """
+
+    conflicts: tuple[str, ...]
+    extras: tuple[str, ...]
+
+
+def _clean(text: str) -> str:
+    return unicodedata.normalize("NFKC", text)
+
+
+def zh_number(run: str) -> int | None:
+    """The value of a Chinese numeral (四百五十 -> 450, 两 -> 2, 二〇二七 -> 2027), or None."""
+    if not run or any(c not in _CN_NUM for c in run):
+        return None
+    if not any(c in _CN_UNITS or c in _CN_BIG for c in run):
+        return int("".join(str(_CN_DIGITS[c]) for c in run))
+    total = section = digit = 0
+    for char in run:
+        if char in _CN_DIGITS:
+            digit = _CN_DIGITS[char]
+        elif char in _CN_UNITS:
+            section += (digit or 1) * _CN_UNITS[char]
+            digit = 0
+        else:
+            total += (section + digit) * _CN_BIG[char]
+            section = digit = 0
+    return total + section + digit
+
+
+def _num(text: str | None) -> int | None:
+    if text is None:
+        return None
+    text = text.strip()
+    return int(text) if text.isdigit() else zh_number(text)
+
+
+def _date(month: int | None, day: int | None, year: int | None) -> list[tuple[str, str]]:
+    out = []
+    if month is not None and day is not None:
+        out.append(("date", f"{month}-{day}"))
+    elif month is not None:
+        out.append(("month", str(month)))
+    if year is not None:
+        out.append(("year", str(year % 100 + 2000 if year < 100 else year)))
+    return out
+
+
+def _month(name: str | None) -> int | None:
+    if not name:
+        return None
+    key = name.lower().rstrip(".")
+    return _MONTHS.get(key) or _MONTH_ABBR.get(key)
+
+
+def _time(hour: int | None, minute: int | None, pm: bool | None) -> list[tuple[str, str]]:
+    if hour is None or hour > 24:
+        return []
+    if pm is None and 12 < hour < 24:  # 15:00 is 3pm
+        pm = True
+    out = [("time", f"{hour % 12}:{minute or 0:02d}")]
+    if pm is not None:
+        out.append(("daypart", "pm" if pm else "am"))
+    return out
+
+
+def _facts_of(kind: str, m: re.Match[str]) -> list[tuple[str, str]]:
+    g = m.groupdict()
+    if kind == "iso":
+        return _date(int(g["m"]), int(g["d"]), int(g["y"]))
+    if kind == "slash":
+        return [("date", f"{g['a']}/{g['b']}"), *_date(None, None, _num(g["y"]))]
+    if kind == "zh_date":
+        return _date(_num(g["m"]), _num(g["d"]), _num(g["y"]))
+    if kind == "en_date":
+        if g["month"]:
+            return _date(_month(g["month"]), _num(g["d"]), _num(g["y"]))
+        month = _month(g["month2"])
+        if month is None:  # "3 Apples": not a date after all; keep the number
+            return [("number", str(int(g["d2"])))]
+        return _date(month, _num(g["d2"]), _num(g["y2"]))
+    if kind == "en_month":
+        return _date(_month(g["month"]), None, None)
+    if kind == "en_time":
+        if g["word"]:
+            return [("time", "0:00"), ("daypart", "pm" if g["word"].lower() == "noon" else "am")]
+        if g["h"]:
+            return _time(int(g["h"]), _num(g["mi"]), g["p"].lower() == "p")
+        return _time(int(g["h24"]), int(g["mi24"]), None)
+    if kind == "zh_time":
+        hour = _num(g["h"])
+        part = g["part"]
+        if hour == 1 and not part and not g["half"] and not g["mi"]:
+            return [("number", "1")]  # 一点 is mostly "a little"
+        pm = True if part in _ZH_PM or (part == "中午" and (hour or 0) < 6) else None
+        pm = False if part in _ZH_AM else pm
+        return _time(hour, 30 if g["half"] else _num(g["mi"]), pm)
+    if kind == "weekday":
+        day = _WEEKDAYS[g["en"].lower()] if g["en"] else _ZH_WEEKDAYS[g["zh"]]
+        return [("weekday", str(day))]
+    if kind == "number":
+        return _number(g)
+    return []
+
+
+def _number(g: dict[str, str | None]) -> list[tuple[str, str]]:
+    if g["digits"]:
+        digits = g["digits"]
+        if re.fullmatch(r"\d{1,3}(?:,\d{3})+", digits):
+            digits = digits.replace(",", "")
+        value: str | int | float = digits
+        if re.fullmatch(r"\d+(?:\.\d+)?", digits):
+            number = float(digits) * (_CN_BIG[g["big"]] if g["big"] else 1)
+            value = int(number) if number.is_integer() else number
+        kind = "year" if re.fullmatch(r"(?:19|20)\d\d", digits) and not g["big"] else "number"
+        return [(kind, str(value))]
+    if g["zh"]:
+        zh = zh_number(g["zh"])
+        return [("number", str(zh))] if zh is not None else []
+    if g["en"]:
+        total = 0.0
+        for part in g["en"].lower().split("-"):
+            total += _EN_NUMBERS[part]
+        return [("number", str(int(total) if total.is_integer() else total))]
+    return []
+
+
+@lru_cache(maxsize=4096)
+def extract(text: str) -> Facts:
+    """The numbers, dates, times, weekdays, names and negation ``text`` states."""
+    text = _clean(text)
+    masked = text
+    values: list[tuple[str, str]] = []
+    for kind, pattern in _PATTERNS:
+        spans = []
+        for m in pattern.finditer(masked):
+            values.extend(_facts_of(kind, m))
+            spans.append(m.span())
+        mark = _KEEP if kind == "not_number" else _FACT
+        for start, end in reversed(spans):
+            masked = masked[:start] + mark * (end - start) + masked[end:]
+    rest = "".join(c if mark == _KEEP else mark for c, mark in zip(text, masked, strict=True))
+    rest = re.sub(f"{_FACT}+", f" {_FACT} ", rest)
+    return Facts(frozenset(values), _names(text), bool(_NEGATION.search(text)), rest)
+
+
+def _names(text: str) -> frozenset[str]:
+    """Capitalised words after a sentence's first word, calendar words and stop words aside."""
+    out = set()
+    for m in _NAME.finditer(text):
+        before = text[: m.start()].rstrip()
+        if not before or (before[-1] in _SENTENCE_END and not before.endswith(_TITLES)):
+            continue
+        word = m.group(0).rstrip("'’-").lower().removesuffix("'s").removesuffix("’s")
+        if word in _STOP or word in _FILLER or _month(word) or _WEEKDAY_WORD.fullmatch(word):
+            continue
+        out.add(word)
+    return frozenset(out)
+
+
+def compare(new: str, old: str) -> Difference:
+    """How ``new`` differs from ``old``: the facts they disagree on, and what only one states.
+
+    Besides the extracted facts, words swapped in the same sentence frame (刘浩 / 王浩,
+    metric / imperial) are a conflict, and content words ``new`` inserts into ``old``
+    ("...black" / "...black with oat milk") are an extra.
+    """
+    fa, fb = extract(new), extract(old)
+    conflicts: list[str] = []
+    extras: list[str] = []
+    for kind in sorted({k for k, _ in fa.values | fb.values}):
+        only_a = sorted(v for k, v in fa.values - fb.values if k == kind)
+        only_b = sorted(v for k, v in fb.values - fa.values if k == kind)
+        if only_a and only_b:
+            conflicts.append(f"{kind} {'/'.join(only_a)} vs {'/'.join(only_b)}")
+        elif [v for v in only_a + only_b if not (kind == "number" and v == "1")]:
+            # "a"/"one"/一只 is mostly an article: stating it in one text only adds nothing.
+            extras.append(f"{kind} {'/'.join(only_a + only_b)}")
+    names_a, names_b = _unmatched_names(new, old), _unmatched_names(old, new)
+    if names_a and names_b:
+        conflicts.append(f"name {'/'.join(sorted(names_a))} vs {'/'.join(sorted(names_b))}")
+    elif names_a or names_b:
+        extras.append(f"name {'/'.join(sorted(names_a | names_b))}")
+    if fa.negated != fb.negated:
+        conflicts.append("negation in one text only")
+    conflicts.extend(f"swapped {was!r} for {now!r}" for was, now in swaps(new, old))
+    added = additions(new, old)
+    if added:
+        extras.append(f"adds {' '.join(added)!r}")
+    return Difference(tuple(conflicts), tuple(extras))
+
+
+def _unmatched_names(a: str, b: str) -> set[str]:
+    """Names in ``a`` that ``b`` does not mention at all (in any case, anywhere)."""
+    words_b = {_key(w) for w in _words(_clean(b))}
+    return {n for n in extract(a).names if _key(n) not in words_b}
+
+
+def _words(text: str) -> list[str]:
+    return [m.group(0).lower().replace("’", "'") for m in _TOKEN.finditer(text)]
+
+
+@lru_cache(maxsize=50_000)
+def _key(word: str) -> str:
+    """A light stem: porter2, cut to 6 letters, so allergic/allergy and editor/editors meet."""
+    word = word.removesuffix("'s")
+    if not word.isascii() or not word.isalpha():
+        return word
+    return porter_stem(word)[:6]
+
+
+def _sequence(text: str) -> list[str]:
+    """Word keys and single CJK characters, each fact one placeholder, articles dropped."""
+    return [
+        _key(w) for w in _words(extract(text).rest) if w not in _FILLER and w not in _CJK_FILLER
+    ]
+
+
+MAX_SWAPS = 3  # slots changed in one sentence frame; more is a rewrite, not a correction
+MAX_SPAN = 3  # tokens per swapped slot
+
+
+def _changes(
+    new: str, old: str
+) -> tuple[list[str], list[str], list[tuple[str, int, int, int, int]]]:
+    so, sn = _sequence(old), _sequence(new)
+    ops = SequenceMatcher(None, so, sn, autojunk=False).get_opcodes()
+    return so, sn, [op for op in ops if op[0] != "equal"]
+
+
+def swaps(new: str, old: str) -> list[tuple[str, str]]:
+    """Words swapped in one sentence frame, as (old, new) spans; [] when rephrased.
+
+    刘浩 / 王浩, Taro / uni-app, "aisle seats on short flights" / "window seats on long
+    flights": every change replaces a few tokens in place (none added, dropped or moved),
+    and most tokens are unchanged. Such an edit changes what is said; a paraphrase moves
+    or adds words as well.
+    """
+    so, sn, changed = _changes(new, old)
+    if not changed or len(changed) > MAX_SWAPS or any(op[0] != "replace" for op in changed):
+        return []
+    if any(i2 - i1 > MAX_SPAN or j2 - j1 > MAX_SPAN for _, i1, i2, j1, j2 in changed):
+        return []
+    same = len(so) - sum(i2 - i1 for _, i1, i2, _, _ in changed)
+    if same < 2 or same < 0.6 * max(len(so), len(sn)):
+        return []
+    return [(" ".join(so[i1:i2]), " ".join(sn[j1:j2])) for _, i1, i2, j1, j2 in changed]
+
+
+def additions(new: str, old: str) -> list[str]:
+    """Content words ``new`` inserts into ``old`` left otherwise unchanged, else [].
+
+    "The user drinks coffee black" / "...black with oat milk" adds "oat milk": new
+    information, not a duplicate. A single CJK character (对, 在) is not content.
+    """
+    _, sn, changed = _changes(new, old)
+    if not changed or any(op[0] != "insert" for op in changed):
+        return []
+    inserted = [w for _, _, _, j1, j2 in changed for w in sn[j1:j2]]
+    latin = [w for w in inserted if not _CJK.fullmatch(w) and w not in _STOP]
+    cjk = [w for w in inserted if _CJK.fullmatch(w)]
+    return latin + cjk if latin or len(cjk) >= 2 else []
+
+
+def _features(text: str) -> set[str]:
+    """Facts, content-word keys, CJK characters and bigrams: the material of :func:`overlap`."""
+    found = extract(text)
+    out = {f"{kind}={value}" for kind, value in found.values}
+    rest = found.rest.lower()
+    for run in re.split(rf"[^{_CJK_CHARS}]+", rest):
+        chars = [c for c in run if c not in _CJK_FILLER]
+        out.update(chars)  # characters and bigrams: reordered clauses keep most of both
+        out.update(a + b for a, b in pairwise(chars))
+    latin = _CJK.sub(" ", rest)
+    out.update(_key(w) for w in _words(latin) if w not in _STOP and w != _FACT)
+    return out
+
+
+def overlap(a: str, b: str) -> float:
+    """Dice overlap of facts, content words (light-stemmed), CJK characters and bigrams, 0..1.
+
+    Word order does not matter ("Priya Raman is the user's manager" / "The user's manager
+    is Priya Raman": 1.0); synonyms do (prefers / likes).
+    """
+    fa, fb = _features(a), _features(b)
+    return 2 * len(fa & fb) / (len(fa) + len(fb)) if fa or fb else 1.0

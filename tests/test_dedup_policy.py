@@ -1,0 +1,229 @@
+"""Duplicate or correction: the verdict on two memories, and what remember does with it.
+
+Cosines in the pure tests are the ones multilingual-e5-small gives such pairs (0.93-0.999,
+see benchmarks/dedup/); the verdict must hold whatever the cosine in that range.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memvault import facts, policy
+from memvault.service import MemoryService
+
+from .helpers import commit_count, git
+
+CORRECTIONS = [
+    (
+        "time",
+        "Dr. Okafor appointment on Thursday at 3pm.",
+        "Dr. Okafor appointment on Thursday at 4pm.",
+    ),
+    ("date", "Mei Lin's birthday is March 16.", "Mei Lin's birthday is March 15."),
+    (
+        "iso date",
+        "The rabies booster is due on 2027-01-10.",
+        "The rabies booster is due on 2027-01-17.",
+    ),
+    (
+        "weekday",
+        "Soccer practice is on Tuesdays at 5:30pm.",
+        "Soccer practice is on Mondays at 5:30pm.",
+    ),
+    ("number", "The mortgage is $2,340 a month.", "The mortgage is $2,430 a month."),
+    ("quantity", "The aquarium has six neon tetras.", "The aquarium has nine neon tetras."),
+    ("name", "The user's manager is Priya Raman.", "The user's manager is Priya Menon."),
+    ("negation", "The user is allergic to penicillin.", "The user is not allergic to penicillin."),
+    ("zh time", "体检预约在1月8日上午八点。", "体检预约在1月8日上午九点。"),
+    ("zh date", "物业费下次是1月15日交。", "物业费下次是2月15日交。"),
+    ("zh quantity", "春节回成都要买四张二等座高铁票。", "春节回成都要买三张二等座高铁票。"),
+    ("zh number", "左眼四百五十度，右眼五百度。", "左眼三百五十度，右眼五百度。"),
+    ("zh people", "合并请求至少需要两个人审批。", "合并请求至少需要一个人审批。"),
+    ("zh name", "数据平台组的负责人是刘浩。", "数据平台组的负责人是王浩。"),
+    ("zh weekday", "用户每周三自己带便当。", "用户每周四自己带便当。"),
+    ("zh negation", "用户对青霉素过敏。", "用户对青霉素不过敏。"),
+    ("swapped word", "青鸟项目的前端用 Taro，后端用 Go。", "青鸟项目的前端用 uni-app，后端用 Go。"),
+]
+
+PARAPHRASES = [
+    ("The user is allergic to penicillin.", "The user has a penicillin allergy."),
+    ("The user's manager is Priya Raman.", "Priya Raman is the user's manager."),
+    (
+        "The user drinks coffee black with no sugar.",
+        "The user takes their coffee black, without sugar.",
+    ),
+    ("On-call handover happens on Monday at 10am.", "The on-call handover is at 10am on Mondays."),
+    ("Team sync at 3pm.", "Team sync at 15:00."),
+    ("用户喝茶只喝乌龙或白茶。", "用户只喝乌龙茶和白茶。"),
+    ("家里的猫叫年糕，是一只三岁的橘猫。", "年糕是家里三岁的橘猫。"),
+    ("测试环境数据库端口是5433。", "测试环境的数据库用的是5433端口。"),
+    ("下午三点开组会。", "组会在15:00开。"),
+]
+
+
+@pytest.mark.parametrize(("kind", "old", "new"), CORRECTIONS, ids=[c[0] for c in CORRECTIONS])
+@pytest.mark.parametrize("cosine", [0.93, 0.99, 0.9999])
+def test_a_correction_is_a_possible_contradiction_never_a_duplicate(
+    kind: str, old: str, new: str, cosine: float
+) -> None:
+    assert policy.relation(new, old, cosine, same_type=True) == "possible_contradiction"
+
+
+@pytest.mark.parametrize(("old", "new"), PARAPHRASES)
+def test_a_paraphrase_with_the_same_facts_is_a_duplicate(old: str, new: str) -> None:
+    assert policy.relation(new, old, 0.97, same_type=True) == "duplicate"
+
+
+def test_a_low_cosine_paraphrase_is_not_called_a_duplicate() -> None:
+    old, new = PARAPHRASES[0]
+    assert policy.relation(new, old, 0.90, same_type=True) is None
+
+
+def test_a_negation_word_in_an_unrelated_text_on_the_same_topic_is_only_related() -> None:
+    verdict = policy.relation("用户吃火锅只点鸳鸯锅。", "用户不吃香菜。", 0.942, same_type=True)
+    assert verdict == "related"
+
+
+def test_a_fact_stated_in_one_text_only_is_new_information_not_a_duplicate() -> None:
+    old, new = "Dr. Okafor appointment on Thursday.", "Dr. Okafor appointment on Thursday at 3pm."
+    assert policy.relation(new, old, 0.99, same_type=True) == "related"
+    assert facts.compare(new, old).extras
+
+
+def test_words_swapped_in_the_same_sentence_frame_are_a_possible_contradiction() -> None:
+    old = "The user prefers aisle seats on short flights."
+    new = "The user prefers window seats on long flights."
+    assert policy.relation(new, old, 0.99, same_type=True) == "possible_contradiction"
+
+
+def test_words_added_to_an_otherwise_unchanged_memory_are_not_a_duplicate() -> None:
+    old, new = "The user drinks coffee black.", "The user drinks coffee black with oat milk."
+    assert policy.relation(new, old, 0.99, same_type=True) == "related"
+    assert policy.relation(old, new, 0.99, same_type=True) == "duplicate"
+
+
+def test_the_same_fact_in_other_notations_extracts_to_the_same_values() -> None:
+    assert facts.extract("at 3pm").values == facts.extract("at 15:00").values
+    assert facts.extract("at 3pm").values == facts.extract("下午三点").values
+    assert facts.extract("三月十六日").values == facts.extract("March 16").values
+    assert facts.extract("1月5日").values == facts.extract("一月五号").values
+    assert facts.extract("two kids").values == facts.extract("2 kids").values
+    assert facts.extract("on Thursdays").values == facts.extract("周四").values
+
+
+@pytest.mark.parametrize(
+    ("numeral", "value"),
+    [
+        ("四", 4),
+        ("两", 2),
+        ("十", 10),
+        ("十五", 15),
+        ("三十", 30),
+        ("一百二十九", 129),
+        ("四百五十", 450),
+        ("三千六百", 3600),
+        ("二〇二七", 2027),
+        ("一万零五", 10005),
+    ],
+)
+def test_chinese_numerals_have_their_value(numeral: str, value: int) -> None:
+    assert facts.zh_number(numeral) == value
+
+
+def test_words_that_merely_contain_a_numeral_state_no_number() -> None:
+    assert facts.extract("我们一起去，一直走").values == frozenset()
+
+
+EN_TEMPLATES = [
+    "The backup keeps {n} snapshots on the NAS in the office.",
+    "Leo's school bus is number {n} and leaves from Elm Street.",
+    "The staging cluster runs {n} worker nodes in us-east-1.",
+]
+ZH_TEMPLATES = ["测试环境数据库端口是{n}。", "每月房租{n}元，月初付。", "书房的书架上有{n}本书。"]
+_ZH_DIGITS = "零一二三四五六七八九"
+
+
+def _zh(n: int) -> str:
+    """1..99 in Chinese numerals."""
+    tens, ones = divmod(n, 10)
+    head = "" if tens == 0 else ("十" if tens == 1 else _ZH_DIGITS[tens] + "十")
+    return head + (_ZH_DIGITS[ones] if ones or not head else "")
+
+
+@given(
+    st.sampled_from(EN_TEMPLATES + ZH_TEMPLATES),
+    st.integers(0, 99_999),
+    st.integers(0, 99_999),
+    st.floats(0.9, 1.0),
+)
+def test_changing_one_number_in_a_sentence_never_yields_duplicate(
+    template: str, a: int, b: int, cosine: float
+) -> None:
+    if a == b:
+        b = a + 1
+    old, new = template.format(n=a), template.format(n=b)
+    assert policy.relation(new, old, cosine, same_type=True) != "duplicate"
+
+
+@given(st.sampled_from(ZH_TEMPLATES), st.integers(1, 99), st.integers(1, 99), st.floats(0.9, 1))
+def test_changing_one_chinese_numeral_never_yields_duplicate(
+    template: str, a: int, b: int, cosine: float
+) -> None:
+    if a == b:
+        b = a % 99 + 1
+    old, new = template.format(n=_zh(a)), template.format(n=_zh(b))
+    assert policy.relation(new, old, cosine, same_type=True) != "duplicate"
+
+
+# -- remember on a real vault (real git, real embeddings) ------------------------------
+
+
+def test_a_changed_appointment_time_is_stored_and_the_old_one_reported_as_contradiction(
+    service: MemoryService,
+) -> None:
+    first = service.remember("Dr. Okafor appointment on Thursday at 3pm.", type="task")
+    assert first.action == "created" and first.memory is not None
+    before = commit_count(service.vault.root)
+    second = service.remember("Dr. Okafor appointment on Thursday at 4pm.", type="task")
+    assert second.action == "created" and second.memory is not None
+    assert commit_count(service.vault.root) == before + 1
+    assert (service.vault.root / first.memory.path).exists()
+    assert (service.vault.root / second.memory.path).exists()
+    reported = {s.id: s.relation for s in second.similar}
+    assert reported.get(first.memory.id) == "possible_contradiction"
+
+
+def test_an_explicit_supersedes_is_stored_even_when_it_duplicates_another_memory(
+    service: MemoryService,
+) -> None:
+    other = service.remember("The user prefers window seats on long flights.", type="preference")
+    old = service.remember("The user prefers aisle seats on short flights.", type="preference")
+    assert other.memory is not None and old.memory is not None
+    before = commit_count(service.vault.root)
+    result = service.remember(
+        "The user prefers window seats on long flights.",
+        type="preference",
+        supersedes=[old.memory.id],
+    )
+    assert result.action == "created" and result.memory is not None
+    assert {s.id: s.relation for s in result.similar}.get(other.memory.id) == "duplicate"
+    assert commit_count(service.vault.root) == before + 1
+    touched = git(service.vault.root, "show", "--name-only", "--format=", "HEAD").split()
+    assert sorted(touched) == sorted([result.memory.path, old.memory.path])
+    superseded = service.get(old.memory.id)
+    assert superseded.meta["status"] == "superseded"
+    assert superseded.meta["superseded_by"] == result.memory.id
+
+
+def test_a_duplicate_without_supersedes_is_still_refused_with_no_file_and_no_commit(
+    service: MemoryService,
+) -> None:
+    service.remember("The user prefers window seats on long flights.", type="preference")
+    before = commit_count(service.vault.root)
+    files = sorted(p for p in service.vault.root.rglob("*.md") if ".git" not in p.parts)
+    again = service.remember("The user prefers window seats on long flights.", type="preference")
+    assert again.action == "duplicate" and again.memory is None
+    assert commit_count(service.vault.root) == before
+    assert sorted(p for p in service.vault.root.rglob("*.md") if ".git" not in p.parts) == files
