@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -316,8 +317,10 @@ class Markers:
 
 
 def memory_text(rng: random.Random, *markers: str) -> str:
-    """A plausible sentence plus the markers (never a near-duplicate of another write)."""
-    return f"{sentence(rng, chinese=False)} Reference {' '.join(markers)}."
+    """A plausible sentence plus the markers and three random words, so that two writes
+    are never near-duplicates (memvault would rightly refuse the second one)."""
+    words = " ".join("".join(rng.choices("bcdfghjklmnprstvz", k=7)) for _ in range(3))
+    return f"{sentence(rng, chinese=False)} Reference {' '.join(markers)} ({words})."
 
 
 def random_type(rng: random.Random) -> str:
@@ -435,3 +438,19 @@ def ensure_vault(path: Path) -> None:
     code, _, err, _ = run_cli(path, "init", str(path))
     if code != 0:
         raise SystemExit(f"memvault init {path} failed: {last_line(err)}")
+
+
+def log_errors(paths: list[Path]) -> Counter[str]:
+    """Tracebacks (by their last line) and ERROR/CRITICAL records in servers' stderr logs."""
+    found: Counter[str] = Counter()
+    for path in paths:
+        in_traceback = False
+        for line in path.read_text(errors="replace").splitlines():
+            if line.startswith("Traceback"):
+                in_traceback = True
+            elif in_traceback and line and not line[0].isspace():
+                found[f"{path.name}: {line[:200]}"] += 1
+                in_traceback = False
+            elif line.startswith(("ERROR", "CRITICAL")):
+                found[f"{path.name}: {line[:200]}"] += 1
+    return found

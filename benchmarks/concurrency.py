@@ -44,6 +44,7 @@ from benchmarks.campaign import (
     head_files,
     index_search,
     last_line,
+    log_errors,
     memory_text,
     parse_json,
     porcelain,
@@ -147,15 +148,6 @@ def wait_quiet(root: Path, timeout: float = 180) -> bool:
             return True
         time.sleep(0.5)
     return False
-
-
-def server_errors(logs: Path) -> list[str]:
-    found = []
-    for path in sorted(logs.glob("*.log")):
-        for line in path.read_text(errors="replace").splitlines():
-            if re.search(r"Traceback|ERROR|CRITICAL|Exception", line):
-                found.append(f"{path.name}: {line.strip()[:300]}")
-    return found
 
 
 def commits_by_op(root: Path, count: int) -> Counter[str]:
@@ -282,9 +274,13 @@ def coordinate(args: argparse.Namespace) -> int:
         check.bad("watching server died", f"exit {watching.proc.returncode}")
     if code not in (0, None):
         check.bad("watching server exit status", str(code))
-    errors = server_errors(logs)
+    errors = log_errors(sorted(logs.glob("*.log")))
     if errors:
-        check.bad("errors logged by servers", errors[0], len(errors))
+        check.bad("errors logged by servers", next(iter(errors)), sum(errors.values()))
+    warnings = sum(p.read_text(errors="replace").count("Warning:") for p in logs.glob("*.log"))
+    print(f"servers' stderr: {sum(errors.values())} error(s), {warnings} warning line(s)")
+    for line, count in errors.most_common():
+        print(f"  {count} x {line}")
     slowest = max((e.get("s", 0.0) for e in entries), default=0.0)
     print(
         f"wall time: {time.monotonic() - start:.0f} s (writers {writing:.0f} s); "

@@ -52,6 +52,7 @@ from benchmarks.campaign import (
     kill_group,
     last_line,
     lock_files,
+    log_errors,
     memory_status,
     memory_text,
     memvault_cmd,
@@ -495,6 +496,10 @@ def main() -> None:
     )
     for n in range(1, args.trials + 1):
         print(c.trial(n).line(), flush=True)
+    errors = log_errors(sorted(logs.glob("*.log")))
+    for line, count in errors.most_common():
+        c.fail("error-logged-by-server", line)
+        c.failures["error-logged-by-server"] += count - 1
     report(c, args.trials, time.monotonic() - start)
     failed = bool(c.failures)
     if failed or args.keep or args.vault:
