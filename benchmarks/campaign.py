@@ -32,6 +32,7 @@ from memvault.service import Filters
 PROTOCOL = "2025-11-25"
 _ID = re.compile(r"^id:\s*['\"]?([^'\"\s]+)", re.M)
 _STATUS = re.compile(r"^status:\s*['\"]?([^'\"\s]+)", re.M)
+LIVE_GROUPS: set[int] = set()  # process groups started here, maybe still running
 
 
 # -- commands -------------------------------------------------------------------------
@@ -86,12 +87,8 @@ def lock_files(root: Path) -> list[str]:
 def run_cli(vault: Path, *args: str, timeout: float = 120) -> tuple[int | None, str, str, float]:
     """(exit code or None on timeout, stdout, stderr, seconds) of one `memvault` command."""
     start = time.monotonic()
-    proc = subprocess.Popen(
-        memvault_cmd(vault, *args),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+    proc = spawn(
+        memvault_cmd(vault, *args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -99,7 +96,29 @@ def run_cli(vault: Path, *args: str, timeout: float = 120) -> tuple[int | None, 
         kill_group(proc.pid)
         out, err = proc.communicate()
         return None, out, err, time.monotonic() - start
+    finally:
+        LIVE_GROUPS.discard(proc.pid)
     return proc.returncode, out, err, time.monotonic() - start
+
+
+def spawn(cmd: list[str], **kwargs: Any) -> subprocess.Popen[Any]:
+    """A child in its own session (so its whole group can be killed), remembered in
+    LIVE_GROUPS until it is known to be gone."""
+    proc = subprocess.Popen(cmd, start_new_session=True, **kwargs)
+    LIVE_GROUPS.add(proc.pid)
+    return proc
+
+
+def kill_live_groups() -> None:
+    """On an interrupted run: kill every writer and server this process started."""
+    for pgid in list(LIVE_GROUPS):
+        if group_members(pgid):
+            kill_group(pgid)
+    LIVE_GROUPS.clear()
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def parse_json(text: str) -> Any:
@@ -179,6 +198,7 @@ def wait_group_gone(pgid: int, timeout: float = 120) -> bool:
             kill_group(pgid)
             return False
         time.sleep(0.02)
+    LIVE_GROUPS.discard(pgid)
     return True
 
 
@@ -191,12 +211,11 @@ class McpPipe:
     """`memvault serve` in its own session, spoken to with JSON-RPC lines on its pipes."""
 
     def __init__(self, vault: Path, stderr: IO[bytes] | int = subprocess.DEVNULL) -> None:
-        self.proc = subprocess.Popen(
+        self.proc = spawn(
             memvault_cmd(vault, "serve"),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr,
-            start_new_session=True,
         )
         self.responses: dict[int, dict[str, Any]] = {}
         self.noise: list[str] = []  # stdout lines that were not JSON-RPC
@@ -284,6 +303,8 @@ class McpPipe:
         except subprocess.TimeoutExpired:
             kill_group(self.proc.pid)
             return self.proc.wait()
+        finally:
+            wait_group_gone(self.proc.pid)
 
 
 @dataclass(frozen=True)
