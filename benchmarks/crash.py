@@ -349,6 +349,9 @@ class Campaign:
         trial.next_write = "STUCK"
         for lock in locks:  # manual help, so that the next trials mean something
             (self.root / ".git" / lock).unlink(missing_ok=True)
+        self.after_failed_write(marker, trial)
+        marker = self.markers.new()  # a new text: the failed one may be on disk already
+        base = memory_text(self.rng, marker)
         code, out, err, took = run_cli(self.root, "--json", "add", base, "--tags", "probe")
         data = parse_json(out) if code == 0 else None
         if isinstance(data, dict) and data.get("action") == "created":
@@ -356,6 +359,12 @@ class Campaign:
             self.created(data["id"], base, marker)
         else:
             self.fail("stuck-after-manual-repair", last_line(err), trial)
+
+    def after_failed_write(self, marker: str, trial: Trial) -> None:
+        """A write answered with an error must leave no file behind."""
+        left = [path for path, text in tree_files(self.root).items() if marker in text]
+        if left:
+            self.fail("failed-write-left-a-file", f"{left[0]} (marker {marker})", trial)
 
     def verify(self, trial: Trial) -> None:
         files, head = by_id(tree_files(self.root)), by_id(head_files(self.root))
