@@ -150,6 +150,18 @@ def wait_quiet(root: Path, timeout: float = 180) -> bool:
     return False
 
 
+def person_edit(root: Path, timeout: float = 120) -> str:
+    """Save a file by hand: the watching server's watcher must commit it ('' when it did)."""
+    rel = f"inbox/person-edit-{Markers().new()}.md"
+    (root / rel).write_text("---\ntype: note\n---\nA person typed this after the run.\n")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if git(root, "log", "--format=%s", "--", rel).stdout.strip():
+            return ""
+        time.sleep(0.5)
+    return f"{rel} not committed after {timeout:.0f} s (is the watcher thread alive?)"
+
+
 def commits_by_op(root: Path, count: int) -> Counter[str]:
     subjects = git(root, "log", "--format=%s", "-n", str(count)).stdout.splitlines()
     return Counter(s.split(":", 1)[0] for s in subjects)
@@ -265,9 +277,13 @@ def coordinate(args: argparse.Namespace) -> int:
         entries = run_writers(root, args, logs)
         writing = time.monotonic() - start
         quiet = wait_quiet(root)
+        check = report(root, args, entries, before)
+        edit = person_edit(root)
         alive = watching.proc.poll() is None
         code = watching.close()
-    check = report(root, args, entries, before)
+    print(f"a person's edit after the run, committed by the watching server: {edit or 'yes'}")
+    if edit:
+        check.bad("watcher missed a person's edit", edit)
     if not quiet:
         check.bad("vault never went quiet", "HEAD kept moving or the tree stayed dirty 180 s")
     if not alive:
