@@ -374,11 +374,11 @@ class MemoryService:
                     self.vault.move(memory.path, new_path)
                 paths = [memory.path, new_path]
             sha = self.history.commit(paths, f"forget: {memory.path} ({mode})", trailers)
-        self.index.remove([memory.id])
-        if new_path:
+        if new_path:  # replaced in place (same id): never absent from the index meanwhile
             fresh = self.vault.read(new_path)
             self.indexing.upsert([fresh])
         else:
+            self.index.remove([memory.id])
             fresh = memory
         self._notify(
             ChangeEvent(
