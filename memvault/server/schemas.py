@@ -83,7 +83,7 @@ class WriteOut(BaseModel):
     path: str
     action: str
     commit: str | None
-    revision: str | None
+    revision: str
     previous_revision: str | None = None
 
 
