@@ -87,7 +87,7 @@ def test_remember_recall_update_history_diff_revert_round_trip(
         assert made["action"] == "created" and made["uri"] == note_uri(made["path"])
         found = await call_tool(client, "recall", {"query": "how should reports look", "k": 3})
         assert found["results"][0]["id"] == made["id"] and found["results"][0]["why"]
-        got = await call_tool(client, "get_memory", {"id_or_path": made["id"]})
+        got = await call_tool(client, "get_memory", {"id": made["id"]})
         assert "Markdown tables" in got["body"] and got["meta"]["importance"] == 0.8
         updated = await call_tool(
             client,
@@ -107,7 +107,7 @@ def test_remember_recall_update_history_diff_revert_round_trip(
             client, "revert_memory", {"id": made["id"], "rev": made["commit"]}
         )
         assert reverted["action"] == "reverted"
-        again = await call_tool(client, "get_memory", {"id_or_path": made["id"]})
+        again = await call_tool(client, "get_memory", {"id": made["id"]})
         assert "Markdown tables" in again["body"]
 
     run(service, mode, body)
@@ -119,7 +119,7 @@ def test_errors_come_back_as_results_that_say_what_to_do(service: MemoryService,
         made = await call_tool(
             client, "remember", {"content": "The office closes at 6pm.", "type": "fact"}
         )
-        stale = (await call_tool(client, "get_memory", {"id_or_path": made["id"]}))["revision"]
+        stale = (await call_tool(client, "get_memory", {"id": made["id"]}))["revision"]
         await call_tool(
             client, "update_memory", {"id": made["id"], "content": "The office closes at 7pm."}
         )
@@ -133,12 +133,8 @@ def test_errors_come_back_as_results_that_say_what_to_do(service: MemoryService,
             },
         )
         assert "stale_revision" in text and "call get_memory and retry" in text
-        assert "not_found" in await tool_error(
-            client, "get_memory", {"id_or_path": "01NOPE00000000"}
-        )
-        assert "unsafe_path" in await tool_error(
-            client, "get_memory", {"id_or_path": "../../etc/passwd"}
-        )
+        assert "not_found" in await tool_error(client, "get_memory", {"id": "01NOPE00000000"})
+        assert "unsafe_path" in await tool_error(client, "get_memory", {"id": "../../etc/passwd"})
         rejected = await call_tool(client, "remember", {"content": "好的"})
         assert rejected["action"] == "rejected" and rejected["reason"]
         dup = await call_tool(
@@ -293,6 +289,59 @@ def test_legacy_subscribers_get_resource_updated_and_list_changed(service: Memor
 
     run(service, "legacy", body, message_handler=on_message)
     assert f"updated:{uri}" in seen and "updated:memory://index" in seen and "list_changed" in seen
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_aggregate_updates_are_decided_from_the_write_not_by_rendering_the_views(
+    service: MemoryService,
+) -> None:
+    """A note whose confidence changes leaves every view's text as it was; the write
+    still says memory://index and memory://recent may have changed (the notifier renders
+    nothing on the writer's thread), and never the views a note cannot feed."""
+    made = service.remember("The team lunch is on Fridays.", type="note")
+    assert made.memory is not None
+    memory_id = made.memory.id
+    seen: list[str] = []
+    arrived = asyncio.Event()
+
+    async def on_message(message: Any) -> None:
+        root = getattr(message, "root", message)
+        if getattr(root, "method", "") == "notifications/resources/updated":
+            seen.append(str(root.params.uri))
+            arrived.set()
+
+    async def until(done: Callable[[], bool]) -> None:
+        while not done():
+            arrived.clear()
+            await asyncio.wait_for(arrived.wait(), timeout=10)
+
+    async def body(client: Client) -> None:
+        for uri in (
+            "memory://index",
+            "memory://recent",
+            "memory://preferences",
+            "memory://profile",
+        ):
+            await client.session.subscribe_resource(uri)
+        before = (await client.read_resource("memory://index")).contents[0].text  # type: ignore[union-attr]
+
+        async def update(confidence: float, n: int) -> None:
+            args = {"id": memory_id, "confidence": confidence}
+            await call_tool(client, "update_memory", args)
+            await until(lambda: seen.count("memory://index") == seen.count("memory://recent") == n)
+
+        await update(0.3, 1)
+        await update(0.4, 2)  # no view's text changes, yet the views are announced again
+        after = (await client.read_resource("memory://index")).contents[0].text  # type: ignore[union-attr]
+        assert after == before
+        await call_tool(
+            client, "remember", {"content": "Prefers window seats.", "type": "preference"}
+        )
+        await until(lambda: "memory://preferences" in seen)
+
+    run(service, "legacy", body, message_handler=on_message)
+    assert seen.count("memory://index") == 3 and seen.count("memory://preferences") == 1
+    assert "memory://profile" not in seen
 
 
 def test_listen_subscribers_get_resource_updated(service: MemoryService) -> None:

@@ -39,7 +39,7 @@ async def round_trip(client: Client) -> str:
     )
     found = await call_tool(client, "recall", {"query": "which branch do we deploy from"})
     assert found["results"][0]["id"] == made["id"]
-    got = await call_tool(client, "get_memory", {"id_or_path": made["id"]})
+    got = await call_tool(client, "get_memory", {"id": made["id"]})
     await call_tool(
         client,
         "update_memory",
@@ -53,7 +53,7 @@ async def round_trip(client: Client) -> str:
     assert [c["op"] for c in history["commits"]] == ["update", "remember"]
     reverted = await call_tool(client, "revert_memory", {"id": made["id"], "rev": made["commit"]})
     assert reverted["action"] == "reverted"
-    again = await call_tool(client, "get_memory", {"id_or_path": made["id"]})
+    again = await call_tool(client, "get_memory", {"id": made["id"]})
     assert "main branch only" in again["body"]
     return str(made["id"])
 
@@ -74,7 +74,7 @@ def test_stdio_round_trip_works_and_pushes_updates(vault_path: Path) -> None:
     async def main() -> None:
         async with Client(params, mode="legacy", message_handler=on_message) as client:
             memory_id = await round_trip(client)
-            got = await call_tool(client, "get_memory", {"id_or_path": memory_id})
+            got = await call_tool(client, "get_memory", {"id": memory_id})
             watched[got["uri"]] = asyncio.Event()
             await client.session.subscribe_resource(got["uri"])
             await call_tool(client, "update_memory", {"id": memory_id, "importance": 0.9})
@@ -125,7 +125,7 @@ def test_every_byte_on_stdout_is_json_rpc(vault_path: Path) -> None:
             "jsonrpc": "2.0",
             "id": 4,
             "method": "tools/call",
-            "params": {"name": "get_memory", "arguments": {"id_or_path": "../../etc/passwd"}},
+            "params": {"name": "get_memory", "arguments": {"id": "../../etc/passwd"}},
         },
     ]
     out: list[str] = []

@@ -21,8 +21,9 @@ from mcp.client.subscriptions import ResourcesListChanged, ResourceUpdated
 from mcp.server.mcpserver.exceptions import ToolError
 
 from memvault.cli import cli
-from memvault.http import http_app
-from memvault.server import Notifier, _call, build_server, note_uri
+from memvault.server import Notifier, build_server, note_uri
+from memvault.server.http import http_app
+from memvault.server.tools import call
 from memvault.service import MemoryService
 
 from .helpers import call_tool, commit_count, git
@@ -260,7 +261,7 @@ def test_a_5000_character_id_or_300_character_folder_is_a_clear_error_result(
     server, _ = build_server(service)
     before, tree = commit_count(service.vault.root), files(service.vault.root)
     calls = [
-        ("get_memory", {"id_or_path": LONG_ID}),
+        ("get_memory", {"id": LONG_ID}),
         ("memory_history", {"id": LONG_ID}),
         ("remember", {"content": "Folders have limits too.", "folder": LONG_FOLDER}),
     ]
@@ -282,7 +283,7 @@ def test_a_5000_character_id_or_300_character_folder_is_a_clear_error_result(
 
 
 def test_an_os_error_in_a_tool_names_what_failed_and_what_to_do(service: MemoryService) -> None:
-    notifier = Notifier(service, build_server(service)[1].bus)
+    notifier = Notifier(build_server(service)[1].bus)
 
     def too_long() -> None:
         raise OSError(errno.ENAMETOOLONG, "File name too long", "/vault/" + LONG_ID)
@@ -292,7 +293,7 @@ def test_an_os_error_in_a_tool_names_what_failed_and_what_to_do(service: MemoryS
 
     async def message(fn: Any) -> str:
         with pytest.raises(ToolError) as caught:
-            await _call(None, notifier, fn)
+            await call(None, notifier, fn)
         return str(caught.value)
 
     text = asyncio.run(message(too_long))

@@ -1,0 +1,118 @@
+"""MCP server: a thin adapter from MCP tools, resources and prompts to MemoryService.
+
+``tools`` (the tools), ``schemas`` (what they return), ``surface`` (how they appear to a
+client), ``resources`` (views and prompts), ``notify`` (change notifications) and ``http``
+(the Streamable HTTP transport). Logs go to stderr only: over stdio, one stray byte on
+stdout breaks the protocol.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.subscriptions import InMemorySubscriptionBus
+
+from .. import __version__
+from ..errors import MemvaultError
+from ..service import MemoryService
+from ..text import warm_up
+from . import resources
+from .notify import Notifier, register_legacy_subscriptions
+from .resources import note_uri
+from .tools import build_tools
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = """memvault is the user's long-term memory: Markdown files they can read and edit,
+with every change committed to git. At the start of a task, read memory://index (or call
+`recall` with the topic) to learn the user's preferences and facts. When the user states a
+preference, a fact about themselves or their work, or a decision, call `remember` once per
+item. When something you remembered turns out wrong, call `update_memory` (or `remember` with
+`supersedes`). Never store secrets. Nothing is lost: every change can be reverted."""
+
+
+def build_server(service: MemoryService) -> tuple[MCPServer, Notifier]:
+    """The MCP server over ``service``; the notifier is already listening to it."""
+    bus = InMemorySubscriptionBus()
+    notifier = Notifier(bus)
+    mcp: MCPServer = MCPServer(
+        name="memvault",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        tools=list(build_tools(service, notifier)),
+        subscriptions=bus,
+        log_level="WARNING",
+    )
+    service.listeners.append(notifier.on_change)
+    register_legacy_subscriptions(mcp, notifier)
+    resources.register(mcp, service)
+    return mcp, notifier
+
+
+# -- running ------------------------------------------------------------------
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+JIEBA_WARM_UP_DELAY = 3.0  # seconds after start
+
+
+def serve(
+    vault: Path,
+    http: bool = False,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    token: str | None = None,
+    watch: bool = True,
+    announce: Callable[[str], None] | None = None,
+) -> None:
+    """Open the vault, start background indexing (and the watcher), serve MCP.
+
+    ``announce`` gets one line for a person once HTTP accepts connections. A blank or
+    whitespace-only token is no token.
+    """
+    token = (token or "").strip() or None
+    if http and host not in LOOPBACK and not token:
+        raise MemvaultError(
+            f"refusing to serve HTTP on {host} without a token: pass --token or set "
+            "MEMVAULT_TOKEN (loopback addresses need none)"
+        )
+    service = MemoryService.open(vault)
+    mcp, _ = build_server(service)
+
+    def background() -> None:
+        service.ensure_synced()
+        log.info("index ready: %s", service.index_status())
+
+    threading.Thread(target=background, name="memvault-sync", daemon=True).start()
+    # jieba's dictionary load holds the GIL for ~0.6 s: do it once `initialize` is long
+    # answered (hosts time that), not in the first Chinese query.
+    warm = threading.Timer(JIEBA_WARM_UP_DELAY, warm_up)
+    warm.daemon = True
+    warm.start()
+    watcher = _start_watcher(service) if watch else None
+    log.info("memvault serving %s over %s", service.root, "HTTP" if http else "stdio")
+    try:
+        if http:
+            from .http import run_http
+
+            run_http(mcp, host, port, token, announce)
+        else:
+            mcp.run("stdio")
+    finally:
+        if watcher is not None:
+            watcher.stop()
+        service.close()
+
+
+def _start_watcher(service: MemoryService) -> Any:
+    from ..watcher import Watcher
+
+    watcher = Watcher(service)
+    watcher.start()
+    return watcher
+
+
+__all__ = ["Notifier", "build_server", "note_uri", "register_legacy_subscriptions", "serve"]

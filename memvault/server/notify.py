@@ -1,0 +1,165 @@
+"""Change notifications for both protocol generations.
+
+The service calls ``Notifier.on_change`` on the writer's thread. Which URIs a change
+touches is decided from the change itself (its paths, and ``reports.affected`` for the
+aggregate views): nothing is rendered or read there, so a write never waits on
+notifications. The sending happens on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ResourcesListChanged,
+    ResourceUpdated,
+)
+
+from .. import reports
+from ..models import ChangeEvent
+from .resources import note_uri
+
+log = logging.getLogger(__name__)
+
+
+def changed_uris(event: ChangeEvent) -> list[str]:
+    """The resources a change may alter: its notes, then the aggregates its memories feed."""
+    notes = [note_uri(p) for p in dict.fromkeys([*event.changed, *event.removed])]
+    return notes + list(reports.affected(event))
+
+
+class Notifier:
+    """Bridges service change events (any thread) to MCP notifications on the event loop.
+
+    2026-07-28 clients listen through the SubscriptionBus; 2025-11-25 clients
+    get notifications on their connection: list_changed once they made a request,
+    resources/updated for the URIs they subscribed to with resources/subscribe.
+    Each connection is attached once (the SDK builds a new session proxy per
+    request) and forgotten when it closes.
+    """
+
+    def __init__(self, bus: InMemorySubscriptionBus) -> None:
+        self.bus = bus
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._legacy: dict[str, set[Any]] = {}
+        self._connections: set[Any] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def attached(self) -> int:
+        """How many client connections receive notifications on their own channel."""
+        with self._lock:
+            return len(self._connections)
+
+    def attach(self, session: Any) -> None:
+        """Remember the running loop and the session's connection (for list_changed)."""
+        if self.loop is None:
+            self.loop = asyncio.get_running_loop()
+        connection = _connection(session)
+        with self._lock:
+            if connection in self._connections:
+                return
+            self._connections.add(connection)
+        connection.exit_stack.callback(self.detach, connection)
+
+    def detach(self, connection: Any) -> None:
+        """Forget a closed connection and its subscriptions."""
+        with self._lock:
+            self._connections.discard(connection)
+            for subscribers in self._legacy.values():
+                subscribers.discard(connection)
+
+    def subscribe(self, uri: str, session: Any) -> None:
+        self.attach(session)
+        with self._lock:
+            self._legacy.setdefault(uri, set()).add(_connection(session))
+
+    def unsubscribe(self, uri: str, session: Any) -> None:
+        with self._lock:
+            self._legacy.get(uri, set()).discard(_connection(session))
+
+    def on_change(self, event: ChangeEvent) -> None:
+        """Service listener: decide the URIs from the event, send from the loop."""
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            return
+        coro = self._send(changed_uris(event), bool(event.added or event.removed))
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            loop.create_task(coro)
+        else:
+            asyncio.run_coroutine_threadsafe(coro, loop)
+
+    async def _send(self, uris: list[str], list_changed: bool) -> None:
+        for uri in uris:
+            await self.bus.publish(ResourceUpdated(uri=uri))
+            with self._lock:
+                connections = list(self._legacy.get(uri, ()))
+            for connection in connections:
+                await self._safely(connection.send_resource_updated(uri), connection)
+        if list_changed:
+            await self.bus.publish(ResourcesListChanged())
+            with self._lock:
+                connections = list(self._connections)
+            for connection in connections:
+                await self._safely(connection.send_resource_list_changed(), connection)
+
+    async def _safely(self, coro: Any, connection: Any) -> None:
+        try:
+            await coro
+        except Exception as exc:  # a broken connection must not stop the others
+            log.debug("dropping connection after failed notification: %s", exc)
+            self.detach(connection)
+
+
+def _connection(session: Any) -> Any:
+    """The connection behind a per-request ServerSession proxy.
+
+    The SDK keeps it private (``ServerSession._connection``); the list_changed
+    test in tests/test_trust_adapters.py fails loudly if that changes.
+    """
+    return session._connection
+
+
+def register_legacy_subscriptions(server: MCPServer, notifier: Notifier) -> None:
+    """resources/subscribe + unsubscribe for 2025-11-25 clients, and the capabilities
+    that say we send resources list_changed (MCPServer advertises false by default).
+
+    MCPServer has no public hook for these; this is the one place that reaches
+    into the SDK's private ``_lowlevel_server`` (tests/test_server.py fails
+    loudly if the SDK changes it).
+    """
+    import mcp.types as mt
+    from mcp.server.lowlevel import NotificationOptions
+
+    lowlevel = server._lowlevel_server
+
+    async def on_subscribe(ctx: Any, params: mt.SubscribeRequestParams) -> mt.EmptyResult:
+        notifier.subscribe(str(params.uri), ctx.session)
+        return mt.EmptyResult()
+
+    async def on_unsubscribe(ctx: Any, params: mt.UnsubscribeRequestParams) -> mt.EmptyResult:
+        notifier.unsubscribe(str(params.uri), ctx.session)
+        return mt.EmptyResult()
+
+    lowlevel.add_request_handler("resources/subscribe", mt.SubscribeRequestParams, on_subscribe)
+    lowlevel.add_request_handler(
+        "resources/unsubscribe", mt.UnsubscribeRequestParams, on_unsubscribe
+    )
+    initialization_options = lowlevel.create_initialization_options
+
+    def with_list_changed(
+        notification_options: NotificationOptions | None = None, *args: Any, **kwargs: Any
+    ) -> Any:
+        options = notification_options or NotificationOptions(resources_changed=True)
+        return initialization_options(options, *args, **kwargs)
+
+    lowlevel.create_initialization_options = with_list_changed  # type: ignore[method-assign]

@@ -1,0 +1,140 @@
+"""What the MCP tools return: one pydantic model per result, at the MCP edge only.
+
+Kept lean on purpose: every field and description here is paid for in each host's context
+(``tools/list`` carries these as output schemas), so no field repeats what the tool's
+description says and none is derivable from another (a note's URI is ``memory://note/`` +
+its path, given once by remember and get_memory).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+
+class SimilarOut(BaseModel):
+    id: str
+    title: str
+    cosine: float
+    relation: Literal["duplicate", "possible_contradiction", "related"]
+
+
+class RememberOut(BaseModel):
+    id: str | None
+    path: str | None
+    uri: str | None
+    action: Literal["created", "duplicate", "rejected"]
+    commit: str | None
+    similar: list[SimilarOut]
+    reason: str | None = None
+
+
+class RecallHit(BaseModel):
+    id: str
+    path: str
+    title: str
+    type: str
+    tags: list[str]
+    snippet: str
+    score: float
+    why: dict[str, Any]
+    created: str | None
+    updated: str | None
+
+
+class RecallOut(BaseModel):
+    results: list[RecallHit]
+
+
+class MemoryOut(BaseModel):
+    # the file's frontmatter as written (meta) and body, plus what memvault derives
+    id: str
+    path: str
+    uri: str
+    title: str
+    type: str
+    status: str
+    revision: str
+    meta: dict[str, Any]
+    body: str
+    problems: list[str]
+
+
+class MemorySummary(BaseModel):
+    id: str
+    path: str
+    title: str
+    type: str
+    tags: list[str]
+    status: str
+    importance: float
+    updated: str | None
+
+
+class ListOut(BaseModel):
+    memories: list[MemorySummary]
+    total: int
+    next_cursor: str | None
+
+
+class WriteOut(BaseModel):
+    id: str
+    path: str
+    action: str
+    commit: str | None
+    revision: str
+    previous_revision: str | None = None
+
+
+class ForgetOut(BaseModel):
+    id: str
+    path: str
+    action: str
+    commit: str | None
+    warning: str | None = None
+    erased: list[str] = []
+
+
+class CommitOut(BaseModel):
+    commit: str
+    date: str
+    author: str
+    subject: str
+    op: str | None
+    path: str | None
+
+
+class HistoryOut(BaseModel):
+    path: str
+    commits: list[CommitOut]
+
+
+class DiffOut(BaseModel):
+    diff: str
+
+
+class ProposalOut(BaseModel):
+    kind: Literal["merge", "supersede", "archive"]
+    ids: list[str]
+    paths: list[str]
+    reason: str
+    applied: bool = False
+    commit: str | None = None
+
+
+class ConsolidateOut(BaseModel):
+    dry_run: bool
+    proposals: list[ProposalOut]
+    message: str
+
+
+class StatusOut(BaseModel):
+    vault: str
+    memories: int
+    by_type: dict[str, int]
+    archived: int
+    problems: int
+    uncommitted: int
+    last_commits: list[dict[str, Any]]
+    index: dict[str, Any]

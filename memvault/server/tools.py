@@ -1,0 +1,384 @@
+"""The MCP tools: each parses its arguments, makes one service call and formats the result.
+
+Every tool is a plain function whose first parameter is the service; ``build_tools`` binds
+it and runs it in a worker thread (the service blocks on files and git), with the calling
+client's name on the commits it makes and any error as an error result the agent can act
+on. Parameter descriptions are one line each: ``tools/list`` is paid for in every host's
+context (tests/test_tool_surface.py keeps it under 9,000 characters).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import inspect
+import logging
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Annotated, Any, Literal, TypeVar
+
+import anyio.to_thread
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from .. import lifecycle, reports
+from ..errors import InvalidInputError, MemvaultError, explain_unexpected
+from ..history import CLONE_WARNING
+from ..models import Filters, Memory, RememberResult, WriteResult, jsonable, parse_time
+from ..service import MemoryService, current_client
+from .notify import Notifier
+from .resources import note_uri
+from .schemas import (
+    CommitOut,
+    ConsolidateOut,
+    DiffOut,
+    ForgetOut,
+    HistoryOut,
+    ListOut,
+    MemoryOut,
+    MemorySummary,
+    ProposalOut,
+    RecallHit,
+    RecallOut,
+    RememberOut,
+    SimilarOut,
+    StatusOut,
+    WriteOut,
+)
+from .surface import MemvaultTool
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# -- parameters (one line each) -------------------------------------------------------------
+Id = Annotated[str, Field(description="id or vault path")]
+Rev = Annotated[str, Field(description="commit from memory_history")]
+Types = Annotated[list[str] | None, Field(description="only these types")]
+Tags = Annotated[list[str] | None, Field(description="only with all these tags")]
+Folder = Annotated[str | None, Field(description="only under this folder")]
+Scope = Annotated[list[str] | None, Field(description="only these scopes")]
+Archived = Annotated[bool, Field(description="also archived ones")]
+Unit = Annotated[float, Field(description="0..1")]
+Sort = Literal["updated", "created", "importance", "path"]
+Status = Literal["active", "superseded", "archived"]
+Mode = Literal["archive", "delete", "purge"]
+
+
+# -- the tools ------------------------------------------------------------------------------
+def remember(
+    service: MemoryService,
+    content: Annotated[str, Field(description="the text to remember")],
+    type: Annotated[str, Field(description="preference|fact|episode|summary|task|note")] = "note",
+    tags: Annotated[list[str] | None, Field(description="topic tags")] = None,
+    importance: Unit = 0.5,
+    confidence: Annotated[float, Field(description="0..1 (1 if the user said it)")] = 0.8,
+    title: Annotated[str | None, Field(description="default: from the text")] = None,
+    folder: Annotated[str | None, Field(description="default: by type")] = None,
+    scope: Annotated[list[str] | None, Field(description="e.g. user:me")] = None,
+    source: Annotated[str, Field(description="where it came from")] = "conversation",
+    supersedes: Annotated[list[str] | None, Field(description="ids this corrects")] = None,
+) -> RememberOut:
+    """Store one durable memory (preference, fact, decision) in the user's words, once per
+    item. Trivial text is rejected, a near-duplicate not written twice; `similar` lists
+    possible contradictions."""
+    result = service.remember(
+        content,
+        type=type,
+        tags=tags or [],
+        importance=importance,
+        confidence=confidence,
+        title=title,
+        folder=folder,
+        scope=scope or [],
+        source=source,
+        supersedes=supersedes or [],
+    )
+    return _remember_out(result)
+
+
+def recall(
+    service: MemoryService,
+    query: Annotated[str, Field(description="what to look for")],
+    k: Annotated[int, Field(ge=1, le=100, description="how many")] = 8,
+    types: Types = None,
+    tags: Tags = None,
+    folder: Folder = None,
+    scope: Scope = None,
+    since: Annotated[str | None, Field(description="ISO date: changed since")] = None,
+    until: Annotated[str | None, Field(description="ISO date: changed before")] = None,
+    include_archived: Archived = False,
+) -> RecallOut:
+    """Search memory by keywords and meaning before answering anything that may depend on
+    the user's preferences, history or facts."""
+    filters = _filters(types, tags, folder, scope, since, until, include_archived)
+    hits = service.recall(query, k=k, filters=filters)
+    return RecallOut(results=[RecallHit.model_validate(asdict(h)) for h in hits])
+
+
+def get_memory(service: MemoryService, id: Id) -> MemoryOut:
+    """One memory in full, with the `revision` that update_memory expects."""
+    return _memory_out(service.get(id))
+
+
+def list_memories(
+    service: MemoryService,
+    types: Types = None,
+    tags: Tags = None,
+    folder: Folder = None,
+    scope: Scope = None,
+    include_archived: Archived = False,
+    sort: Annotated[Sort, Field(description="order")] = "updated",
+    limit: Annotated[int, Field(ge=1, le=500, description="page size")] = 50,
+    cursor: Annotated[str | None, Field(description="next_cursor of last page")] = None,
+) -> ListOut:
+    """Browse memories without a query, newest first by default."""
+    filters = _filters(types, tags, folder, scope, None, None, include_archived)
+    page = service.list_memories(filters, sort, limit, cursor)
+    memories = [MemorySummary.model_validate(m.summary()) for m in page.memories]
+    return ListOut(memories=memories, total=page.total, next_cursor=page.next_cursor)
+
+
+def update_memory(
+    service: MemoryService,
+    id: Id,
+    content: Annotated[str | None, Field(description="new text")] = None,
+    title: Annotated[str | None, Field(description="new title")] = None,
+    type: Annotated[str | None, Field(description="new type")] = None,
+    tags: Annotated[list[str] | None, Field(description="new tags")] = None,
+    importance: Annotated[float | None, Field(description="0..1")] = None,
+    confidence: Annotated[float | None, Field(description="0..1")] = None,
+    status: Annotated[Status | None, Field(description="new status")] = None,
+    expected_revision: Annotated[str | None, Field(description="revision you read")] = None,
+) -> WriteOut:
+    """Change a memory's text or fields, keeping the rest of the file; a stale
+    expected_revision is refused (the user edited it meanwhile)."""
+    fields = {"type": type, "tags": tags, "importance": importance}
+    fields |= {"confidence": confidence, "status": status}
+    result = service.update(
+        id, content=content, title=title, fields=fields, expected_revision=expected_revision
+    )
+    return _write_out(result)
+
+
+def forget(
+    service: MemoryService,
+    id: Id,
+    mode: Annotated[Mode, Field(description="how to forget")] = "archive",
+    reason: Annotated[str | None, Field(description="why (in the commit)")] = None,
+) -> ForgetOut:
+    """archive: hide, restorable; delete: remove the file, history keeps it; purge: erase
+    from all history, only if the user asks."""
+    result = service.forget(id, mode, reason)
+    memory, warning = result.memory, CLONE_WARNING if mode == "purge" else None
+    return ForgetOut(
+        id=memory.id,
+        path=memory.path,
+        action=result.action,
+        commit=result.commit,
+        warning=warning,
+        erased=list(result.erased),
+    )
+
+
+def memory_history(service: MemoryService, id: Id) -> HistoryOut:
+    """Every change to one memory (following renames): who, when, what."""
+    path = service.history_path(id)
+    commits = [CommitOut.model_validate(c.brief()) for c in service.log(path)]
+    return HistoryOut(path=path, commits=commits)
+
+
+def memory_diff(service: MemoryService, id: Id, rev: Rev) -> DiffOut:
+    """Unified diff of a memory between revision `rev` and now."""
+    return DiffOut(diff=service.diff(id, rev) or "(no difference)")
+
+
+def revert_memory(service: MemoryService, id: Id, rev: Rev) -> WriteOut:
+    """Restore a memory's text as it was at `rev`, as a new commit."""
+    return _write_out(service.revert(id, rev))
+
+
+def consolidate(
+    service: MemoryService,
+    dry_run: Annotated[bool, Field(description="false: apply")] = True,
+) -> ConsolidateOut:
+    """Propose merging near-duplicates and archiving expired tasks; dry_run=false applies
+    each as a revertible commit."""
+    proposals = [
+        ProposalOut.model_validate(asdict(p)) for p in lifecycle.consolidate(service, dry_run)
+    ]
+    message = f"{len(proposals)} proposal(s)" if proposals else "no proposals"
+    if proposals and dry_run:
+        message += ": call consolidate(dry_run=false) to apply"
+    return ConsolidateOut(dry_run=dry_run, proposals=proposals, message=message)
+
+
+def vault_status(service: MemoryService) -> StatusOut:
+    """Counts by type, index and embedder state, problems, last commits."""
+    return StatusOut.model_validate(asdict(reports.status(service)))
+
+
+# Only what differs from the spec's defaults (not read-only, destructive, not idempotent),
+# but for the read-only flag of writers: hosts show it.
+READ = ToolAnnotations(read_only_hint=True)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False)
+DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True)
+TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
+    (remember, WRITE),
+    (recall, READ),
+    (get_memory, READ),
+    (list_memories, READ),
+    (update_memory, WRITE),
+    (forget, DESTRUCTIVE),
+    (memory_history, READ),
+    (memory_diff, READ),
+    (revert_memory, WRITE),
+    (consolidate, WRITE),
+    (vault_status, READ),
+]
+
+
+# -- helpers --------------------------------------------------------------------------------
+def _filters(
+    types: list[str] | None,
+    tags: list[str] | None,
+    folder: str | None,
+    scope: list[str] | None,
+    since: str | None,
+    until: str | None,
+    include_archived: bool,
+) -> Filters:
+    return Filters(
+        types=tuple(types or ()),
+        tags=tuple(tags or ()),
+        folder=folder,
+        scope=tuple(scope or ()),
+        since=_when(since, "since"),
+        until=_when(until, "until"),
+        include_archived=include_archived,
+    )
+
+
+def _when(value: str | None, name: str) -> dt.datetime | None:
+    if not value:
+        return None
+    moment = parse_time(value)
+    if moment is None:
+        raise InvalidInputError(f"{name} must be an ISO date like 2026-11-30, got {value!r}")
+    return moment
+
+
+def _remember_out(result: RememberResult) -> RememberOut:
+    memory = result.memory
+    return RememberOut(
+        id=memory.id if memory else None,
+        path=memory.path if memory else None,
+        uri=note_uri(memory.path) if memory else None,
+        action=result.action,
+        commit=result.commit,
+        similar=[SimilarOut.model_validate(asdict(s)) for s in result.similar],
+        reason=result.reason,
+    )
+
+
+def _memory_out(memory: Memory) -> MemoryOut:
+    return MemoryOut(
+        id=memory.id,
+        path=memory.path,
+        uri=note_uri(memory.path),
+        title=memory.title,
+        type=memory.type,
+        status=memory.status,
+        revision=memory.content_hash,
+        meta=jsonable(memory.meta),
+        body=memory.body,
+        problems=list(memory.problems),
+    )
+
+
+def _write_out(result: WriteResult) -> WriteOut:
+    memory = result.memory
+    return WriteOut(
+        id=memory.id,
+        path=memory.path,
+        action=result.action,
+        commit=result.commit,
+        revision=memory.content_hash,
+        previous_revision=result.previous_revision,
+    )
+
+
+# -- binding --------------------------------------------------------------------------------
+def build_tools(service: MemoryService, notifier: Notifier) -> list[MemvaultTool]:
+    """The tools bound to ``service``, as the MCP server publishes them."""
+    return [
+        MemvaultTool.from_function(
+            bind(fn, service, notifier),
+            description=" ".join((fn.__doc__ or "").split()),
+            annotations=annotations,
+            context_kwarg="ctx",
+        )
+        for fn, annotations in TOOLS
+    ]
+
+
+def bind(fn: Callable[..., T], service: MemoryService, notifier: Notifier) -> Callable[..., Any]:
+    """``fn`` without its service parameter, run by ``call``, taking the request context."""
+    signature = inspect.signature(fn, eval_str=True)
+    params = list(signature.parameters.values())[1:]
+    ctx = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)
+
+    async def tool(ctx: Context, **kwargs: Any) -> T:
+        return await call(ctx, notifier, lambda: fn(service, **kwargs))
+
+    tool.__name__ = tool.__qualname__ = fn.__name__
+    tool.__signature__ = signature.replace(parameters=[*params, ctx])  # type: ignore[attr-defined]
+    tool.__annotations__ = {p.name: p.annotation for p in [*params, ctx]}
+    tool.__annotations__["return"] = signature.return_annotation
+    return tool
+
+
+async def call(ctx: Context | None, notifier: Notifier, fn: Callable[[], T]) -> T:
+    """Run a blocking service call in a worker thread, errors as tool errors."""
+    _attach(ctx, notifier)
+    token = current_client.set(_client_name(ctx))
+    try:
+        return await anyio.to_thread.run_sync(fn)
+    except ToolError:
+        raise
+    except Exception as exc:
+        raise _tool_error(exc) from exc
+    finally:
+        current_client.reset(token)
+
+
+def _attach(ctx: Context | None, notifier: Notifier) -> None:
+    """Let the notifier reach this client (and learn the event loop)."""
+    try:
+        if ctx is not None:
+            notifier.attach(ctx.session)
+            return
+    except Exception:  # outside a request, or no session: the loop is enough
+        pass
+    notifier.loop = notifier.loop or asyncio.get_running_loop()
+
+
+def _client_name(ctx: Context | None) -> str | None:
+    try:
+        params = ctx.session.client_params if ctx is not None else None
+    except Exception:  # outside a request, or no session: no name
+        return None
+    if params is None or params.client_info is None:
+        return None
+    info = params.client_info
+    return f"{info.name}/{info.version}" if info.version else info.name
+
+
+def _tool_error(exc: Exception) -> ToolError:
+    """Any exception as an error result the agent can act on (never a bare "Error")."""
+    if isinstance(exc, MemvaultError):
+        return ToolError(f"{exc.code}: {exc}")
+    log.error("unexpected error in a tool call", exc_info=exc)
+    error = explain_unexpected(exc)
+    return ToolError(f"{error.code}: {error}")
