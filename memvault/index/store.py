@@ -63,6 +63,7 @@ class Store:
         self._vectors: dict[str, np.ndarray] = {}
         self._gen = -1
         self._matrix: np.ndarray | None = None
+        self._transformed: tuple[Callable[[np.ndarray], np.ndarray], np.ndarray] | None = None
         self._row_owner: list[str] = []
         self._starts: np.ndarray = np.zeros(0, dtype=np.int64)
         self.refresh()
@@ -174,6 +175,7 @@ class Store:
             self._load_vectors(changed)
             self._gen = gen
             self._matrix = None
+            self._transformed = None
             return True
 
     def _load_vectors(self, ids: list[str]) -> None:
@@ -194,16 +196,27 @@ class Store:
     def vector_count(self) -> int:
         return len(self._vectors)
 
-    def nearest(self, query: np.ndarray, n: int, keep: Callable[[str], bool]) -> dict[str, float]:
+    def nearest(
+        self,
+        query: np.ndarray,
+        n: int,
+        keep: Callable[[str], bool],
+        transform: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> dict[str, float]:
         """The ``n`` memories (accepted by ``keep``) whose best chunk is closest to ``query``.
 
         One matrix product, a max per memory, then a partial sort: no Python loop over
-        every memory unless filters reject most of the nearest ones.
+        every memory unless filters reject most of the nearest ones. ``transform`` maps
+        the stored vectors before the product (kept until the next change).
         """
         with self._lock:
             if self._matrix is None:
                 self._build_matrix()
             matrix, owners, starts = self._matrix, self._row_owner, self._starts
+            if transform is not None and matrix is not None and matrix.shape[0]:
+                if self._transformed is None or self._transformed[0] != transform:
+                    self._transformed = (transform, transform(matrix))
+                matrix = self._transformed[1]
         if matrix is None or matrix.shape[0] == 0 or matrix.shape[1] != query.shape[0]:
             return {}
         # einsum, not `matrix @ query`: BLAS worker threads keep spinning after a product

