@@ -59,6 +59,7 @@ def git(root: Path, *args: str, timeout: float = 120) -> subprocess.CompletedPro
         encoding="utf-8",
         errors="replace",
         timeout=timeout,
+        check=False,
     )
 
 
@@ -409,6 +410,7 @@ def head_files(root: Path) -> dict[str, str]:
         input="\n".join(blobs.values()).encode() + b"\n",
         capture_output=True,
         timeout=300,
+        check=False,
     )
     data, pos, texts = proc.stdout, 0, []
     while pos < len(data):

@@ -186,12 +186,10 @@ def verify(root: Path, entries: list[dict[str, Any]], check: Check) -> dict[str,
         if e.get("ok"):
             markers.setdefault(e["id"], []).append(e["marker"])
             returned[e["id"]] += e["op"] != "mcp update"
-    for memory_id, n in returned.items():
-        if n > 1:
-            check.bad("id returned by two creates", memory_id)
-    for memory_id, found in files.items():
-        if len(found) > 1:
-            check.bad("duplicate id in files", f"{memory_id}: {[p for p, _ in found]}")
+    for memory_id in (i for i, n in returned.items() if n > 1):
+        check.bad("id returned by two creates", memory_id)
+    for memory_id, found in ((i, f) for i, f in files.items() if len(f) > 1):
+        check.bad("duplicate id in files", f"{memory_id}: {[p for p, _ in found]}")
     lost: set[str] = set()
     for memory_id, wanted in markers.items():
         for where, snapshot in (("file", files), ("git HEAD", head)):
@@ -200,6 +198,13 @@ def verify(root: Path, entries: list[dict[str, Any]], check: Check) -> dict[str,
                 if marker not in text:
                     lost.add(marker)
                     check.bad(f"lost write ({where})", f"{memory_id}: {marker} missing")
+    lag = verify_search(root, markers, lost, check)
+    return {"lost": len(lost), "index lag": lag, "files": len(files)}
+
+
+def verify_search(root: Path, markers: dict[str, list[str]], lost: set[str], check: Check) -> int:
+    """Every marker found by search (the index; else `memvault search`, which syncs first).
+    Returns how many needed the sync (index lag); adds the missing ones to ``lost``."""
     hits = index_search(root, [m for ms in markers.values() for m in ms])
     owner = {m: i for i, ms in markers.items() for m in ms}
     lag = 0
@@ -212,7 +217,7 @@ def verify(root: Path, entries: list[dict[str, Any]], check: Check) -> dict[str,
             continue
         lost.add(marker)
         check.bad("lost write (search)", f"{owner[marker]}: {marker} not found {error}")
-    return {"lost": len(lost), "index lag": lag, "files": len(files)}
+    return lag
 
 
 def report(

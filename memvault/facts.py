@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
@@ -212,46 +213,60 @@ def _time(hour: int | None, minute: int | None, pm: bool | None) -> list[tuple[s
     return out
 
 
-def _facts_of(kind: str, m: re.Match[str]) -> list[tuple[str, str]]:
-    g = m.groupdict()
-    if kind == "iso":
-        return _date(int(g["m"]), int(g["d"]), int(g["y"]))
-    if kind == "slash":
-        return [("date", f"{g['a']}/{g['b']}"), *_date(None, None, _num(g["y"]))]
-    if kind == "zh_date":
-        return _date(_num(g["m"]), _num(g["d"]), _num(g["y"]))
-    if kind == "en_date":
-        if g["month"]:
-            return _date(_month(g["month"]), _num(g["d"]), _num(g["y"]))
-        month = _month(g["month2"])
-        if month is None:  # "3 Apples": not a date after all; keep the number
-            return [("number", str(int(g["d2"])))]
-        return _date(month, _num(g["d2"]), _num(g["y2"]))
-    if kind == "en_month":
-        return _date(_month(g["month"]), None, None)
-    if kind == "en_time":
-        if g["word"]:
-            return [("time", "0:00"), ("daypart", "pm" if g["word"].lower() == "noon" else "am")]
-        if g["h"]:
-            return _time(int(g["h"]), _num(g["mi"]), g["p"].lower() == "p")
-        return _time(int(g["h24"]), int(g["mi24"]), None)
-    if kind == "zh_time":
-        hour = _num(g["h"])
-        part = g["part"]
-        if hour == 1 and not part and not g["half"] and not g["mi"]:
-            return [("number", "1")]  # 一点 is mostly "a little"
-        pm = True if part in _ZH_PM or (part == "中午" and (hour or 0) < 6) else None
-        pm = False if part in _ZH_AM else pm
-        return _time(hour, 30 if g["half"] else _num(g["mi"]), pm)
-    if kind == "weekday":
-        day = _WEEKDAYS[g["en"].lower()] if g["en"] else _ZH_WEEKDAYS[g["zh"]]
-        return [("weekday", str(day))]
-    if kind == "number":
-        return _number(g)
-    return []
+Groups = dict[str, str | None]
+Found = list[tuple[str, str]]
 
 
-def _number(g: dict[str, str | None]) -> list[tuple[str, str]]:
+def _facts_of(kind: str, m: re.Match[str]) -> Found:
+    reader = _READERS.get(kind)
+    return reader(m.groupdict()) if reader else []
+
+
+def _en_date(g: Groups) -> Found:
+    if g["month"]:
+        return _date(_month(g["month"]), _num(g["d"]), _num(g["y"]))
+    month = _month(g["month2"])
+    if month is None:  # "3 Apples": not a date after all; keep the number
+        return [("number", str(int(g["d2"] or 0)))]
+    return _date(month, _num(g["d2"]), _num(g["y2"]))
+
+
+def _en_time(g: Groups) -> Found:
+    if g["word"]:
+        return [("time", "0:00"), ("daypart", "pm" if g["word"].lower() == "noon" else "am")]
+    if g["h"]:
+        return _time(int(g["h"]), _num(g["mi"]), (g["p"] or "").lower() == "p")
+    return _time(int(g["h24"] or 0), int(g["mi24"] or 0), None)
+
+
+def _zh_time(g: Groups) -> Found:
+    hour = _num(g["h"])
+    part = g["part"]
+    if hour == 1 and not part and not g["half"] and not g["mi"]:
+        return [("number", "1")]  # 一点 is mostly "a little"
+    pm = True if part in _ZH_PM or (part == "中午" and (hour or 0) < 6) else None
+    pm = False if part in _ZH_AM else pm
+    return _time(hour, 30 if g["half"] else _num(g["mi"]), pm)
+
+
+def _weekday(g: Groups) -> Found:
+    day = _WEEKDAYS[(g["en"] or "").lower()] if g["en"] else _ZH_WEEKDAYS[g["zh"] or ""]
+    return [("weekday", str(day))]
+
+
+_READERS: dict[str, Callable[[Groups], Found]] = {
+    "iso": lambda g: _date(int(g["m"] or 0), int(g["d"] or 0), int(g["y"] or 0)),
+    "slash": lambda g: [("date", f"{g['a']}/{g['b']}"), *_date(None, None, _num(g["y"]))],
+    "zh_date": lambda g: _date(_num(g["m"]), _num(g["d"]), _num(g["y"])),
+    "en_date": _en_date,
+    "en_month": lambda g: _date(_month(g["month"]), None, None),
+    "en_time": _en_time,
+    "zh_time": _zh_time,
+    "weekday": _weekday,
+}
+
+
+def _number(g: Groups) -> Found:
     if g["digits"]:
         digits = g["digits"]
         if re.fullmatch(r"\d{1,3}(?:,\d{3})+", digits):
@@ -290,6 +305,9 @@ def extract(text: str) -> Facts:
     rest = "".join(c if mark == _KEEP else mark for c, mark in zip(text, masked, strict=True))
     rest = re.sub(f"{_FACT}+", f" {_FACT} ", rest)
     return Facts(frozenset(values), _names(text), bool(_NEGATION.search(text)), rest)
+
+
+_READERS["number"] = _number
 
 
 def _names(text: str) -> frozenset[str]:

@@ -7,6 +7,7 @@ no file read). Services return these dataclasses; adapters render them.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -159,22 +160,22 @@ class Filters:
     include_archived: bool = False
 
     def accepts(self, memory: Memory | MemoryInfo) -> bool:
-        if self.types and memory.type not in self.types:
-            return False
-        if self.tags and not set(self.tags) <= set(memory.tags):
-            return False
-        if self.folder and not (memory.path + "/").startswith(self.folder.strip("/") + "/"):
-            return False
-        if self.scope and not set(self.scope) & set(memory.scope):
-            return False
-        if not self.include_archived and memory.status in ("archived", "superseded"):
-            return False
+        checks = (
+            not self.types or memory.type in self.types,
+            not self.tags or set(self.tags) <= set(memory.tags),
+            not self.folder or (memory.path + "/").startswith(self.folder.strip("/") + "/"),
+            not self.scope or bool(set(self.scope) & set(memory.scope)),
+            self.include_archived or memory.status not in ("archived", "superseded"),
+        )
+        return all(checks) and self._in_period(memory.created)
+
+    def _in_period(self, created: str | None) -> bool:
         if self.since is None and self.until is None:
             return True
-        when = parse_time(memory.created)
-        if self.since and (when is None or when < self.since):
+        when = parse_time(created)
+        if when is None:
             return False
-        return not (self.until and (when is None or when > self.until))
+        return not (self.since and when < self.since) and not (self.until and when > self.until)
 
     @property
     def narrowing(self) -> bool:
@@ -357,7 +358,7 @@ def as_unit(value: Any, default: float) -> float:
         number = float(value)
     except (TypeError, ValueError):
         return default
-    if number != number:  # NaN
+    if math.isnan(number):
         return default
     return min(1.0, max(0.0, number))
 

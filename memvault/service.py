@@ -79,7 +79,8 @@ class MemoryService:
 
     def __post_init__(self) -> None:
         self.indexing = IndexSync(self.vault, self.index, self.settings)
-        self.retrieval = Retrieval(self.vault, self.indexing, lambda: self.clock())
+        # late-bound on purpose: tests and benchmarks replace service.clock after opening
+        self.retrieval = Retrieval(self.vault, self.indexing, lambda: self.clock())  # noqa: PLW0108
 
     # -- life cycle ---------------------------------------------------------
     @classmethod

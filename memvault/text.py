@@ -98,19 +98,18 @@ IRREGULAR = {
 }
 
 _jieba_lock = threading.Lock()
-_jieba: Any = None
+_loaded: dict[str, Any] = {}  # "jieba" -> the module, once its dictionary is loaded
 
 
 def _segmenter() -> Any:
-    global _jieba
     with _jieba_lock:
-        if _jieba is None:
+        if "jieba" not in _loaded:
             import jieba
 
             jieba.setLogLevel(logging.WARNING)
             jieba.initialize()
-            _jieba = jieba
-    return _jieba
+            _loaded["jieba"] = jieba
+    return _loaded["jieba"]
 
 
 def warm_up() -> None:
@@ -160,7 +159,7 @@ def _latin_tokens(text: str) -> Iterator[str]:
 
 
 def _cjk_tokens(run: str) -> Iterator[str]:
-    for word in _segmenter().cut_for_search(run):
-        word = word.strip()
+    for piece in _segmenter().cut_for_search(run):
+        word = piece.strip()
         if word and word not in _CJK_STOP:
             yield word

@@ -41,6 +41,7 @@ def run_memvault(
         env=full_env,
         input=input_text,
         timeout=120,
+        check=False,
     )
 
 

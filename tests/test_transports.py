@@ -224,6 +224,7 @@ def test_http_refuses_a_public_bind_without_a_token(vault_path: Path) -> None:
         text=True,
         timeout=60,
         env={"PATH": "/usr/bin:/bin"},
+        check=False,
     )
     assert proc.returncode == 1
     assert "without a token" in proc.stderr and "Traceback" not in proc.stderr

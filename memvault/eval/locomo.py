@@ -89,8 +89,8 @@ def clean_evidence(raw: Iterable[str], known: set[str]) -> frozenset[str]:
     """Split 'D8:6; D9:17' and 'D9:1 D4:4', fix 'D:11:26' and 'D30:05', drop unknown ids."""
     out = set()
     for entry in raw:
-        for piece in re.split(r"[;,\s]+", str(entry)):
-            piece = piece.strip().replace("D:", "D")
+        for raw_piece in re.split(r"[;,\s]+", str(entry)):
+            piece = raw_piece.strip().replace("D:", "D")
             match = _TURN.match(piece)
             if match:
                 turn = f"D{int(match.group(1))}:{int(match.group(2))}"

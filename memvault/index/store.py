@@ -209,6 +209,25 @@ class Store:
         every memory unless filters reject most of the nearest ones. ``transform`` maps
         the stored vectors before the product (kept until the next change).
         """
+        matrix, owners, starts = self._search_matrix(transform)
+        if matrix is None or matrix.shape[0] == 0 or matrix.shape[1] != query.shape[0]:
+            return {}
+        # einsum, not `matrix @ query`: BLAS worker threads keep spinning after a product
+        # and starve the embedder's own threads (measured: query embedding 10 ms -> 100 ms)
+        best = np.maximum.reduceat(np.einsum("ij,j->i", matrix, query), starts)
+        first = min(len(best), n * 4)
+        head = np.argpartition(-best, first - 1)[:first]
+        out = _take(head[np.argsort(-best[head])], best, owners, keep, n)
+        if len(out) < n and first < len(best):  # filters rejected most of the head
+            more = _take(np.argsort(-best)[first:], best, owners, keep, n - len(out))
+            out.update(more)
+        return out
+
+    def _search_matrix(
+        self, transform: Callable[[np.ndarray], np.ndarray] | None
+    ) -> tuple[np.ndarray | None, list[str], np.ndarray]:
+        """The stored vectors (``transform``-ed, cached until the next change), their owners
+        and each memory's first row."""
         with self._lock:
             if self._matrix is None:
                 self._build_matrix()
@@ -217,28 +236,7 @@ class Store:
                 if self._transformed is None or self._transformed[0] != transform:
                     self._transformed = (transform, transform(matrix))
                 matrix = self._transformed[1]
-        if matrix is None or matrix.shape[0] == 0 or matrix.shape[1] != query.shape[0]:
-            return {}
-        # einsum, not `matrix @ query`: BLAS worker threads keep spinning after a product
-        # and starve the embedder's own threads (measured: query embedding 10 ms -> 100 ms)
-        best = np.maximum.reduceat(np.einsum("ij,j->i", matrix, query), starts)
-        first = min(len(best), n * 4)
-        head = np.argpartition(-best, first - 1)[:first]
-        order = head[np.argsort(-best[head])]
-        out: dict[str, float] = {}
-        for index in order.tolist():
-            if keep(owners[index]):
-                out[owners[index]] = float(best[index])
-                if len(out) == n:
-                    return out
-        if first < len(best):  # filters rejected most of the head: walk the rest in order
-            rest = np.argsort(-best)[first:]
-            for index in rest.tolist():
-                if keep(owners[index]):
-                    out[owners[index]] = float(best[index])
-                    if len(out) == n:
-                        break
-        return out
+        return matrix, owners, starts
 
     def pairs_above(
         self, threshold: float, block: int = 512, limit: int = 1000
@@ -275,3 +273,20 @@ class Store:
         self._starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         self._matrix = np.vstack(blocks).astype(np.float32, copy=False)
         self._row_owner = owners
+
+
+def _take(
+    order: np.ndarray,
+    best: np.ndarray,
+    owners: list[str],
+    keep: Callable[[str], bool],
+    n: int,
+) -> dict[str, float]:
+    """Up to ``n`` memories accepted by ``keep``, in ``order``, with their best cosine."""
+    out: dict[str, float] = {}
+    for index in order.tolist():
+        if keep(owners[index]):
+            out[owners[index]] = float(best[index])
+            if len(out) == n:
+                break
+    return out

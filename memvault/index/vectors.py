@@ -215,7 +215,8 @@ def chunks(text: str, limit: int = MAX_CHUNK_CHARS) -> list[str]:
 
 def _pieces(text: str, limit: int) -> list[str]:
     pieces: list[str] = []
-    for para in (p.strip() for p in text.split("\n\n")):
+    for paragraph in text.split("\n\n"):
+        para = paragraph.strip()
         if not para:
             continue
         while len(para) > limit:
