@@ -56,7 +56,7 @@ def bilingual(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryServic
 
 
 def top_titles(service: MemoryService, question: str, k: int = 3) -> list[str]:
-    return [hit["title"] for hit in service.recall(question, k=k)]
+    return [hit.title for hit in service.recall(question, k=k)]
 
 
 @pytest.mark.parametrize(
