@@ -11,6 +11,7 @@ variables scrubbed, hooks and signing off and an explicit identity.
 
 from __future__ import annotations
 
+import configparser
 import itertools
 import logging
 import os
@@ -285,7 +286,12 @@ class History:
     def init(self) -> None:
         if not git_available():
             raise MemvaultError("git is not installed or not on PATH: install git and retry")
-        VaultRepo.init(self.root, initial_branch="main", quiet=True).close()
+        try:
+            VaultRepo.init(self.root, initial_branch="main", quiet=True).close()
+        except git.exc.GitCommandError as exc:
+            stderr = str(exc.stderr).strip().removeprefix("stderr: '").removesuffix("'")
+            status = exc.status if isinstance(exc.status, int) else -1
+            raise GitError(["init", "--initial-branch=main"], status, stderr) from exc
 
     def head(self) -> str | None:
         out = self.run("rev-parse", "--verify", "-q", "HEAD", check=False).strip()
@@ -296,10 +302,16 @@ class History:
 
         Read as git reads it: system, user (XDG), global and repository config.
         """
-        with VaultRepo(self.root) as repo:
-            config = repo.config_reader()
-            name = config.get("user", "name", fallback="").strip()
-            email = config.get("user", "email", fallback="").strip()
+        try:
+            with VaultRepo(self.root) as repo:
+                config = repo.config_reader()
+                name = config.get("user", "name", fallback="").strip()
+                email = config.get("user", "email", fallback="").strip()
+        except (configparser.Error, OSError, git.exc.InvalidGitRepositoryError) as exc:
+            log.warning(
+                "could not read the git identity in %s (%s): using memvault's", self.root, exc
+            )
+            return self.author_name, self.author_email
         return name or self.author_name, email or self.author_email
 
     # -- writing ------------------------------------------------------------

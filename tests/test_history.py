@@ -124,3 +124,17 @@ def test_a_vault_folder_that_vanished_raises_instead_of_running_git_in_the_curre
         gone.commit_all("should not happen", {})
     assert not has_commits(here.root)
     assert git(here.root, "diff", "--cached", "--name-only") == ""
+
+
+def test_a_folder_with_a_broken_git_file_is_no_repository_and_init_says_why(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / ".git").write_text("garbage\n", encoding="utf-8")
+    history = History(tmp_path)
+    assert not history.is_repo()
+    with pytest.raises(GitError) as caught:
+        history.init()
+    assert caught.value.command[0] == "init"
+    assert caught.value.returncode == 128
+    assert caught.value.stderr.startswith("fatal: invalid gitfile format")
+    assert (tmp_path / ".git").read_text(encoding="utf-8") == "garbage\n"
