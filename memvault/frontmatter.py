@@ -1,18 +1,25 @@
 """Text <-> (frontmatter, body), preserving the person's file.
 
-Parsing uses PyYAML for values. Rewriting never re-serialises the whole
-frontmatter: only the blocks of keys that changed are replaced, so unknown
-keys, key order, comments and blank lines of a hand-written file survive.
+python-frontmatter does the YAML: its ``YAMLHandler``, given a guarded libyaml loader
+(anchors and aliases refused, size and depth capped), reads every frontmatter, and
+``frontmatter.dumps`` writes the frontmatter of a new file. The split into fences and
+body is ours (a BOM, CRLF, a ``...`` closer and an unclosed fence keep their meaning,
+and the body keeps every byte). Rewriting an existing file never re-serialises the
+whole frontmatter: only the blocks of keys that changed are replaced, so unknown keys,
+key order, comments and blank lines of a hand-written file survive.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
 
+import frontmatter as pyfrontmatter
 import yaml
+from frontmatter.default_handlers import YAMLHandler
 
 from .errors import MalformedMemoryError
 
@@ -60,7 +67,7 @@ def parse(text: str) -> Document:
     fm_text, body = _split(text)
     if fm_text is None:
         return Document({}, None, body, crlf, bom)
-    loaded = _load(fm_text) if fm_text.strip() else {}
+    loaded = _HANDLER.load(fm_text) if fm_text.strip() else {}
     if loaded is None:
         loaded = {}
     if not isinstance(loaded, dict):
@@ -69,43 +76,62 @@ def parse(text: str) -> Document:
     return Document(meta, fm_text, body, crlf, bom)
 
 
-def _load(fm_text: str) -> Any:
-    """YAML values of a frontmatter, refusing what could take the vault down.
+class _MemoryHandler(YAMLHandler):
+    """python-frontmatter's YAML handler with memvault's guards and output style."""
 
-    Anchors and aliases are refused before anything is composed (an alias bomb of
-    a kilobyte expands to billions of items for whoever walks the values), and so
-    are frontmatters over MAX_FRONTMATTER_BYTES or nested deeper than MAX_DEPTH.
-    """
-    size = len(fm_text.encode("utf-8", "surrogatepass"))
-    if size > MAX_FRONTMATTER_BYTES:
-        raise MalformedMemoryError(
-            f"frontmatter is {size:,} bytes, over the {MAX_FRONTMATTER_BYTES:,}-byte limit: "
-            "move the long values into the body by hand"
-        )
-    try:
-        if "&" in fm_text or "*" in fm_text:  # cheap: no anchor or alias without these
-            _refuse_anchors(fm_text)
-        loader = _Loader(fm_text)
+    def load(self, fm: str, **kwargs: object) -> Any:
+        """YAML values of a frontmatter, refusing what could take the vault down.
+
+        Anchors and aliases are refused before anything is composed (an alias bomb of
+        a kilobyte expands to billions of items for whoever walks the values), and so
+        are frontmatters over MAX_FRONTMATTER_BYTES or nested deeper than MAX_DEPTH.
+        """
+        size = len(fm.encode("utf-8", "surrogatepass"))
+        if size > MAX_FRONTMATTER_BYTES:
+            raise MalformedMemoryError(
+                f"frontmatter is {size:,} bytes, over the {MAX_FRONTMATTER_BYTES:,}-byte limit: "
+                "move the long values into the body by hand"
+            )
         try:
-            node = loader.get_single_node()
-            if node is None:
-                return None
+            if "&" in fm or "*" in fm:  # cheap: no anchor or alias without these
+                _refuse_anchors(fm)
+            return super().load(fm, Loader=_guarded(_Loader))
+        except yaml.YAMLError as exc:
+            where = getattr(exc, "problem_mark", None)
+            line = f" at frontmatter line {where.line + 1}" if where is not None else ""
+            raise MalformedMemoryError(
+                f"frontmatter is not valid YAML{line}: fix the YAML by hand; "
+                "memvault will not rewrite this file"
+            ) from exc
+        except (ValueError, OverflowError, RecursionError) as exc:  # e.g. a date 2024-13-45
+            raise MalformedMemoryError(
+                f"frontmatter has a value YAML cannot read ({exc}): fix it by hand; "
+                "memvault will not rewrite this file"
+            ) from exc
+
+    def export(self, metadata: dict[str, object], **kwargs: object) -> str:
+        """Keys in the given order, datetimes as ISO timestamps, unicode as written,
+        top-level lists of scalars inline (``[a, b]``), no line wrapping."""
+        kwargs.update(Dumper=_Dumper, sort_keys=False, width=10**9)
+        flowing = {k: _flow_if_scalars(v) for k, v in metadata.items()}
+        text: str = super().export(flowing, allow_unicode=True, **kwargs)
+        if any(ch in text for ch in _UNICODE_BREAKS):
+            # libyaml reads NEL/LS/PS as line breaks even inside quotes: escape everything
+            text = super().export(flowing, allow_unicode=False, **kwargs)
+        return text
+
+
+@functools.cache
+def _guarded(base: type) -> type:
+    """``base`` (a PyYAML safe loader) checking the nesting depth before building values."""
+
+    def get_single_node(self: Any) -> Any:
+        node = base.get_single_node(self)  # type: ignore[attr-defined]
+        if node is not None:
             _check_depth(node)
-            return loader.construct_document(node)
-        finally:
-            loader.dispose()
-    except yaml.YAMLError as exc:
-        where = getattr(exc, "problem_mark", None)
-        line = f" at frontmatter line {where.line + 1}" if where is not None else ""
-        raise MalformedMemoryError(
-            f"frontmatter is not valid YAML{line}: fix the YAML by hand; "
-            "memvault will not rewrite this file"
-        ) from exc
-    except (ValueError, OverflowError, RecursionError) as exc:  # e.g. a date 2024-13-45
-        raise MalformedMemoryError(
-            f"frontmatter has a value YAML cannot read ({exc}): fix it by hand; "
-            "memvault will not rewrite this file"
-        ) from exc
+        return node
+
+    return type(f"Guarded{base.__name__}", (base,), {"get_single_node": get_single_node})
 
 
 def _refuse_anchors(fm_text: str) -> None:
@@ -164,9 +190,13 @@ def render(doc: Document, changes: dict[str, Any] | None = None, body: str | Non
 
 
 def new_file(meta: dict[str, Any], body: str) -> str:
-    """A fresh memory file with keys in the given order."""
-    empty = Document({}, "", "", crlf=False, bom=False)
-    return render(empty, meta, body)
+    """A fresh memory file with keys in the given order (python-frontmatter writes it)."""
+    if not meta:
+        return f"{_FENCE}\n{_FENCE}\n{body}"
+    post = pyfrontmatter.Post("", _HANDLER)
+    post.metadata.update(meta)
+    # dumps strips the text it returns: the body is added after it, byte for byte
+    return pyfrontmatter.dumps(post) + "\n" + body
 
 
 def _apply(lines: list[str], key: str, value: Any) -> list[str]:
@@ -217,14 +247,33 @@ def _blank_run_continues(lines: list[str], index: int) -> bool:
 
 
 class _Dumper(yaml.SafeDumper):
-    pass
+    def ignore_aliases(self, data: Any) -> bool:
+        return True  # one object under two keys (created = updated) is written out twice
+
+
+class _FlowList(list[Any]):
+    """A list written inline (``[a, b]``)."""
 
 
 def _represent_datetime(dumper: yaml.SafeDumper, value: dt.datetime) -> yaml.Node:
     return dumper.represent_scalar("tag:yaml.org,2002:timestamp", value.isoformat())
 
 
+def _represent_flow_list(dumper: yaml.SafeDumper, value: _FlowList) -> yaml.Node:
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=True)
+
+
 _Dumper.add_representer(dt.datetime, _represent_datetime)
+_Dumper.add_representer(_FlowList, _represent_flow_list)
+_HANDLER = _MemoryHandler()
+
+
+def _flow_if_scalars(value: Any) -> Any:
+    if isinstance(value, tuple):
+        value = list(value)
+    if isinstance(value, list) and all(not isinstance(v, (list, dict)) for v in value):
+        return _FlowList(value)
+    return value
 
 
 def render_value(key: str, value: Any) -> list[str]:

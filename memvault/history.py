@@ -1,23 +1,36 @@
-"""Git history of a vault: one subprocess wrapper with a clean environment.
+"""Git history of a vault, through GitPython with a clean environment.
 
 Every memvault write is one commit with a readable subject and trailers.
-The git CLI is used directly (``subprocess``): a commit in a 10k-file repo
-costs tens of milliseconds this way, and the environment is fully ours.
+GitPython's ``Repo`` finds, creates and reads the configuration of the
+repository; its command layer (``Git.execute``) runs the git CLI for commits,
+log, diff and purge: a commit in a 10k-file repo costs tens of milliseconds
+this way, while GitPython's pure-Python ``repo.index`` costs several hundred,
+so it is never used on the write path. Every command runs with ``GIT_*``
+variables scrubbed, hooks and signing off and an explicit identity.
 """
 
 from __future__ import annotations
 
+import configparser
 import itertools
 import logging
 import os
 import shlex
 import shutil
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Any
+
+if shutil.which("git") is None:
+    # GitPython runs `git version` on import and refuses to import without git; quiet, it
+    # imports and memvault says "git is not installed" where git is needed (doctor, init).
+    os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
+
+import git
 
 from .errors import GitError, MemvaultError
 from .models import Commit
@@ -62,16 +75,68 @@ def git_available() -> bool:
     return shutil.which("git") is not None
 
 
-def _clean_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(
-        GIT_TERMINAL_PROMPT="0",
-        GIT_EDITOR="true",
-        GIT_PAGER="cat",
-        GIT_OPTIONAL_LOCKS="0",
-        FILTER_BRANCH_SQUELCH_WARNING="1",
-    )
-    return env
+_CLEAN_ENV = {
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_EDITOR": "true",
+    "GIT_PAGER": "cat",
+    "GIT_OPTIONAL_LOCKS": "0",
+    "FILTER_BRANCH_SQUELCH_WARNING": "1",
+}
+
+
+def _inherited_git_vars(env: dict[str, str]) -> list[str]:
+    """``GIT_*`` variables of this process that ``env`` does not set itself."""
+    return sorted(k for k in os.environ if k.startswith("GIT_") and k not in env)
+
+
+class CleanGit(git.Git):
+    """GitPython's command runner, run in a clean environment.
+
+    ``Git.execute`` builds each command's environment from a copy of ``os.environ``
+    and can only add to it. ``GIT_*`` variables memvault inherits (``GIT_DIR`` and
+    ``GIT_INDEX_FILE`` when it runs inside a git hook, a person's ``GIT_AUTHOR_NAME``)
+    would redirect or re-attribute its commits, so they are unset with ``env -u``:
+    nothing is prepended when none is set, which is the usual case.
+    """
+
+    def execute(self, command: Any, *args: Any, **kwargs: Any) -> Any:
+        env = {**_CLEAN_ENV, **(kwargs.pop("env", None) or {})}
+        where = self.working_dir
+        if where is not None and not os.access(where, os.X_OK):
+            # Git.execute would run git in this process's cwd instead: another repository
+            raise MemvaultError(f"cannot run git in {where}: the folder is missing or locked")
+        inherited = _inherited_git_vars(env)
+        if inherited and not isinstance(command, str):
+            unset = [arg for name in inherited for arg in ("-u", name)]
+            command = ["env", *unset, *command]
+        return super().execute(command, *args, env=env, **kwargs)
+
+
+class VaultRepo(git.Repo):
+    """A GitPython ``Repo`` whose commands (``repo.git``, ``init``) use :class:`CleanGit`."""
+
+    GitCommandWrapperType = CleanGit
+
+
+def _text(data: bytes) -> str:
+    """Git output as text, exactly as ``subprocess``'s text mode reads it: UTF-8 with
+    replacement characters, universal newlines."""
+    text = data.decode("utf-8", "replace")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+@contextmanager
+def _stdin(text: str | None) -> Iterator[IO[bytes] | None]:
+    """A file holding ``text`` for git's stdin (pathspecs can exceed a pipe's buffer)."""
+    if text is None:
+        yield None
+        return
+    with tempfile.TemporaryFile() as handle:
+        handle.write(text.encode("utf-8"))
+        handle.seek(0)
+        yield handle
 
 
 def format_message(subject: str, trailers: dict[str, str]) -> str:
@@ -97,6 +162,7 @@ class History:
         self.author_name = author_name
         self.author_email = author_email
         self.lock_retry_seconds = lock_retry_seconds
+        self._git = CleanGit(root)
 
     # -- plumbing -----------------------------------------------------------
     def run(
@@ -125,27 +191,40 @@ class History:
         cmd = ["git", "--literal-pathspecs", *config, *args]
         delay, deadline = 0.02, time.monotonic() + self.lock_retry_seconds
         while True:
-            proc = subprocess.run(
-                cmd,
-                cwd=self.root,
-                env={**_clean_env(), **(env or {})},
-                input=input_text,
-                capture_output=True,
-                text=True,
-                encoding="utf-8",
-                errors="replace",
-                stdin=None if input_text is not None else subprocess.DEVNULL,
-            )
-            if proc.returncode == 0 or not check:
-                return proc.stdout
-            if any(m in proc.stderr for m in _LOCK_MARKERS) and time.monotonic() < deadline:
+            returncode, stdout, stderr = self._execute(cmd, input_text, env)
+            if returncode == 0 or not check:
+                return stdout
+            if any(m in stderr for m in _LOCK_MARKERS) and time.monotonic() < deadline:
                 if self.clear_stale_locks():
                     continue
-                log.debug("git lock busy, retrying in %.2fs: %s", delay, proc.stderr.strip())
+                log.debug("git lock busy, retrying in %.2fs: %s", delay, stderr.strip())
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
                 continue
-            raise GitError(list(args), proc.returncode, proc.stderr)
+            raise GitError(list(args), returncode, stderr)
+
+    def _execute(
+        self, cmd: list[str], input_text: str | None, env: dict[str, str] | None
+    ) -> tuple[int, str, str]:
+        """One git command through GitPython's ``Git.execute``: exit code, stdout, stderr.
+
+        Failures come back as an exit code, not as ``GitCommandError`` (whose ``stderr``
+        is reformatted for display): the raw stderr is what lock detection reads.
+        """
+        try:
+            with _stdin(input_text) as stdin:
+                returncode, stdout, stderr = self._git.execute(
+                    cmd,
+                    istream=stdin,
+                    env=env,
+                    with_extended_output=True,
+                    with_exceptions=False,
+                    stdout_as_string=False,
+                    strip_newline_in_stdout=False,
+                )
+        except git.exc.GitCommandNotFound as exc:
+            raise MemvaultError(f"git could not be started ({exc}): install git and retry") from exc
+        return returncode, _text(stdout), _text(os.fsencode(stderr))
 
     # -- locks left by killed git processes ------------------------------------
     def stale_locks(
@@ -197,19 +276,42 @@ class History:
         return removed
 
     def is_repo(self) -> bool:
-        return (self.root / ".git").exists()
+        """Whether the vault folder itself is a git repository (its parents do not count)."""
+        try:
+            VaultRepo(self.root).close()
+        except (git.exc.InvalidGitRepositoryError, git.exc.NoSuchPathError):
+            return False
+        return True
 
     def init(self) -> None:
-        self.run("init", "-q", "-b", "main")
+        if not git_available():
+            raise MemvaultError("git is not installed or not on PATH: install git and retry")
+        try:
+            VaultRepo.init(self.root, initial_branch="main", quiet=True).close()
+        except git.exc.GitCommandError as exc:
+            stderr = str(exc.stderr).strip().removeprefix("stderr: '").removesuffix("'")
+            status = exc.status if isinstance(exc.status, int) else -1
+            raise GitError(["init", "--initial-branch=main"], status, stderr) from exc
 
     def head(self) -> str | None:
         out = self.run("rev-parse", "--verify", "-q", "HEAD", check=False).strip()
         return out or None
 
     def repo_identity(self) -> tuple[str, str]:
-        """The repository's configured identity (a person's edits), else memvault's."""
-        name = self.run("config", "user.name", check=False, identity=False).strip()
-        email = self.run("config", "user.email", check=False, identity=False).strip()
+        """The repository's configured identity (a person's edits), else memvault's.
+
+        Read as git reads it: system, user (XDG), global and repository config.
+        """
+        try:
+            with VaultRepo(self.root) as repo:
+                config = repo.config_reader()
+                name = config.get("user", "name", fallback="").strip()
+                email = config.get("user", "email", fallback="").strip()
+        except (configparser.Error, OSError, git.exc.InvalidGitRepositoryError) as exc:
+            log.warning(
+                "could not read the git identity in %s (%s): using memvault's", self.root, exc
+            )
+            return self.author_name, self.author_email
         return name or self.author_name, email or self.author_email
 
     # -- writing ------------------------------------------------------------

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
 import yaml
@@ -164,3 +165,60 @@ def test_ampersands_stars_and_nesting_up_to_the_limit_still_parse(
     text = "title: R&D *notes* & more\nx: " + "[" * 19 + "1" + "]" * 19
     doc = frontmatter.parse(f"---\n{text}\n---\nbody\n")
     assert doc.meta["title"] == "R&D *notes* & more"
+
+
+moments = st.datetimes(
+    min_value=dt.datetime(1970, 1, 2),
+    max_value=dt.datetime(2200, 1, 1),
+    timezones=st.sampled_from([dt.UTC, dt.timezone(dt.timedelta(hours=8))]),
+).map(lambda d: d.replace(microsecond=0))
+leaves = st.one_of(
+    scalars, moments, st.dates(), st.text(alphabet="数据库 cafébar:#-'\"[]{},&*", max_size=12)
+)
+nested = st.recursive(
+    leaves,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(keys, inner, min_size=1, max_size=3)
+    ),
+    max_leaves=8,
+)
+BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+@given(st.dictionaries(keys, nested, min_size=1, max_size=6), st.text(max_size=80))
+def test_a_new_file_is_what_the_minimal_diff_writer_writes_from_an_empty_frontmatter(
+    meta: dict[str, object], body: str
+) -> None:
+    """python-frontmatter writes new files, the minimal-diff writer edits: one format."""
+    body = body.replace("\r", "").replace("\x00", "")
+    text = frontmatter.new_file(meta, body)
+    by_writer = frontmatter.render(frontmatter.Document({}, "", "", False, False), meta, body)
+    if any(ch in json.dumps(meta, default=str, ensure_ascii=False) for ch in BREAKS):
+        assert frontmatter.parse(text).meta == frontmatter.parse(by_writer).meta
+    else:
+        assert text == by_writer
+    assert frontmatter.parse(text).body == body
+
+
+@pytest.mark.parametrize("body", ["", "\n", "\n\n# Title\n\n  indented\n\n\n", "  \t\n"])
+def test_a_new_file_keeps_its_body_byte_for_byte(body: str) -> None:
+    text = frontmatter.new_file({"id": "f-1", "tags": []}, body)
+    assert text == "---\nid: f-1\ntags: []\n---\n" + body
+    assert frontmatter.parse(text).body == body
+
+
+def test_a_value_with_a_unicode_line_separator_is_escaped_and_reads_back() -> None:
+    meta = {"title": "数据库\u2028second line", "note": "x\x85y"}
+    text = frontmatter.new_file(meta, "body\n")
+    assert "\u2028" not in text and "\x85" not in text
+    assert frontmatter.parse(text).meta == meta
+
+
+def test_one_object_under_two_keys_is_written_twice_never_as_an_anchor() -> None:
+    now = dt.datetime(2026, 11, 30, 10, 30, tzinfo=dt.UTC)
+    tags = ["a", "b"]
+    links = {"see": ["x"]}
+    meta = {"created": now, "updated": now, "tags": tags, "scope": tags, "l1": links, "l2": links}
+    text = frontmatter.new_file(meta, "body\n")
+    assert "&" not in text and "*" not in text
+    assert frontmatter.parse(text).meta == meta

@@ -1,0 +1,140 @@
+"""The git layer over GitPython: clean environment, identity from config, raw output, errors."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memvault.errors import GitError, MemvaultError
+from memvault.history import History
+
+from .helpers import commit_count, git
+
+
+def new_history(root: Path) -> History:
+    root.mkdir(parents=True, exist_ok=True)
+    history = History(root)
+    history.init()
+    return history
+
+
+def has_commits(root: Path) -> bool:
+    probe = ["git", "rev-parse", "--verify", "-q", "HEAD"]
+    return subprocess.run(probe, cwd=root, capture_output=True).returncode == 0
+
+
+def test_init_makes_a_repository_on_main_and_a_folder_inside_another_repo_is_not_one(
+    tmp_path: Path,
+) -> None:
+    outer = new_history(tmp_path / "outer")
+    inner = History(tmp_path / "outer" / "inner")
+    (tmp_path / "outer" / "inner").mkdir()
+    assert outer.is_repo()
+    assert git(outer.root, "symbolic-ref", "HEAD").strip() == "refs/heads/main"
+    assert not inner.is_repo()
+    assert not History(tmp_path / "missing").is_repo()
+
+
+def test_git_variables_in_memvaults_environment_neither_redirect_nor_reattribute_commits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """memvault run from a git hook inherits GIT_DIR and GIT_INDEX_FILE of another repo."""
+    history = new_history(tmp_path / "vault")
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(other / ".git" / "index"))
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Someone Else")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Someone Else")
+    (history.root / "a.md").write_text("hello\n", encoding="utf-8")
+    sha = history.commit(["a.md"], "add a")
+    monkeypatch.delenv("GIT_DIR")
+    monkeypatch.delenv("GIT_INDEX_FILE")
+    assert sha is not None and commit_count(history.root) == 1
+    assert git(history.root, "log", "-1", "--format=%an|%cn").strip() == "memvault|memvault"
+    assert not (other / ".git" / "index").exists()
+    assert not has_commits(other)
+
+
+def test_a_persons_edit_is_committed_with_the_repository_identity_over_the_global_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[user]\n\tname = Global Person\n\temail = g@example.com\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    history = new_history(tmp_path / "vault")
+    assert history.repo_identity() == ("Global Person", "g@example.com")
+    with (history.root / ".git" / "config").open("a", encoding="utf-8") as config:
+        config.write('[user]\n\tname = "Ada  Lovelace" ; set by hand\n')
+    assert git(history.root, "config", "user.name").strip() == "Ada  Lovelace"
+    assert history.repo_identity() == ("Ada  Lovelace", "g@example.com")
+    (history.root / "a.md").write_text("edited by hand\n", encoding="utf-8")
+    history.commit(["a.md"], "external edit", as_person=True)
+    assert git(history.root, "log", "-1", "--format=%an <%ae>").strip() == (
+        "Ada  Lovelace <g@example.com>"
+    )
+
+
+def test_without_any_configured_identity_memvaults_own_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / ".config"))
+    history = new_history(tmp_path / "vault")
+    assert history.repo_identity() == ("memvault", "memvault@localhost")
+
+
+def test_output_is_the_committed_text_with_its_final_newline_and_non_ascii(
+    tmp_path: Path,
+) -> None:
+    history = new_history(tmp_path / "vault")
+    text = "---\ntitle: Café 咖啡\n---\nbody\n\n"
+    (history.root / "note é.md").write_text(text, encoding="utf-8")
+    sha = history.commit(["note é.md"], "add")
+    assert sha is not None
+    assert history.show(sha, "note é.md") == text
+    assert history.log("note é.md")[0].path == "note é.md"
+
+
+def test_a_failing_git_command_raises_git_error_with_command_exit_code_and_stderr(
+    tmp_path: Path,
+) -> None:
+    history = new_history(tmp_path / "vault")
+    with pytest.raises(GitError) as caught:
+        history.run("cat-file", "-p", "no-such-object")
+    assert caught.value.command == ["cat-file", "-p", "no-such-object"]
+    assert caught.value.returncode == 128
+    assert "no-such-object" in caught.value.stderr
+    assert history.run("cat-file", "-p", "no-such-object", check=False) == ""
+
+
+def test_a_vault_folder_that_vanished_raises_instead_of_running_git_in_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here = new_history(tmp_path / "here")
+    (here.root / "a.md").write_text("not memvault's\n", encoding="utf-8")
+    monkeypatch.chdir(here.root)
+    gone = History(tmp_path / "gone")
+    with pytest.raises(MemvaultError, match="cannot run git in"):
+        gone.commit_all("should not happen", {})
+    assert not has_commits(here.root)
+    assert git(here.root, "diff", "--cached", "--name-only") == ""
+
+
+def test_a_folder_with_a_broken_git_file_is_no_repository_and_init_says_why(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / ".git").write_text("garbage\n", encoding="utf-8")
+    history = History(tmp_path)
+    assert not history.is_repo()
+    with pytest.raises(GitError) as caught:
+        history.init()
+    assert caught.value.command[0] == "init"
+    assert caught.value.returncode == 128
+    assert caught.value.stderr.startswith("fatal: invalid gitfile format")
+    assert (tmp_path / ".git").read_text(encoding="utf-8") == "garbage\n"
