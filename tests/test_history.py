@@ -22,7 +22,7 @@ def new_history(root: Path) -> History:
 
 def has_commits(root: Path) -> bool:
     probe = ["git", "rev-parse", "--verify", "-q", "HEAD"]
-    return subprocess.run(probe, cwd=root, capture_output=True).returncode == 0
+    return subprocess.run(probe, cwd=root, capture_output=True, check=False).returncode == 0
 
 
 def test_init_makes_a_repository_on_main_and_a_folder_inside_another_repo_is_not_one(
