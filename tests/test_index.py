@@ -8,9 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import whoosh.index
 
 from memvault.config import Settings
-from memvault.index import INDEX_VERSION
+from memvault.index import INDEX_VERSION, Index
 from memvault.index.vectors import make_embedder, resolve_st_model
 from memvault.models import Filters, Hit
 from memvault.reports import status
@@ -147,6 +148,38 @@ def test_a_corrupt_index_is_rebuilt_from_the_files(vault_path: Path) -> None:
         assert titles(svc.recall("wifi password")) == ["The wifi password is on the fridge."]
     finally:
         svc.close()
+
+
+def test_an_index_another_process_commits_to_while_it_opens_is_not_wiped(
+    vault_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The race of concurrent writers: Whoosh lists its newest table of contents, another
+    # process commits (writing the next one, deleting that one), then the read fails.
+    writer = MemoryService.open(vault_path, Settings())
+    writer.remember("The boiler is serviced every October.", type="fact")
+    store_file = vault_path / ".memvault" / "index" / "store.sqlite"
+    inode = store_file.stat().st_ino
+    latest = whoosh.index.TOC._latest_generation.__func__
+    raced = []
+
+    def commit_meanwhile(cls: type, storage: object, indexname: str) -> int:
+        generation = latest(cls, storage, indexname)
+        if not raced:
+            raced.append(generation)
+            writer.remember("The gas meter is read in spring.", type="fact")
+        return int(generation)
+
+    monkeypatch.setattr(whoosh.index.TOC, "_latest_generation", classmethod(commit_meanwhile))
+    opened = Index(vault_path / ".memvault" / "index", Settings(), load_embedder=False)
+    try:
+        assert raced
+        assert opened.rebuilt_reason is None
+        assert store_file.stat().st_ino == inode
+        assert opened.text.count() == 2
+        assert len(writer.recall("gas meter")) >= 1
+    finally:
+        opened.close()
+        writer.close()
 
 
 def test_an_index_version_change_rebuilds(vault_path: Path) -> None:

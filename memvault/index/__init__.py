@@ -10,6 +10,7 @@ import datetime as dt
 import json
 import logging
 import shutil
+import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -20,9 +21,10 @@ import filelock
 import numpy as np
 
 from ..config import Settings
+from ..errors import LockTimeoutError
 from ..models import Filters, Memory, MemoryInfo
 from ..note import parse_time, strip_title
-from .fulltext import FullText, TextDoc
+from .fulltext import FullText, TextDoc, commit_lock
 from .language import cjk_share, language_means, script_overlap
 from .rank import Candidate, Weights, rank
 from .store import Store
@@ -36,6 +38,14 @@ VECTOR_CANDIDATES = 100
 NARROW_KEYWORD_CANDIDATES = 1000  # filters may drop most of the best keyword matches
 QUERY_CACHE = 4096
 PASSAGE_CACHE = 1024
+
+
+class IndexVersionError(ValueError):
+    """The index was written by another version of memvault: rebuild it, no retry."""
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    return any(word in str(exc).lower() for word in ("locked", "busy"))
 
 
 class VectorCache:
@@ -125,23 +135,58 @@ class Index:
     def _open(self) -> tuple[Store, FullText]:
         version_file = self.folder / "version.json"
         try:
-            found = json.loads(version_file.read_text()) if version_file.exists() else None
-            if found is not None and found.get("version") != INDEX_VERSION:
-                raise ValueError(f"index version {found.get('version')} != {INDEX_VERSION}")
-            self.folder.mkdir(parents=True, exist_ok=True)
-            store, text = Store(self.folder / "store.sqlite"), FullText(self.folder / "text")
-            store.get_info("gen")
-            text.count()
-        except Exception as exc:  # corrupt or foreign index: it is a cache, rebuild it
-            self.rebuilt_reason = (
-                f"index at {self.folder} was unusable ({exc}); rebuilt from the files"
-            )
-            log.warning("%s", self.rebuilt_reason)
-            shutil.rmtree(self.folder, ignore_errors=True)
-            self.folder.mkdir(parents=True, exist_ok=True)
-            store, text = Store(self.folder / "store.sqlite"), FullText(self.folder / "text")
+            store, text = self._open_as_is()
+        except Exception as exc:
+            store, text = self._reopen_or_rebuild(exc)
         version_file.write_text(json.dumps({"version": INDEX_VERSION}))
         return store, text
+
+    def _open_as_is(self) -> tuple[Store, FullText]:
+        version_file = self.folder / "version.json"
+        found = json.loads(version_file.read_text()) if version_file.exists() else None
+        if found is not None and found.get("version") != INDEX_VERSION:
+            raise IndexVersionError(f"index version {found.get('version')} != {INDEX_VERSION}")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        store = Store(self.folder / "store.sqlite")
+        try:
+            store.get_info("gen")
+            text = FullText(self.folder / "text")
+            text.count()
+        except BaseException:
+            store.close()
+            raise
+        return store, text
+
+    def _reopen_or_rebuild(self, first: Exception) -> tuple[Store, FullText]:
+        """Open once more, else wipe and start empty (the next sync rebuilds it).
+
+        A first failure may be another process's commit, not corruption: Whoosh replaces
+        its table of contents while committing, and a process opening the index just then
+        finds the file it listed gone. Wiping then would pull the index from under every
+        process using it. So open again while holding Whoosh's write lock (no commit can
+        run): only a failure then is the index's own.
+        """
+        problem: Exception = first
+        if not isinstance(first, IndexVersionError):
+            try:
+                with commit_lock(self.folder / "text"):
+                    return self._open_as_is()
+            except LockTimeoutError:
+                raise
+            except Exception as exc:
+                problem = exc
+        if isinstance(problem, sqlite3.OperationalError) and _busy(problem):
+            raise LockTimeoutError(
+                f"the index database {self.folder / 'store.sqlite'} stayed locked by another "
+                f"process ({problem}); try again when it is done"
+            ) from problem
+        self.rebuilt_reason = (
+            f"index at {self.folder} was unusable ({problem}); rebuilt from the files"
+        )
+        log.warning("%s", self.rebuilt_reason)
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        return Store(self.folder / "store.sqlite"), FullText(self.folder / "text")
 
     def close(self) -> None:
         self.store.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,9 +13,14 @@ from whoosh import index as windex
 from whoosh import query as wq
 from whoosh.analysis import Token, Tokenizer
 from whoosh.fields import ID, TEXT, Schema
+from whoosh.filedb.filestore import FileStorage
 from whoosh.scoring import BM25F
+from whoosh.util.filelock import try_for
 
+from ..errors import LockTimeoutError
 from ..text import tokens
+
+INDEX_NAME = windex._DEF_INDEX_NAME  # MAIN: Whoosh's file names start with it
 
 FIELD_BOOSTS = {"title": 1.5, "tags": 1.5, "body": 1.0, "when": 1.0}
 
@@ -71,6 +77,23 @@ def schema() -> Schema:
         body=TEXT(analyzer=ana),
         when=TEXT(analyzer=ana),
     )
+
+
+@contextmanager
+def commit_lock(folder: Path, timeout: float = 60.0) -> Iterator[None]:
+    """Hold the lock Whoosh writers hold from their first change to the end of their
+    commit (a file lock, across processes): no commit runs meanwhile."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = FileStorage(str(folder)).lock(f"{INDEX_NAME}_WRITELOCK")
+    if not try_for(lock.acquire, timeout=timeout, delay=0.05):
+        raise LockTimeoutError(
+            f"another process kept the full-text index {folder} locked for {timeout:.0f} s; "
+            "try again when it is done"
+        )
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 class FullText:
