@@ -51,7 +51,7 @@ def build(root: Path, count: int) -> list[str]:
         (folder / f"memory-{n}.md").write_text(text, encoding="utf-8")
     this = history.History(root)
     this.init()
-    this.commit_all("init", {"Memvault-Op": "init"})
+    this.commit(this.changed_paths(), "init", {"Memvault-Op": "init"})
     return texts
 
 

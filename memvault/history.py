@@ -385,17 +385,6 @@ class History:
             in_index.update(self.run("ls-files", "-z", "--", *missing[at : at + 500]).split("\0"))
         return [p for p in paths if p not in missing or p in in_index]
 
-    def commit_all(
-        self, subject: str, trailers: dict[str, str], as_person: bool = False
-    ) -> str | None:
-        """Commit every change in the work tree (recovery of crashes and hand edits)."""
-        self.run("add", "-A")
-        if not self.run("diff", "--cached", "--name-only").strip():
-            return None
-        return self._commit(
-            ["commit", "-q", "--no-verify"], format_message(subject, trailers), as_person
-        )
-
     def commit_empty(self, subject: str, trailers: dict[str, str]) -> str | None:
         """A commit that changes no file: a record in the log (for example of a purge)."""
         args = ["commit", "-q", "--no-verify", "--allow-empty"]
@@ -403,32 +392,25 @@ class History:
 
     def uncommitted(self) -> list[str]:
         """Paths with changes not yet committed (ignored files excluded)."""
-        out = self.run("status", "--porcelain=v1", "-z", "--untracked-files=all")
-        paths = []
-        entries = out.split("\0")
-        i = 0
-        while i < len(entries):
-            entry = entries[i]
-            if len(entry) > 3:
-                paths.append(entry[3:])
-                if entry[0] in "RC":
-                    i += 1  # the rename source follows
-            i += 1
-        return paths
+        return [path for path, _source in self._status()]
 
     def changed_paths(self) -> list[str]:
         """Every path with uncommitted changes, both sides of a staged rename included."""
+        return [p for path, source in self._status() for p in (path, source) if p]
+
+    def _status(self) -> list[tuple[str, str | None]]:
+        """(path, the source of a staged rename or copy, else None) of every change."""
         out = self.run("status", "--porcelain=v1", "-z", "--untracked-files=all")
-        entries, paths, i = out.split("\0"), [], 0
+        entries, found, i = out.split("\0"), [], 0
         while i < len(entries):
-            entry = entries[i]
+            entry, source = entries[i], None
             if len(entry) > 3:
-                paths.append(entry[3:])
                 if entry[0] in "RC" and i + 1 < len(entries):
                     i += 1
-                    paths.append(entries[i])  # the rename's source
+                    source = entries[i]
+                found.append((entry[3:], source))
             i += 1
-        return paths
+        return found
 
     def staged_paths(self) -> list[str]:
         """Paths whose staged content differs from HEAD (renames as deletion + addition)."""

@@ -121,7 +121,7 @@ def test_a_vault_folder_that_vanished_raises_instead_of_running_git_in_the_curre
     monkeypatch.chdir(here.root)
     gone = History(tmp_path / "gone")
     with pytest.raises(MemvaultError, match="cannot run git in"):
-        gone.commit_all("should not happen", {})
+        gone.commit(["a.md"], "should not happen")
     assert not has_commits(here.root)
     assert git(here.root, "diff", "--cached", "--name-only") == ""
 
