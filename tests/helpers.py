@@ -5,10 +5,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from mcp import Client
+
+from memvault.models import ChangeEvent
+from memvault.service import MemoryService
+from memvault.watcher import Watcher
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -51,3 +57,20 @@ async def call_tool(client: Client, name: str, args: dict[str, Any]) -> dict[str
     assert not result.is_error, result.content
     assert result.structured_content is not None
     return result.structured_content
+
+
+Watched = tuple[MemoryService, Watcher, list[ChangeEvent]]
+
+
+@contextmanager
+def watching(service: MemoryService, debounce: float = 0.4) -> Iterator[Watched]:
+    """A real watcher over an indexed service, recording the change events it publishes."""
+    events: list[ChangeEvent] = []
+    service.listeners.append(events.append)
+    service.ensure_synced()
+    watcher = Watcher(service, debounce=debounce)
+    watcher.start()
+    try:
+        yield service, watcher, events
+    finally:
+        watcher.stop()

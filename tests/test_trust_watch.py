@@ -20,13 +20,11 @@ from memvault.cli import cli
 from memvault.config import Settings
 from memvault.doctor import run_checks
 from memvault.errors import UnsafePathError
-from memvault.service import ChangeEvent, MemoryService
-from memvault.watcher import Watcher
+from memvault.service import MemoryService
 
-from .helpers import commit_count, git
+from .helpers import Watched, commit_count, git, watching
 from .test_service import CRASH_SCRIPT
 
-Watched = tuple[MemoryService, Watcher, list[ChangeEvent]]
 SECRET = "root:x:0:0:the-secret-outside-the-vault"
 
 
@@ -34,13 +32,8 @@ SECRET = "root:x:0:0:the-secret-outside-the-vault"
 def watched(service: MemoryService) -> Iterator[Watched]:
     git(service.vault.root, "config", "user.name", "Ada Person")
     git(service.vault.root, "config", "user.email", "ada@example.org")
-    events: list[ChangeEvent] = []
-    service.listeners.append(events.append)
-    service.ensure_synced()
-    watcher = Watcher(service, debounce=0.4)
-    watcher.start()
-    yield service, watcher, events
-    watcher.stop()
+    with watching(service) as running:
+        yield running
 
 
 @pytest.fixture

@@ -8,23 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from memvault.service import ChangeEvent, MemoryService
+from memvault.service import MemoryService
 from memvault.watcher import Watcher
 
-from .helpers import commit_count, git
-
-Watched = tuple[MemoryService, Watcher, list[ChangeEvent]]
+from .helpers import Watched, commit_count, git, watching
 
 
 @pytest.fixture
 def watched(service: MemoryService) -> Iterator[Watched]:
-    events: list[ChangeEvent] = []
-    service.listeners.append(events.append)
-    service.ensure_synced()
-    watcher = Watcher(service, debounce=0.4)
-    watcher.start()
-    yield service, watcher, events
-    watcher.stop()
+    with watching(service) as running:
+        yield running
 
 
 def write(path: Path, text: str) -> None:
