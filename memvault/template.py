@@ -8,6 +8,7 @@ from pathlib import Path
 from .config import Settings
 from .errors import MemvaultError
 from .history import History
+from .recovery import committable
 from .vault import STATE_DIR, Vault
 
 
@@ -40,7 +41,7 @@ def create_vault(
         history.init()
     exclude_state_dir(root)
     vault = Vault(root)
-    paths = [p for p in history.changed_paths() if vault.is_safe_file(p)]  # never a symlink
+    paths = committable(vault, history.changed_paths())  # never a symlink or FIFO
     trailers = {"Memvault-Op": "init"}
     if not history.commit(paths, "init: memvault vault", trailers) and not history.head():
         history.commit_empty("init: memvault vault", trailers)
