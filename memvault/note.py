@@ -9,9 +9,18 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
+from urllib.parse import unquote
 
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
-_INLINE_TAG = re.compile(r"(?:^|\s)#([^\s#\[\]()\"',.;:!?]+)")
+_INLINE_TAG = re.compile(r"(?:^|(?<=\s))#([\w/-]+)")
+# Where Obsidian sees no tags and no links: fenced code, inline code, comments, URLs.
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[`~]*[ \t]*$|\Z)", re.S | re.M)
+_CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)", re.S)
+_COMMENT = re.compile(r"%%.*?%%|<!--.*?-->", re.S)
+_URL = re.compile(r"\b[a-zA-Z][\w+.-]*://[^\s<>()\[\]]+")
+_MD_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n|#^]*)(?:[#^]([^\[\]\n|]*))?(?:\|([^\[\]\n]*))?\]\]")
 TITLE_LIMIT = 60
 SNIPPET_WIDTH = 240
 
@@ -60,9 +69,56 @@ def cut(text: str, width: int, mark: str = "…") -> str:
     return text if len(text) <= width else text[: width - len(mark)] + mark
 
 
+@dataclass(frozen=True)
+class Link:
+    """One link in a body: ``[[target#heading|label]]``, ``![[embed]]`` or ``[label](target)``."""
+
+    target: str  # as written: a note name, title, alias or relative path (no ``#heading``)
+    heading: str | None = None
+    label: str | None = None
+    embed: bool = False
+    wiki: bool = True  # False for a Markdown ``[label](target)`` link
+
+
+def prose(body: str) -> str:
+    """The body with code, comments and URLs blanked out: where tags and links live."""
+    for pattern in (_FENCE, _COMMENT, _CODE_SPAN):
+        body = pattern.sub(lambda m: " " * len(m.group(0)), body)
+    return body
+
+
+def links(body: str) -> list[Link]:
+    """Wiki and Markdown links of the body's prose, in order (external URLs excluded)."""
+    text = prose(body)
+    found: list[tuple[int, Link]] = []
+    for m in _WIKILINK.finditer(text):
+        target = m.group(2).strip()
+        if target or m.group(3):
+            label = (m.group(4) or "").strip() or None
+            heading = (m.group(3) or "").strip() or None
+            found.append((m.start(), Link(target, heading, label, bool(m.group(1)))))
+    for m in _MD_LINK.finditer(text):
+        raw = m.group(3)
+        if ":" in raw.split("/", 1)[0] or raw.startswith("#"):
+            continue  # a URL (any scheme) or an anchor in this note
+        target, _, heading = unquote(raw).partition("#")
+        found.append(
+            (
+                m.start(),
+                Link(target, heading or None, m.group(2) or None, bool(m.group(1)), wiki=False),
+            )
+        )
+    return [link for _, link in sorted(found, key=lambda pair: pair[0])]
+
+
 def inline_tags(body: str) -> list[str]:
-    """``#tag`` words of the body (not ``#123``, not headings)."""
-    return [t for t in _INLINE_TAG.findall(body) if not t.isdigit()]
+    """``#tag`` words of the body's prose, as Obsidian reads them.
+
+    Not in code, comments, URLs or link targets; not headings (``# x``) and not ``#123``.
+    """
+    text = _URL.sub(" ", prose(body))
+    text = _WIKILINK.sub(" ", _MD_LINK.sub(" ", text))
+    return list(dict.fromkeys(t for t in _INLINE_TAG.findall(text) if not t.isdigit()))
 
 
 def clean_tags(tags: Iterable[str]) -> list[str]:
