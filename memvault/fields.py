@@ -9,6 +9,7 @@ from typing import Any
 
 from . import frontmatter, ids, validate
 from .errors import InvalidInputError
+from .models import LIFECYCLE, LIFECYCLE_KEY
 from .note import clean_tags
 
 TYPE_FOLDERS = {
@@ -80,4 +81,23 @@ def clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
             validate.tags(value if isinstance(value, (list, tuple)) else [value])
         if value is not None:
             out[key] = frontmatter.DELETE if value == "" else value
+    return out
+
+
+def place_status(meta: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """Where memvault's lifecycle state goes in a file: ``status`` when that key is free or
+    already memvault's; otherwise ``lifecycle``, so a person's own ``status: draft`` is kept
+    (archiving and restoring never lose it)."""
+    if "status" not in changes:
+        return changes
+    out = dict(changes)
+    value = out.pop("status")
+    own = meta.get("status")
+    if own is None or own == "" or str(own) in LIFECYCLE:
+        out["status"] = value
+        if LIFECYCLE_KEY in meta:
+            out[LIFECYCLE_KEY] = frontmatter.DELETE
+    else:
+        keep = value not in ("active", frontmatter.DELETE)
+        out[LIFECYCLE_KEY] = value if keep else frontmatter.DELETE
     return out

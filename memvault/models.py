@@ -17,7 +17,9 @@ from .errors import InvalidInputError
 from .note import heading, inline_tags, newest_first, parse_time
 
 MEMORY_TYPES = ("preference", "fact", "episode", "summary", "task", "note")
-STATUSES = ("active", "superseded", "archived")
+STATUSES = ("active", "superseded", "archived")  # what a caller may set
+LIFECYCLE = (*STATUSES, "conflict")  # memvault's values of ``status``; any other is the person's
+LIFECYCLE_KEY = "lifecycle"  # memvault's state when ``status`` holds the person's own value
 SOURCES = ("conversation", "user", "file", "tool", "agent", "import")
 SORTS = ("updated", "created", "importance", "path")
 
@@ -36,7 +38,9 @@ class Memory:
 
     @property
     def title(self) -> str:
-        return heading(self.body) or PurePosixPath(self.path).stem
+        """``title:`` when the frontmatter has one, else the first heading, else the file name."""
+        own = " ".join(str(self.meta.get("title") or "").split())
+        return own or heading(self.body) or PurePosixPath(self.path).stem
 
     @property
     def type(self) -> str:
@@ -44,7 +48,13 @@ class Memory:
 
     @property
     def status(self) -> str:
-        return str(self.meta.get("status") or "active")
+        """memvault's lifecycle state: ``lifecycle:``, else ``status:`` when it holds one of
+        memvault's values, else active (a person's ``status: draft`` is theirs, not ours)."""
+        for key in (LIFECYCLE_KEY, "status"):
+            value = str(self.meta.get(key) or "")
+            if value in LIFECYCLE:
+                return value
+        return "active"
 
     @property
     def tags(self) -> tuple[str, ...]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import frontmatter, guard, ids, importer, policy, recovery, validate
+from . import frontmatter, guard, ids, importer, policy, purging, recovery, validate
 from .config import Settings, load_settings
 from .errors import (
     InvalidInputError,
@@ -323,6 +323,8 @@ class MemoryService:
                     f"{memory.path} changed since you read it (revision {memory.content_hash}, "
                     f"you had {expected_revision}): call get_memory and retry"
                 )
+            if title is not None and "title" in memory.meta:  # the person's `title:` key
+                changes["title"], title = title, None
             body = None
             if content is not None or title is not None:
                 body = _body(
@@ -352,7 +354,7 @@ class MemoryService:
         if mode not in FORGET_MODES:
             raise InvalidInputError(f"mode must be one of {', '.join(FORGET_MODES)}, not {mode!r}")
         if mode == "purge":
-            return self._purge(id_or_path, reason)
+            return purging.purge(self, id_or_path, reason)
         with self._writing():
             memory = self.get(id_or_path)
             trailers = self._trailers(f"forget-{mode}", memory.id)
@@ -390,31 +392,6 @@ class MemoryService:
             memory,
         )
         return WriteResult(fresh, sha, "archived" if mode == "archive" else "deleted")
-
-    def _purge(self, id_or_path: str, reason: str | None) -> WriteResult:
-        with self._writing():
-            memory = self.get(id_or_path)
-            names = self.history.names_in_history(memory.path)
-            # filter-branch needs a clean tree: commit the person's edits first
-            recovery.commit_leftovers(self.vault, self.history, self._op_trailers)
-            self.vault.delete(memory.path)
-            self.history.commit(
-                [memory.path],
-                f"forget: {memory.id} (purge)",
-                self._trailers("forget-purge", memory.id),
-            )
-            rewritten = self.history.purge(names)
-            trailers = self._trailers("purge", memory.id)
-            if reason:
-                trailers["Memvault-Reason"] = reason
-            sha = self.history.commit_empty(
-                f"purge: memory {memory.id} erased from history", trailers
-            )
-        erased = [f"git history ({rewritten} commits rewritten)", *self.index.erase([memory.id])]
-        self.vault.id_map()  # rewrites the id catalog without the purged path
-        erased.append("id catalog")
-        self._notify(ChangeEvent(changed=(memory.path,), removed=(memory.path,)), memory)
-        return WriteResult(memory, sha, "purged", erased=tuple(erased))
 
     def revert(self, id_or_path: str, rev: str) -> WriteResult:
         """Restore a memory's text as it was at ``rev``, as a new commit."""

@@ -23,7 +23,7 @@ from typing import Any
 import filelock
 import pathspec
 
-from . import frontmatter, ids, validate
+from . import fields, frontmatter, ids, validate
 from .errors import (
     LockTimeoutError,
     MalformedMemoryError,
@@ -376,7 +376,7 @@ class Vault:
                 f"({memory.problems[0]}): fix the file by hand first"
             )
         doc = frontmatter.parse(self.read_bytes(memory.path).decode("utf-8"))
-        changes = dict(changes)
+        changes = fields.place_status(memory.meta, changes)
         if memory.id_derived:
             changes = {"id": memory.id, **changes}
         changes.setdefault("updated", now)

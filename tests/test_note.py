@@ -56,3 +56,33 @@ def test_naive_times_take_the_given_zone() -> None:
     moment = note.parse_time("2026-11-30")
     assert moment is not None and moment.utcoffset() is not None
     assert note.parse_time("not a time") is None and note.timestamp(None) == float("-inf")
+
+
+def test_inline_tags_come_from_prose_only_as_obsidian_reads_them() -> None:
+    body = (
+        "# Deps #setup\n"
+        "Pinned #build and #日本語 and #nested/tag, not #123 nor foo#bar.\n"
+        "Inline `#notatag` code, a URL https://semver.org/#semver and [x](https://a.io/#frag).\n"
+        "See [[guide#usage]] and [doc](docs/g.md#intro).\n"
+        "```js\nconst v = '#lodash@^1'; a #foo>a\n```\n"
+        "%% #hidden %% <!-- #comment -->\n"
+    )
+    assert note.inline_tags(body) == ["setup", "build", "日本語", "nested/tag"]
+
+
+def test_links_read_wikilinks_with_label_and_heading_embeds_and_markdown_links() -> None:
+    body = (
+        "See [[report-style]], [[Bob Lee#Contact|Bob]] and ![[attachments/wb.jpg]].\n"
+        "Also ![pic](pics/a%20b.png), [doc](docs/g.md#intro), [web](https://x.org/a.md), "
+        "[[#local]] and [top](#anchor).\n"
+        "`[[in code]]`\n```\n[[in block]]\n```\n"
+    )
+    found = [(ln.target, ln.heading, ln.label, ln.embed, ln.wiki) for ln in note.links(body)]
+    assert found == [
+        ("report-style", None, None, False, True),
+        ("Bob Lee", "Contact", "Bob", False, True),
+        ("attachments/wb.jpg", None, None, True, True),
+        ("pics/a b.png", None, "pic", True, False),
+        ("docs/g.md", "intro", "doc", False, False),
+        ("", "local", None, False, True),
+    ]
