@@ -321,9 +321,11 @@ class History:
         subject: str,
         trailers: dict[str, str] | None = None,
         as_person: bool = False,
+        date: str | None = None,
     ) -> str | None:
         """Stage ``paths`` (adds, edits, deletions) and commit only them.
 
+        ``date`` is the author date (a person's edit is dated when they saved it).
         Returns the new commit sha, or None when nothing changed.
         """
         paths = self._committable(paths)
@@ -342,6 +344,8 @@ class History:
         if not wanted.intersection(staged):
             return None
         args = ["commit", "-q", "--no-verify", "--pathspec-from-file=-", "--pathspec-file-nul"]
+        if date is not None:
+            args.append(f"--date={date}")
         return self._commit(args, format_message(subject, trailers or {}), as_person, spec)
 
     def _commit(
@@ -431,6 +435,20 @@ class History:
         if self.head() is None:
             return []
         return [c for c in (_parse_record(r, path) for r in self.run(*args).split(_RS)) if c]
+
+    def commits_since(self, since: str | None = None) -> list[Commit]:
+        """Commits after ``since`` (every commit when None), oldest first, renames detected."""
+        if self.head() is None:
+            return []
+        fmt = _RS + _US.join(["%H", "%aI", "%an", "%s", f"%(trailers:only,unfold,separator={_GS})"])
+        args = ["log", "--reverse", "-M", f"--format={fmt}", "--name-status", "-z"]
+        if since is not None:
+            args.append(f"{since}..HEAD")
+        return [c for c in (_parse_record(r, None) for r in self.run(*args).split(_RS)) if c]
+
+    def is_ancestor(self, rev: str, of: str) -> bool:
+        """True when commit ``rev`` is in the history of ``of`` (False after a rewrite)."""
+        return self.run("merge-base", rev, of, check=False).strip() == rev
 
     def show(self, rev: str, path: str) -> str:
         return self.run("show", f"{self._rev(rev)}:{path}")

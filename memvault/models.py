@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 from typing import Any, Literal
 
 from .errors import InvalidInputError
-from .note import heading, inline_tags, newest_first, parse_time
+from .note import heading, inline_tags, newest_first, parse_time, timestamp
 
 MEMORY_TYPES = ("preference", "fact", "episode", "summary", "task", "note")
 STATUSES = ("active", "superseded", "archived")  # what a caller may set
@@ -35,6 +35,7 @@ class Memory:
     content_hash: str  # sha256 of the file's bytes: the revision token
     id_derived: bool = False  # True when the file has no ``id`` key yet
     problems: tuple[str, ...] = ()
+    edited: str | None = None  # when a person last edited the file (from git), if known
 
     @property
     def title(self) -> str:
@@ -78,7 +79,11 @@ class Memory:
 
     @property
     def updated(self) -> str | None:
-        return as_iso(self.meta.get("updated")) or self.created
+        """The frontmatter's ``updated`` (else ``created``), or a person's later edit."""
+        own = as_iso(self.meta.get("updated")) or self.created
+        if self.edited is not None and timestamp(self.edited) > timestamp(own):
+            return self.edited
+        return own
 
     def info(self, mtime_ns: int = 0, size: int = 0) -> MemoryInfo:
         """The index record of this memory."""

@@ -9,6 +9,7 @@ The caller holds the vault's write lock.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -37,7 +38,8 @@ def commit_leftovers(
         log.warning("committed %d file(s) left by an interrupted write: %s", len(mine), mine[:5])
     if theirs:
         subject = external_subject(theirs)
-        sha = history.commit(theirs, subject, trailers("external"), as_person=True) or sha
+        when = saved_at(vault, theirs)
+        sha = history.commit(theirs, subject, trailers("external"), True, when) or sha
         log.info("committed %d file(s) edited outside memvault", len(theirs))
     vault.clear_journal()
     return sha, pending
@@ -51,7 +53,8 @@ def commit_external(
     paths = committable(vault, [*paths, *staged])
     if not paths:
         return None
-    return history.commit(paths, external_subject(paths), trailers("external"), as_person=True)
+    when = saved_at(vault, paths)
+    return history.commit(paths, external_subject(paths), trailers("external"), True, when)
 
 
 def committable(vault: Vault, paths: Iterable[str]) -> list[str]:
@@ -66,6 +69,21 @@ def committable(vault: Vault, paths: Iterable[str]) -> list[str]:
             continue
         out.append(rel)
     return out
+
+
+def saved_at(vault: Vault, paths: Iterable[str]) -> str | None:
+    """When the person last saved any of ``paths`` (ISO, local zone): the commit's author
+    date, so a memory's `updated` is the time of the edit, not of the commit."""
+    times = []
+    for rel in paths:
+        try:
+            times.append(os.lstat(vault.abspath(rel)).st_mtime)
+        except (OSError, UnsafePathError):
+            continue
+    if not times:
+        return None
+    latest = min(max(times), dt.datetime.now(dt.UTC).timestamp())  # a clock ahead: now
+    return dt.datetime.fromtimestamp(latest, dt.UTC).astimezone().isoformat(timespec="seconds")
 
 
 def external_subject(paths: Sequence[str]) -> str:

@@ -49,6 +49,7 @@ from .models import (
 from .note import compose as _body
 from .note import strip_title as _strip_title
 from .note import title_from as _first_line
+from .provenance import Provenance
 from .retrieval import Retrieval
 from .sync import IndexSync
 from .template import create_vault
@@ -79,6 +80,7 @@ class MemoryService:
 
     def __post_init__(self) -> None:
         self.indexing = IndexSync(self.vault, self.index, self.settings)
+        self.provenance = Provenance.load(self.vault.state_dir / "provenance.json")
         # late-bound on purpose: tests and benchmarks replace service.clock after opening
         self.retrieval = Retrieval(self.vault, self.indexing, lambda: self.clock())  # noqa: PLW0108
 
@@ -108,6 +110,7 @@ class MemoryService:
         service = cls(vault, history, settings, index)
         if recover:
             service.recover()
+        service.refresh_provenance()
         return service
 
     def close(self) -> None:
@@ -147,7 +150,18 @@ class MemoryService:
         if not paths:
             return None
         with self._writing():
-            return recovery.commit_external(self.vault, self.history, paths, self._op_trailers)
+            sha = recovery.commit_external(self.vault, self.history, paths, self._op_trailers)
+        self.refresh_provenance()
+        return sha
+
+    def refresh_provenance(self) -> None:
+        """Fold new commits into what git says of the files: where id-less files were
+        first committed (their ids survive moves) and when a person last edited each."""
+        changed = self.provenance.refresh(self.history, self.vault.is_safe_file)
+        self.vault.origins, self.vault.edited = self.provenance.origins, self.provenance.edited
+        if changed:
+            self.vault.reset_catalog()
+            self.sync_index(sorted(changed))
 
     def indexed_hashes(self) -> dict[str, str]:
         """path -> content hash of what the index holds now (other processes included)."""

@@ -71,7 +71,15 @@ class IndexSync:
         return batch
 
     def upsert(self, memories: Sequence[Memory]) -> None:
-        """Index memories just read or written (with their file stats)."""
+        """Index memories just read or written (with their file stats).
+
+        A path indexed under another id before (a person changed the ``id:``, or a moved
+        id-less file got its first path's id back) loses that entry.
+        """
+        ids = {m.id for m in memories}
+        self.index.remove(
+            [i for i in self.index.ids_at([m.path for m in memories]) if i not in ids]
+        )
         self.index.upsert(memories, self.vault.stats([m.path for m in memories]))
 
     def ensure(self, wait: bool = True) -> bool:

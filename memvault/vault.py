@@ -68,6 +68,10 @@ class Vault:
         # While set (by the service, under its write lock), every path memvault writes is
         # appended here first, so a crash leftover can be told from a person's edit.
         self.journal: Path | None = None
+        # From git, set by the service (see provenance): the first committed path of
+        # moved files (an id-less file's id comes from it) and when a person last edited.
+        self.origins: dict[str, str] = {}
+        self.edited: dict[str, str] = {}
 
     @property
     def state_dir(self) -> Path:
@@ -213,14 +217,21 @@ class Vault:
             doc = frontmatter.parse(text)
         except MalformedMemoryError as exc:
             body = text.lstrip(frontmatter.BOM).replace("\r\n", "\n")
-            return Memory(ids.derived_id(rel), rel, {}, body, digest, True, (f"{rel}: {exc}",))
+            problem = (f"{rel}: {exc}",)
+            return Memory(self.derived_id(rel), rel, {}, body, digest, True, problem)
+        edited = self.edited.get(rel)
         raw_id = doc.meta.get("id")
         if raw_id is not None and ids.is_id(str(raw_id)):
-            return Memory(str(raw_id), rel, doc.meta, doc.body, digest)
+            return Memory(str(raw_id), rel, doc.meta, doc.body, digest, edited=edited)
         problems: tuple[str, ...] = ()
         if raw_id is not None:
             problems = (f"{rel}: id {raw_id!r} is not a valid id; a derived id is used",)
-        return Memory(ids.derived_id(rel), rel, doc.meta, doc.body, digest, True, problems)
+        memory_id = self.derived_id(rel)
+        return Memory(memory_id, rel, doc.meta, doc.body, digest, True, problems, edited)
+
+    def derived_id(self, rel: str) -> str:
+        """The id of a file without one: from the path it was first committed at."""
+        return ids.derived_id(self.origins.get(rel, rel))
 
     def read_bytes(self, rel: str) -> bytes:
         return self.read_regular(rel)
@@ -271,7 +282,7 @@ class Vault:
                 try:
                     memory_id = self.read(rel).id
                 except (MalformedMemoryError, MemoryNotFoundError, UnsafePathError, OSError):
-                    memory_id = ids.derived_id(rel)
+                    memory_id = self.derived_id(rel)
                 entry = CatalogEntry(st.st_mtime_ns, st.st_size, memory_id)
             fresh[rel] = entry
         if fresh != cache:
@@ -280,6 +291,10 @@ class Vault:
         for rel, entry in fresh.items():
             by_id.setdefault(entry.id, []).append(rel)
         return by_id
+
+    def reset_catalog(self) -> None:
+        """Forget the id catalog (rebuilt on next use): derived ids changed."""
+        (self.state_dir / "catalog.json").unlink(missing_ok=True)
 
     def locate(self, id_or_path: str) -> str:
         """Vault-relative path of a memory given its id or its path."""

@@ -66,7 +66,11 @@ def snapshot(root: Path) -> tuple[str, dict[str, str]]:
     files = {}
     for path in root.rglob("*"):
         rel = path.relative_to(root).as_posix()
-        if rel.startswith(".memvault/index/") or rel in (".git/index", ".memvault/catalog.json"):
+        if rel.startswith(".memvault/index/") or rel in (
+            ".git/index",
+            ".memvault/catalog.json",
+            ".memvault/provenance.json",
+        ):
             continue  # caches refreshed by reads
         is_file = path.is_file() and not path.is_symlink()
         files[rel] = hashlib.sha1(path.read_bytes()).hexdigest() if is_file else ""
@@ -747,7 +751,7 @@ FILE_CASES: list[tuple[str, bytes, str | None, str]] = [
         None,
         "Hand made",
     ),
-    ("title-and-ampersand", fm("title: R&D *notes*"), None, "Hand made"),
+    ("title-and-ampersand", fm("title: R&D *notes*"), None, "R&D *notes*"),
 ]
 
 

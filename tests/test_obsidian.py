@@ -3,11 +3,16 @@ endings and comments survive memvault's edits (issue 10)."""
 
 from __future__ import annotations
 
+import datetime as dt
+import os
+import shutil
 from pathlib import Path
 
+from memvault import note
+from memvault.config import Settings
 from memvault.service import MemoryService
 
-from .helpers import git
+from .helpers import git, watching
 
 DRAFT = """---
 id: 01JDRAFT0000000000
@@ -101,3 +106,93 @@ def test_crlf_bom_comments_and_unknown_keys_survive_an_update(text_only: MemoryS
     keys = [ln.split(":")[0] for ln in text.split("\r\n")[1:8] if ln and not ln.startswith("#")]
     assert keys[:4] == ["id", "zeta", "tags", "alpha"] and "importance" in keys
     assert text.endswith("# Windows note\r\n\r\nLine one.\r\n")
+
+
+def test_a_persons_edit_moves_updated_without_the_file_being_rewritten(
+    text_only: MemoryService,
+) -> None:
+    text_only.clock = lambda: dt.datetime(2026, 1, 1, 9, 0, tzinfo=dt.UTC)
+    old = text_only.remember("The dentist is Dr. Okafor on Elm Street.", type="fact")
+    newer = text_only.remember("The user's dog is a beagle named Pepper.", type="fact")
+    assert old.memory is not None and newer.memory is not None
+    path = text_only.root / old.memory.path
+    path.write_text(path.read_text(encoding="utf-8").replace("Elm", "Oak"), encoding="utf-8")
+    saved = dt.datetime(2026, 3, 2, 3, 4, 5, tzinfo=dt.UTC)  # the person's save, the latest
+    os.utime(path, (saved.timestamp(), saved.timestamp()))
+    edited = path.read_bytes()
+    text_only.commit_external([old.memory.path])  # what the watcher does after a save
+    assert path.read_bytes() == edited  # `updated` was not written into the person's file
+    first = text_only.list_memories().memories[0]
+    assert first.id == old.memory.id
+    assert note.timestamp(first.updated) == saved.timestamp()
+    assert note.timestamp(text_only.get(old.memory.id).updated) == saved.timestamp()
+    author_date = git(text_only.root, "log", "-1", "--format=%at").strip()
+    assert int(author_date) == int(saved.timestamp())  # the commit is dated by the save
+
+
+def test_memvaults_own_later_write_is_newer_than_an_earlier_hand_edit(
+    text_only: MemoryService,
+) -> None:
+    result = text_only.remember("The office wifi is called Meadow.", type="fact")
+    assert result.memory is not None
+    path = text_only.root / result.memory.path
+    path.write_text(path.read_text(encoding="utf-8") + "\nGuest network too.\n", "utf-8")
+    past = dt.datetime(2020, 5, 5, tzinfo=dt.UTC).timestamp()
+    os.utime(path, (past, past))
+    text_only.commit_external([result.memory.path])
+    written = text_only.update(result.memory.id, fields={"importance": 0.7}).memory
+    assert written.updated == written.meta["updated"].isoformat()
+
+
+ID_LESS = "# Packing list\n\nPassport, charger, the blue umbrella.\n"
+
+
+def test_a_file_without_frontmatter_keeps_its_id_when_moved_and_is_not_rewritten(
+    text_only: MemoryService,
+) -> None:
+    write(text_only, "inbox/packing.md", ID_LESS)
+    first_id = text_only.get("inbox/packing.md").id
+    (text_only.root / "travel").mkdir()
+    os.rename(text_only.root / "inbox/packing.md", text_only.root / "travel/packing.md")
+    text_only.commit_external(["inbox/packing.md", "travel/packing.md"])
+    moved = text_only.get(first_id)
+    assert moved.path == "travel/packing.md" and moved.id == first_id
+    assert (text_only.root / "travel/packing.md").read_text(encoding="utf-8") == ID_LESS
+    assert [(i.id, i.path) for i in text_only.records()] == [(first_id, "travel/packing.md")]
+    # the id memvault writes on its next edit is that same id
+    text_only.update(first_id, fields={"importance": 0.6})
+    assert text_only.get("travel/packing.md").meta["id"] == first_id
+
+
+def test_ids_and_edit_times_come_back_after_the_cache_is_deleted(vault_path: Path) -> None:
+    service = MemoryService.open(vault_path, Settings(embedder="none"))
+    write(service, "inbox/packing.md", ID_LESS)
+    first_id = service.get("inbox/packing.md").id
+    (vault_path / "travel").mkdir()
+    os.rename(vault_path / "inbox/packing.md", vault_path / "travel/packing.md")
+    service.commit_external(["inbox/packing.md", "travel/packing.md"])
+    updated = service.get(first_id).updated
+    service.close()
+    shutil.rmtree(vault_path / ".memvault")
+    reopened = MemoryService.open(vault_path, Settings(embedder="none"))
+    try:
+        again = reopened.get("travel/packing.md")
+        assert (again.id, again.updated) == (first_id, updated)
+        assert [(i.id, i.updated) for i in reopened.records()] == [(first_id, updated)]
+    finally:
+        reopened.close()
+
+
+def test_the_watcher_carries_an_id_less_file_through_a_move(text_only: MemoryService) -> None:
+    write(text_only, "inbox/packing.md", ID_LESS)
+    first_id = text_only.get("inbox/packing.md").id
+    (text_only.root / "travel").mkdir()
+    # the product's quiet period: inotify reports a move across watched folders as a
+    # deletion half a second after the creation, and both must land in one commit
+    with watching(text_only, debounce=text_only.settings.debounce_seconds) as (service, watcher, _):
+        os.rename(service.root / "inbox/packing.md", service.root / "travel/packing.md")
+        assert watcher.wait_for(lambda: watcher.commits >= 1)
+        assert watcher.wait_for(
+            lambda: [(i.id, i.path) for i in service.records()] == [(first_id, "travel/packing.md")]
+        )
+    assert service.get(first_id).path == "travel/packing.md"

@@ -241,8 +241,12 @@ class Index:
         return ["full-text index", "vectors", "vector caches"]
 
     def remove_paths(self, paths: Iterable[str]) -> None:
+        self.remove(self.ids_at(paths))
+
+    def ids_at(self, paths: Iterable[str]) -> list[str]:
+        """Ids the index holds for these paths."""
         self.store.refresh()
-        self.remove(self.store.ids_by_path(paths))
+        return self.store.ids_by_path(paths)
 
     def plan_sync(self, stats: dict[str, tuple[int, int]]) -> tuple[list[str], list[str]]:
         """(paths to (re)read, ids to drop) to match the files described by ``stats``."""
