@@ -2,7 +2,9 @@
 
 ``MemvaultTool`` is the SDK's ``Tool`` with four differences:
 - lean schemas: arguments without generated titles or the ``null`` branch of optional
-  ones; results as their structure (field names, arrays, enums), not scalar types;
+  ones; no output schema in ``tools/list`` (results still carry ``structuredContent``,
+  shaped by ``schemas``, and the same JSON as text: a host's model reads the fields by
+  name, while a listed output schema cost a quarter of the whole list, DESIGN section 6);
 - unknown arguments are an error, not silently dropped;
 - argument errors are one sentence that names the argument and what it takes, instead of
   pydantic's multi-line report with its documentation link;
@@ -59,6 +61,11 @@ class MemvaultTool(Tool):
             text = json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
             return result.model_copy(update={"content": [TextContent(type="text", text=text)]})
         return result
+
+    @property
+    def output_schema(self) -> dict[str, Any] | None:
+        """Not listed (see the module docstring); results are still structured by it."""
+        return None
 
     @property
     def _arguments_title(self) -> str:
