@@ -211,6 +211,12 @@ class History:
         Failures come back as an exit code, not as ``GitCommandError`` (whose ``stderr``
         is reformatted for display): the raw stderr is what lock detection reads.
         """
+        returncode, stdout, stderr = self._execute_bytes(cmd, input_text, env)
+        return returncode, _text(stdout), stderr
+
+    def _execute_bytes(
+        self, cmd: list[str], input_text: str | None, env: dict[str, str] | None
+    ) -> tuple[int, bytes, str]:
         try:
             with _stdin(input_text) as stdin:
                 returncode, stdout, stderr = self._git.execute(
@@ -224,7 +230,7 @@ class History:
                 )
         except git.exc.GitCommandNotFound as exc:
             raise MemvaultError(f"git could not be started ({exc}): install git and retry") from exc
-        return returncode, _text(stdout), _text(os.fsencode(stderr))
+        return returncode, bytes(stdout), _text(os.fsencode(stderr))
 
     # -- locks left by killed git processes ------------------------------------
     def stale_locks(
@@ -445,6 +451,37 @@ class History:
         if since is not None:
             args.append(f"{since}..HEAD")
         return [c for c in (_parse_record(r, None) for r in self.run(*args).split(_RS)) if c]
+
+    def commit_before(self, moment: str) -> str | None:
+        """The last commit made at or before ``moment`` (ISO time), or None."""
+        if self.head() is None:
+            return None
+        return self.run("rev-list", "-1", f"--before={moment}", "HEAD").strip() or None
+
+    def files_at(self, rev: str) -> list[str]:
+        """Every file in the tree of commit ``rev``."""
+        out = self.run("ls-tree", "-r", "-z", "--name-only", self._rev(rev))
+        return [p for p in out.split("\0") if p]
+
+    def blobs(self, rev: str, paths: Sequence[str]) -> dict[str, bytes]:
+        """The bytes of ``paths`` as they were at commit ``rev`` (one ``cat-file`` call)."""
+        sha = self._rev(rev)
+        names = [p for p in paths if "\n" not in p]
+        spec = "".join(f"{sha}:{p}\n" for p in names)
+        cmd = ["git", "--literal-pathspecs", "cat-file", "--batch"]
+        returncode, out, stderr = self._execute_bytes(cmd, spec, None)
+        if returncode != 0:
+            raise GitError(["cat-file", "--batch"], returncode, stderr)
+        found, at = {}, 0
+        for name in names:
+            end = out.index(b"\n", at)
+            header = out[at:end].split()
+            at = end + 1
+            if len(header) == 3 and header[1] == b"blob":  # else "<spec> missing"
+                size = int(header[2])
+                found[name] = out[at : at + size]
+                at += size + 1
+        return found
 
     def is_ancestor(self, rev: str, of: str) -> bool:
         """True when commit ``rev`` is in the history of ``of`` (False after a rewrite)."""

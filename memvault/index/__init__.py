@@ -423,3 +423,5 @@ def _text_doc(memory: Memory) -> TextDoc:
 
 
 __all__ = ["INDEX_VERSION", "Index", "SearchHit", "SearchQuery"]
+
+text_doc = _text_doc  # what the full-text index stores of a memory (also for as-of search)

@@ -1,0 +1,109 @@
+"""What the vault said at a past time: memories, listings and search as of a commit or date.
+
+Git keeps every version, so an as-of read needs no index of its own: the files of that
+commit are read in one ``cat-file`` call and parsed like today's. ``recall`` as of a time is
+full text only (BM25 over a throw-away Whoosh index of that commit's files), and says so in
+``why``; vectors are not rebuilt for the past.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import ids
+from .errors import InvalidInputError, MalformedMemoryError, MemoryNotFoundError, MemvaultError
+from .index import text_doc
+from .index.fulltext import FullText
+from .models import Filters, Hit, Memory, MemoryInfo
+from .note import parse_time, snippet
+
+if TYPE_CHECKING:
+    from .service import MemoryService
+
+
+def resolve(service: MemoryService, as_of: str) -> str:
+    """The commit ``as_of`` names: a revision, or the last commit at or before a time (a bare
+    date means the end of that day, in the vault's local time)."""
+    text = as_of.strip()
+    moment = parse_time(text, naive_tz=service.clock().tzinfo or dt.UTC)
+    if moment is not None:
+        if len(text) == 10:  # YYYY-MM-DD: the whole day
+            moment += dt.timedelta(days=1, seconds=-1)
+        sha = service.history.commit_before(moment.isoformat())
+        if sha is None:
+            raise InvalidInputError(f"the vault has no history before {text}: pick a later time")
+        return sha
+    try:
+        return service.history.resolve(text)
+    except MemvaultError as exc:
+        raise InvalidInputError(
+            f"as_of {as_of!r} is neither a time (2026-11-30 or 2026-11-30T10:00) nor a "
+            "commit of this vault: pick one from `memvault log`"
+        ) from exc
+
+
+def memories(service: MemoryService, sha: str) -> list[Memory]:
+    """Every readable memory in commit ``sha``."""
+    paths = [p for p in service.history.files_at(sha) if service.vault.is_memory_path(p)]
+    out = []
+    for rel, data in service.history.blobs(sha, paths).items():
+        try:  # today's record of a person's later edits does not apply to the past
+            out.append(replace(service.vault.parse_bytes(rel, data), edited=None))
+        except MalformedMemoryError:
+            continue  # binary or not UTF-8 then: nothing to show
+    return out
+
+
+def get(service: MemoryService, id_or_path: str, as_of: str) -> Memory:
+    """One memory as it was at ``as_of`` (by id, or by its path then)."""
+    sha = resolve(service, as_of)
+    text = id_or_path.strip()
+    if not ids.is_id(text):
+        rel = ids.clean_relpath(text)
+        rel = rel if rel.lower().endswith(".md") else rel + ".md"
+        data = service.history.blobs(sha, [rel]).get(rel)
+        if data is not None:
+            return replace(service.vault.parse_bytes(rel, data), edited=None)
+    else:
+        for memory in memories(service, sha):
+            if memory.id == text:
+                return memory
+    raise MemoryNotFoundError(
+        f"{id_or_path!r} did not exist as of {as_of} (commit {sha[:12]}): "
+        "see `memvault log` for when it was written"
+    )
+
+
+def records(service: MemoryService, as_of: str, filters: Filters | None = None) -> list[MemoryInfo]:
+    """The index records the vault would have had at ``as_of``, filtered."""
+    filters = filters or Filters()
+    sha = resolve(service, as_of)
+    return [i for i in (m.info() for m in memories(service, sha)) if filters.accepts(i)]
+
+
+def recall(
+    service: MemoryService, query: str, as_of: str, k: int = 8, filters: Filters | None = None
+) -> list[Hit]:
+    """Full-text recall over the vault as of ``as_of`` (no vectors for the past)."""
+    if not query.strip():
+        raise InvalidInputError("query is empty: say what to look for")
+    sha = resolve(service, as_of)
+    filters = filters or Filters()
+    found = {m.id: m for m in memories(service, sha) if filters.accepts(m.info())}
+    with tempfile.TemporaryDirectory(prefix="memvault-asof-") as folder:
+        text = FullText(Path(folder))
+        try:
+            text.upsert([text_doc(m) for m in found.values()])
+            scores = text.search(query, limit=k)
+        finally:
+            text.close()
+    why = {"as_of": f"full text only, over the vault at commit {sha[:12]}"}
+    ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))[:k]
+    return [
+        Hit.of(found[i], snippet(found[i].body, query), round(s, 4), {**why, "bm25": round(s, 4)})
+        for i, s in ranked
+    ]
