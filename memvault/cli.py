@@ -386,12 +386,16 @@ def forget(ctx: Ctx, id_or_path: str, mode: str | None, reason: str | None) -> N
 @click.argument("source", type=click.Path(exists=True, path_type=Path))
 @pass_ctx
 def import_(ctx: Ctx, source: Path) -> None:
-    """Import a folder of Markdown files or a JSONL of memories (one commit)."""
+    """Import a folder of Markdown files (an Obsidian vault, say) or a JSONL of memories.
+
+    One commit; files it cannot read are skipped and named. Safe to repeat: unchanged notes
+    are left alone, changed ones update the same memory, linked attachments are copied.
+    """
     with _errors(ctx):
         service = _service(ctx)
         with click.progressbar(length=1, label="indexing", file=sys.stderr) as bar:
             result = service.import_path(source, progress=_progress(bar))
-    _emit(ctx, asdict(result), lambda: click.echo(f"imported {result.imported} memories"))
+    _emit(ctx, asdict(result), lambda: click.echo(result.summary()))
 
 
 @cli.command()

@@ -101,6 +101,6 @@ def import_target(vault: Vault, item: importer.ImportItem) -> tuple[str, str]:
             raise InvalidInputError("it contains NUL bytes (binary?)")
         validate.file_size(rel, item.text, vault.max_file_bytes)
     except (InvalidInputError, UnsafePathError) as exc:
-        raise type(exc)(f"{item.source}: {exc}; nothing was imported") from exc
+        raise type(exc)(f"{item.source}: {exc}") from exc
     folder, _, name = stem_path(rel).rpartition("/")
     return folder, name

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,68 +14,138 @@ from typing import Any
 
 from . import frontmatter, ids, note, validate
 from .errors import InvalidInputError, MalformedMemoryError, UnsafePathError
+from .models import ImportSkip
 
 _KNOWN = ("content", "text", "body", "title", "folder", "path")
+# Folders never imported and never reported: git's, Obsidian's settings and trash, memvault's
+# state, templates, and every other dot-folder.
+PRUNED = frozenset({".git", ".obsidian", ".trash", ".memvault", "_templates"})
 
 
 @dataclass(frozen=True)
 class ImportItem:
     path: str  # wanted vault-relative path (may be taken; the caller finds a free one)
-    text: str
+    text: str  # the source text (an id is added by the caller when it has none)
     source: str  # where it came from, for error messages
+    origin: Path | None = None  # the source file (folder imports): attachments resolve from it
+    defaults: frozenset[str] = frozenset()  # frontmatter keys memvault filled in, not the source
 
 
-def from_folder(root: Path, is_memory: Callable[[str], bool]) -> Iterator[ImportItem]:
-    """Markdown files under ``root``, relative paths kept; an ``id`` added where missing."""
+def pruned(name: str) -> bool:
+    return name in PRUNED or name.startswith(".")
+
+
+def from_folder(
+    root: Path, is_memory: Callable[[str], bool], max_bytes: int
+) -> Iterator[ImportItem | ImportSkip]:
+    """Markdown files under ``root``, relative paths kept; a skip for each unreadable one."""
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        here = Path(dirpath)
+        for name in [d for d in dirnames if not pruned(d) and (here / d).is_symlink()]:
+            rel = (here / name).relative_to(root).as_posix()
+            yield _skip(rel, "symlink", f"{here / name} is a symlinked folder: not followed")
+        dirnames[:] = sorted(d for d in dirnames if not pruned(d) and not (here / d).is_symlink())
         for name in sorted(filenames):
-            full = Path(dirpath) / name
+            if not name.lower().endswith(".md") or name.startswith("."):
+                continue  # not a note (attachments are copied when a note links them)
+            full = here / name
             rel = full.relative_to(root).as_posix()
-            if not is_memory(rel) or full.is_symlink():
-                continue
-            try:
-                text = full.read_text(encoding="utf-8", errors="strict")
-            except UnicodeDecodeError as exc:
-                raise InvalidInputError(
-                    f"{full} is not UTF-8 text (byte {exc.start}): re-save it as UTF-8 "
-                    "or move it out of the folder; nothing was imported"
-                ) from exc
-            yield ImportItem(rel, _with_id(text), str(full))
+            yield _read_note(full, rel, is_memory, max_bytes)
 
 
-def _with_id(text: str) -> str:
+def _skip(path: str, reason: str, detail: str) -> ImportSkip:
+    return ImportSkip(path, reason, detail)
+
+
+def _read_note(
+    full: Path, rel: str, is_memory: Callable[[str], bool], max_bytes: int
+) -> ImportItem | ImportSkip:
     try:
-        doc = frontmatter.parse(text)
-    except MalformedMemoryError:
-        return text  # copied as-is; `doctor` will report it
-    if doc.meta.get("id") and ids.is_id(str(doc.meta["id"])):
-        return text
-    return frontmatter.render(doc, {"id": ids.new_id()})
+        validate.relpath("path", rel)
+        if not is_memory(rel):
+            raise UnsafePathError(f"{full} is in a place memvault ignores")
+        data = read_regular(full, max_bytes)
+        if b"\x00" in data:
+            raise InvalidInputError(f"{full} contains NUL bytes (binary?): not a note")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInputError(
+                f"{full} is not UTF-8 text (byte {exc.start}): re-save it as UTF-8"
+            ) from exc
+        frontmatter.parse(text)
+    except MalformedMemoryError as exc:
+        return _skip(rel, "malformed frontmatter", f"{full}: {exc}")
+    except (InvalidInputError, UnsafePathError, OSError) as exc:
+        detail = str(exc) if str(full) in str(exc) else f"{full}: {exc}"
+        return _skip(rel, reason_of(exc), detail)
+    return ImportItem(rel, text, str(full), full)
 
 
-def from_jsonl(path: Path, now: dt.datetime) -> Iterator[ImportItem]:
-    """One memory per line: ``content`` (or text/body) plus any frontmatter keys."""
-    try:
-        lines = path.read_bytes().decode("utf-8").split("\n")
-    except UnicodeDecodeError as exc:
-        raise InvalidInputError(
-            f"{path} is not UTF-8 text (byte {exc.start}): re-save it as UTF-8"
-        ) from exc
-    for number, line in enumerate(lines, 1):
+def reason_of(exc: BaseException) -> str:
+    """A short reason for a summary line; the whole message goes to the log."""
+    text = str(exc)
+    for needle, reason in (
+        ("symlink", "symlink"),
+        ("not a regular file", "not a regular file"),
+        ("NUL", "binary"),
+        ("UTF-8", "not UTF-8"),
+        ("max_file_bytes", "too large"),
+        ("over the limit", "too large"),
+        ("memvault ignores", "ignored path"),
+        ("has problems", "vault copy has problems"),
+    ):
+        if needle in text:
+            return reason
+    if isinstance(exc, UnsafePathError):
+        return "unsafe name"
+    if isinstance(exc, OSError):
+        return "unreadable"
+    return "invalid"
+
+
+def read_regular(path: Path, max_bytes: int) -> bytes:
+    """Bytes of a regular file of at most ``max_bytes``; symlinks and FIFOs are refused
+    unopened (a FIFO would block the read forever)."""
+    mode = os.lstat(path)
+    if stat.S_ISLNK(mode.st_mode):
+        raise UnsafePathError(f"{path} is a symlink: memvault never follows symlinks")
+    if not stat.S_ISREG(mode.st_mode):
+        raise UnsafePathError(f"{path} is not a regular file (a FIFO, socket or device)")
+    if mode.st_size > max_bytes:
+        raise UnsafePathError(
+            f"{path} is {mode.st_size:,} bytes, over the limit of {max_bytes:,}: split it"
+        )
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(max_bytes + 1)
+
+
+def from_jsonl(path: Path, now: dt.datetime) -> Iterator[ImportItem | ImportSkip]:
+    """One memory per line: ``content`` (or text/body) plus any frontmatter keys; a skip
+    (naming the line) for each line that is not one."""
+    for number, raw in enumerate(path.read_bytes().split(b"\n"), 1):
+        where = f"{path.name}:{number}"
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            detail = f"{path}:{number} is not UTF-8 text (byte {exc.start}): re-save it as UTF-8"
+            yield _skip(where, "not UTF-8", detail)
+            continue
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise InvalidInputError(f"{path}:{number} is not valid JSON ({exc.msg})") from exc
+            yield _skip(where, "not JSON", f"{path}:{number} is not valid JSON ({exc.msg})")
+            continue
         if not isinstance(record, dict):
-            raise InvalidInputError(f"{path}:{number} must be a JSON object")
-        where = f"{path}:{number}"
+            yield _skip(where, "not an object", f"{path}:{number} must be a JSON object")
+            continue
         try:
-            yield _record_item(record, now, where)
+            yield _record_item(record, now, f"{path}:{number}")
         except (InvalidInputError, UnsafePathError) as exc:
-            raise type(exc)(f"{where}: {exc}; nothing was imported") from exc
+            yield _skip(where, "invalid record", f"{path}:{number}: {exc}")
 
 
 def _record_item(record: dict[str, Any], now: dt.datetime, where: str) -> ImportItem:
@@ -97,9 +168,15 @@ def _record_item(record: dict[str, Any], now: dt.datetime, where: str) -> Import
     }
     extra = {k: v for k, v in record.items() if k not in meta and k not in _KNOWN}
     meta.update(extra)
+    given = {k for k in meta if record.get(k) not in (None, "", [])}
+    if not ids.is_id(str(record.get("id", ""))):
+        given.discard("id")
+    if "updated" not in given and "created" in given:
+        given.add("updated")  # taken from the record's own ``created``
     if record.get("path"):
         rel = ids.clean_relpath(str(record["path"]))
     else:
         folder = str(record.get("folder") or "inbox").strip("/")
         rel = f"{folder}/{ids.slugify(title)}.md"
-    return ImportItem(rel, frontmatter.new_file(meta, note.compose(title, content)), where)
+    text = frontmatter.new_file(meta, note.compose(title, content))
+    return ImportItem(rel, text, where, defaults=frozenset(set(meta) - given))

@@ -293,10 +293,36 @@ class Status:
 
 
 @dataclass(frozen=True)
+class ImportSkip:
+    """A source file (or JSONL line) an import left out, and why."""
+
+    path: str  # relative to the source folder, or ``name.jsonl:LINE``
+    reason: str  # short: "not UTF-8", "malformed frontmatter", "too large", ...
+    detail: str  # the whole message, naming the file and what to do
+
+
+@dataclass(frozen=True)
 class ImportReport:
-    imported: int
-    commit: str | None
-    paths: tuple[str, ...]
+    imported: int  # new memories
+    commit: str | None  # None when nothing changed
+    paths: tuple[str, ...]  # memories written (new and updated)
+    updated: int = 0
+    unchanged: int = 0
+    skipped: tuple[ImportSkip, ...] = ()
+    attachments: tuple[str, ...] = ()  # non-Markdown files copied (new or changed)
+
+    def summary(self, shown: int = 5) -> str:
+        """One line: ``imported 5, updated 1, unchanged 3, skipped 1 (not UTF-8: a.md), ...``"""
+        skipped = f"skipped {len(self.skipped)}"
+        if self.skipped:
+            named = [f"{s.reason}: {s.path}" for s in self.skipped[:shown]]
+            if len(self.skipped) > shown:
+                named.append(f"{len(self.skipped) - shown} more")
+            skipped += f" ({'; '.join(named)})"
+        return (
+            f"imported {self.imported}, updated {self.updated}, unchanged {self.unchanged}, "
+            f"{skipped}, attachments {len(self.attachments)}"
+        )
 
 
 @dataclass(frozen=True)
@@ -406,6 +432,7 @@ __all__ = [
     "Filters",
     "Hit",
     "ImportReport",
+    "ImportSkip",
     "Memory",
     "MemoryInfo",
     "Page",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import frontmatter, guard, ids, importer, policy, purging, recovery, validate
+from . import frontmatter, guard, ids, importing, policy, purging, recovery, validate
 from .config import Settings, load_settings
 from .errors import (
     InvalidInputError,
@@ -432,29 +432,8 @@ class MemoryService:
     def import_path(
         self, source: Path, progress: Callable[[int, int], None] | None = None
     ) -> ImportReport:
-        """Bulk import (folder of Markdown or JSONL) as one commit, then index in batches."""
-        source = source.expanduser()
-        if source.is_dir():
-            items = list(importer.from_folder(source, self.vault.is_memory_path))
-        elif source.suffix.lower() in (".jsonl", ".ndjson"):
-            items = list(importer.from_jsonl(source, self.clock().replace(microsecond=0)))
-        else:
-            raise InvalidInputError(f"{source} is neither a folder nor a .jsonl file")
-        targets = [guard.import_target(self.vault, item) for item in items]  # all before writing
-        with self._writing():
-            written = []
-            for item, (folder, name) in zip(items, targets, strict=True):
-                rel = self.vault.free_path(folder, name)
-                self.vault.write(rel, item.text, expected_hash="")
-                written.append(rel)
-            sha = self.history.commit(
-                written,
-                f"import: {len(written)} memories from {source.name}",
-                self._trailers("import", None),
-            )
-        self.sync_index(written, progress=progress)
-        self._notify(ChangeEvent(changed=tuple(written), added=tuple(written)))
-        return ImportReport(len(written), sha, tuple(written))
+        """Import a folder of Markdown or a JSONL, repeatably, as one commit (see importing)."""
+        return importing.import_path(self, source, self._trailers("import", None), progress)
 
     # -- index --------------------------------------------------------------
     def reset_index(self) -> None:

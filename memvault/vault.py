@@ -350,8 +350,9 @@ class Vault:
     def clear_journal(self) -> None:
         (self.state_dir / WRITE_JOURNAL).unlink(missing_ok=True)
 
-    def write(self, rel: str, text: str, expected_hash: str | None = None) -> str:
-        """Atomically write ``rel``; refuse if its content hash is not ``expected_hash``.
+    def write(self, rel: str, text: str | bytes, expected_hash: str | None = None) -> str:
+        """Atomically write ``rel`` (text as UTF-8, or bytes as they are); refuse if its
+        content hash is not ``expected_hash``.
 
         ``expected_hash`` of ``""`` means the file must not exist yet. Returns the new hash.
         """
@@ -364,7 +365,7 @@ class Vault:
                     f"expected {expected_hash or 'absent'}): read it again and retry"
                 )
         path.parent.mkdir(parents=True, exist_ok=True)
-        data = text.encode("utf-8")
+        data = text.encode("utf-8") if isinstance(text, str) else text
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as handle:

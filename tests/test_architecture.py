@@ -28,6 +28,7 @@ INNER = [
     "template",
     "doctor",
     "importer",
+    "importing",
     "views",
     "sync",
     "retrieval",

@@ -808,8 +808,7 @@ def raw_file(name: str, data: bytes) -> Callable[[Path], str]:
 
 def folder_with(name: str, data: bytes) -> Callable[[Path], str]:
     def make(tmp: Path) -> str:
-        (tmp / "src").mkdir()
-        (tmp / "src" / "good.md").write_text("# Good\n\nA fine note.\n", encoding="utf-8")
+        (tmp / "src").mkdir()  # only the bad file: a good one beside it would be imported
         (tmp / "src" / name).write_bytes(data)
         return str(tmp / "src")
 
@@ -880,10 +879,10 @@ CLI_CASES: list[tuple[str, CliArgs, str]] = [
     ("import-newline-in-title", imp(records({**GOOD, "title": "a\nb"})), "one line"),
     ("import-51-tags", imp(records({**GOOD, "tags": [str(n) for n in range(51)]})), "limit of 50"),
     ("import-2mb", imp(records({"content": big(2 * MB)})), "over max_file_bytes"),
-    ("import-bad-json", imp(records(GOOD, "{not json")), "is not valid JSON"),
-    ("import-not-object", imp(records(GOOD, "[1, 2]")), "must be a JSON object"),
-    ("import-no-content", imp(records(GOOD, {"title": "empty"})), "has no content"),
-    ("import-second-line-bad", imp(records(GOOD, {**GOOD, "path": ".git/x.md"})), ":2:"),
+    ("import-bad-json", imp(records("{not json")), "is not valid JSON"),
+    ("import-not-object", imp(records("[1, 2]")), "must be a JSON object"),
+    ("import-no-content", imp(records({"title": "empty"})), "has no content"),
+    ("import-second-line-bad", imp(records("", {**GOOD, "path": ".git/x.md"})), ":2:"),
     ("import-jsonl-not-utf8", imp(raw_file("bad.jsonl", b'{"content": "caf\xe9"}\n')), "not UTF-8"),
     ("import-folder-not-utf8", imp(folder_with("bad.md", b"# Caf\xe9\n")), "not UTF-8"),
     ("import-folder-binary", imp(folder_with("bin.md", b"# B\n\x00\x01\x02")), "NUL bytes"),

@@ -1,0 +1,335 @@
+"""Importing a folder of Markdown notes (an Obsidian vault, say) or a JSONL of memories.
+
+Never harms, and can be repeated:
+
+- a file that cannot be read (not UTF-8, malformed frontmatter, binary, too large, an unsafe
+  or ignored name, a symlink or FIFO) is skipped with a warning naming it; the rest imports;
+- each note maps to an existing memory by its frontmatter ``id``, else by the vault path it
+  would get; an unchanged note is left alone, a changed one updates that same file (its id
+  and memvault's own keys kept, the source's body and keys written), a new one is created;
+- non-Markdown files the notes link or embed are copied to the same relative path;
+- everything is one commit (none when nothing changed); a failed import leaves no file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import frontmatter, guard, ids, importer, note, validate
+from .errors import (
+    GitError,
+    InvalidInputError,
+    MalformedMemoryError,
+    MemoryNotFoundError,
+    StaleRevisionError,
+    UnsafePathError,
+)
+from .importer import ImportItem
+from .models import LIFECYCLE_KEY, ChangeEvent, ImportReport, ImportSkip
+from .vault import Vault
+
+if TYPE_CHECKING:
+    from .service import MemoryService
+
+log = logging.getLogger(__name__)
+
+# Keys memvault writes and keeps across re-imports when the source does not set them.
+MEMVAULT_KEYS = frozenset(
+    {
+        "id",
+        "type",
+        "tags",
+        "confidence",
+        "importance",
+        "created",
+        "updated",
+        "source",
+        "scope",
+        "supersedes",
+        "superseded_by",
+        "status",
+        LIFECYCLE_KEY,
+        "archived",
+        "archived_reason",
+    }
+)
+MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024
+_MISSING = object()
+_PER_ITEM = (
+    InvalidInputError,
+    UnsafePathError,
+    MalformedMemoryError,
+    MemoryNotFoundError,
+    StaleRevisionError,
+    OSError,
+)
+
+
+def import_path(
+    service: MemoryService,
+    source: Path,
+    trailers: dict[str, str],
+    progress: Callable[[int, int], None] | None = None,
+) -> ImportReport:
+    """Import ``source`` (a folder or a .jsonl) into the service's vault as one commit."""
+    source = source.expanduser()
+    now = service.clock().replace(microsecond=0)
+    max_bytes = service.settings.max_file_bytes
+    if source.is_dir():
+        entries = list(importer.from_folder(source, service.vault.is_memory_path, max_bytes))
+    elif source.suffix.lower() in (".jsonl", ".ndjson"):
+        entries = list(importer.from_jsonl(source, now))
+    else:
+        raise InvalidInputError(f"{source} is neither a folder nor a .jsonl file")
+    run = _Run(service.vault, source if source.is_dir() else None, now)
+    for entry in entries:
+        if isinstance(entry, ImportSkip):
+            run.skip(entry)
+    with service.vault.write_lock(service.settings.lock_timeout):
+        try:
+            run.apply([e for e in entries if isinstance(e, ImportItem)])
+            run.check_something_imported(source)
+            sha = service.history.commit(run.changed(), run.subject(source.name), trailers)
+        except BaseException:
+            run.undo()
+            _unstage(service, run.changed())
+            raise
+    written = [*run.new, *run.updated]
+    service.sync_index(written, progress=progress)
+    if run.changed():
+        service.publish(ChangeEvent(changed=tuple(run.changed()), added=tuple(run.new)))
+    return run.report(sha)
+
+
+def _unstage(service: MemoryService, paths: list[str]) -> None:
+    """Take back what a failed commit staged (the files are already restored)."""
+    if not paths or not service.history.head():
+        return
+    try:
+        spec = "\0".join(paths)
+        service.history.run(
+            "reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul", input_text=spec
+        )
+    except GitError as exc:
+        log.warning("could not unstage the failed import: %s", exc)
+
+
+@dataclass
+class _Run:
+    """One import's state: what it wrote (and what was there before), skipped and kept."""
+
+    vault: Vault
+    root: Path | None  # the source folder (None for JSONL)
+    now: dt.datetime
+    new: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    skipped: list[ImportSkip] = field(default_factory=list)
+    attachments: list[str] = field(default_factory=list)
+    claimed: set[str] = field(default_factory=set)  # vault paths this import has matched
+    before: list[tuple[str, bytes | None]] = field(default_factory=list)  # for undo
+    notes: list[tuple[ImportItem, frontmatter.Document]] = field(default_factory=list)
+    by_id: dict[str, list[str]] = field(default_factory=dict)
+    names: dict[str, list[str]] | None = None  # file name -> source paths, for bare embeds
+
+    def skip(self, entry: ImportSkip) -> None:
+        log.warning("import: skipped %s (%s): %s", entry.path, entry.reason, entry.detail)
+        self.skipped.append(entry)
+
+    def apply(self, items: list[ImportItem]) -> None:
+        self.by_id = self.vault.id_map()
+        for item in items:
+            try:
+                self._one(item)
+            except _PER_ITEM as exc:
+                self.skip(ImportSkip(item.path, importer.reason_of(exc), str(exc)))
+        if self.root is not None:
+            self._attachments(self.root)
+
+    def _one(self, item: ImportItem) -> None:
+        doc = frontmatter.parse(item.text)
+        raw_id = doc.meta.get("id")
+        has_id = raw_id is not None and ids.is_id(str(raw_id))
+        given = str(raw_id) if has_id and "id" not in item.defaults else None
+        folder, name = guard.import_target(self.vault, item)
+        path, existing = self._match(given, folder, name)
+        self.claimed.add(path)
+        if existing:
+            self._update(item, doc, path)
+        else:
+            text = item.text if has_id else frontmatter.render(doc, {"id": ids.new_id()})
+            guard.check_memory_path(self.vault, path, path)
+            validate.file_size(path, text, self.vault.max_file_bytes)
+            self.vault.write(path, text, expected_hash="")
+            self.before.append((path, None))
+            self.new.append(path)
+        self.notes.append((item, doc))
+
+    def _match(self, given: str | None, folder: str, name: str) -> tuple[str, bool]:
+        """(vault path, whether a memory there is this note): by id, else by path. The n-th
+        note wanting one path in this import gets its n-th free name (``-2``...)."""
+        if given is not None:
+            for path in self.by_id.get(given, []):
+                if path not in self.claimed:
+                    return path, True
+        base = f"{folder}/{name}" if folder else name
+        for n in range(1, 10_000):
+            path = f"{base}.md" if n == 1 else f"{base}-{n}.md"
+            if path in self.claimed:
+                continue
+            if not os.path.lexists(self.vault.abspath(path)):
+                return path, False
+            if given is None or self._derived_id(path):
+                return path, True
+        raise InvalidInputError(f"{base}.md: no free name left for it in the vault")
+
+    def _derived_id(self, path: str) -> bool:
+        """Whether the memory at ``path`` has no id of its own (it takes the source's)."""
+        try:
+            return self.vault.read(path).id_derived
+        except (MalformedMemoryError, MemoryNotFoundError, UnsafePathError, OSError):
+            return False
+
+    def _update(self, item: ImportItem, doc: frontmatter.Document, path: str) -> None:
+        memory = self.vault.read(path)
+        if memory.problems:
+            raise MalformedMemoryError(
+                f"{path} in the vault has problems ({memory.problems[0]}): "
+                "fix it by hand, then import again"
+            )
+        old = self.vault.read_bytes(path)
+        current = frontmatter.parse(old.decode("utf-8"))
+        if _same(current, doc, item.defaults):
+            self.unchanged += 1
+            return
+        changes: dict[str, Any] = {"id": memory.id}
+        for key in sorted(MEMVAULT_KEYS - {"id"}):
+            if key in current.meta and (key not in doc.meta or key in item.defaults):
+                changes[key] = current.meta[key]
+        if "updated" not in doc.meta or "updated" in item.defaults:
+            changes["updated"] = self.now
+        text = frontmatter.render(doc, changes)
+        validate.file_size(path, text, self.vault.max_file_bytes)
+        self.vault.write(path, text, expected_hash=memory.content_hash)
+        self.before.append((path, old))
+        self.updated.append(path)
+
+    # -- attachments ----------------------------------------------------------
+    def _attachments(self, root: Path) -> None:
+        seen: set[str] = set()
+        for item, doc in self.notes:
+            assert item.origin is not None  # folder imports set it
+            base = item.origin.parent.relative_to(root).as_posix()
+            for link in note.links(doc.body):
+                rel = self._resolve(root, "" if base == "." else base, link.target)
+                if rel is None or rel in seen:
+                    continue
+                seen.add(rel)
+                try:
+                    self._copy(root, rel)
+                except _PER_ITEM as exc:
+                    self.skip(ImportSkip(rel, importer.reason_of(exc), str(exc)))
+
+    def _resolve(self, root: Path, base: str, target: str) -> str | None:
+        """Source path of a linked non-Markdown file: relative to the note, to the source
+        folder, or (a bare name, as Obsidian does) the one file of that name anywhere."""
+        target = target.strip()
+        if not target or target.lower().endswith(".md"):
+            return None
+        for given in (posixpath.join(base, target), target.lstrip("/")):
+            rel = posixpath.normpath(given)
+            if rel == ".." or rel.startswith(("../", "/")):
+                continue
+            full = root / rel
+            if os.path.lexists(full) and not full.is_dir():
+                return rel
+        if "/" in target:
+            return None
+        found = self._names(root).get(target, [])
+        return found[0] if len(found) == 1 else None
+
+    def _names(self, root: Path) -> dict[str, list[str]]:
+        if self.names is None:
+            self.names = {}
+            for dirpath, dirnames, filenames in os.walk(root):
+                dirnames[:] = [d for d in dirnames if not importer.pruned(d)]
+                for name in filenames:
+                    rel = (Path(dirpath) / name).relative_to(root).as_posix()
+                    self.names.setdefault(name, []).append(rel)
+        return self.names
+
+    def _copy(self, root: Path, rel: str) -> None:
+        parts = rel.split("/")
+        if any(importer.pruned(p) for p in parts) or self.vault.is_ignored(rel):
+            raise UnsafePathError(f"{root / rel} is in a place memvault ignores")
+        validate.relpath("path", rel)
+        data = importer.read_regular(root / rel, MAX_ATTACHMENT_BYTES)
+        target = self.vault.abspath(rel)
+        old = None
+        if os.path.lexists(target):
+            old = self.vault.read_regular(rel)
+            if old == data:
+                return
+        self.vault.write(rel, data)
+        self.before.append((rel, old))
+        self.attachments.append(rel)
+
+    # -- outcome --------------------------------------------------------------
+    def check_something_imported(self, source: Path) -> None:
+        if self.skipped and not (self.new or self.updated or self.unchanged):
+            more = f" ({len(self.skipped) - 1} more skipped)" if len(self.skipped) > 1 else ""
+            raise InvalidInputError(
+                f"nothing was imported from {source}: {self.skipped[0].detail}{more}"
+            )
+
+    def changed(self) -> list[str]:
+        return [path for path, _ in self.before]
+
+    def subject(self, name: str) -> str:
+        return (
+            f"import: {len(self.new)} new, {len(self.updated)} updated, "
+            f"{len(self.attachments)} attachments from {name}"
+        )
+
+    def undo(self) -> None:
+        """Put back every file this import wrote, newest first."""
+        for path, old in reversed(self.before):
+            try:
+                if old is None:
+                    self.vault.delete(path)
+                else:
+                    self.vault.write(path, old)
+            except OSError as exc:
+                log.error("could not undo the import's write of %s: %s", path, exc)
+
+    def report(self, sha: str | None) -> ImportReport:
+        return ImportReport(
+            imported=len(self.new),
+            commit=sha,
+            paths=(*self.new, *self.updated),
+            updated=len(self.updated),
+            unchanged=self.unchanged,
+            skipped=tuple(self.skipped),
+            attachments=tuple(self.attachments),
+        )
+
+
+def _same(
+    vault_doc: frontmatter.Document, doc: frontmatter.Document, ignore: frozenset[str]
+) -> bool:
+    """The vault's copy says what the source says: same body, same value for every key the
+    source sets (its id and keys memvault filled in aside), no key the source dropped
+    (memvault's own keys aside)."""
+    if vault_doc.body != doc.body:
+        return False
+    keys = set(doc.meta) - ignore - {"id"}
+    if any(vault_doc.meta.get(key, _MISSING) != doc.meta[key] for key in keys):
+        return False
+    return all(key in doc.meta or key in MEMVAULT_KEYS for key in vault_doc.meta)

@@ -1,0 +1,250 @@
+"""Importing a real-looking Obsidian vault: nothing readable is lost, nothing bad stops the
+rest, a second import changes nothing, an edited note updates the same memory, and the
+files the notes embed come along."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memvault import doctor, ids
+from memvault.cli import cli
+from memvault.errors import GitError, InvalidInputError
+from memvault.service import MemoryService
+
+from .helpers import REPO, commit_count, git, run_memvault
+
+IMAGE = bytes(range(256)) * 8  # binary, NUL bytes included
+PDF = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<<>>\nendobj\n"
+GIVEN_ID = "01JIMPORTEDNOTE0000000000A"
+NOTES = {
+    "people/Bob Lee.md": (
+        "---\naliases: [Bobby]\ntags: [people]\n---\n# Bob Lee\n\n"
+        "Bob runs the [[projects/shop/stack|shop stack]] and drew ![[whiteboard.jpg]].\n"
+    ),
+    "projects/shop/stack.md": (
+        "---\ntitle: Shop stack\nstatus: draft  # mine, not memvault's\n---\n"
+        "The shop runs on Django; see [[Bob Lee#Role]] and [the spec](../../attachments/spec.pdf)."
+        "\n\nCode `#notatag` and <https://example.com/#nottag>.\n"
+    ),
+    "plain.md": "# Plain\n\nNo frontmatter at all.\n",
+    "bom.md": "\ufeff# BOM note\n\nSaved by an editor that writes a byte order mark.\n",
+    "kept.md": f"---\nid: {GIVEN_ID}\ntype: fact\n---\n# Kept\n\nThis note brings its own id.\n",
+}
+READABLE = sorted([*NOTES, "crlf.md"])
+
+
+def obsidian_folder(tmp_path: Path) -> Path:
+    """An Obsidian vault with the usual trouble in it."""
+    src = tmp_path / "obsidian"
+    for rel, text in NOTES.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(text, encoding="utf-8")
+    (src / "crlf.md").write_bytes(b"---\r\nsource: windows\r\n---\r\n# Windows\r\n\r\nCRLF.\r\n")
+    (src / "latin.md").write_bytes("# Café\n\nÉté à Paris.\n".encode("latin-1"))
+    (src / "broken.md").write_text("---\ntags: [unclosed\n---\n# Broken\n\nBad YAML.\n")
+    (src / "attachments").mkdir()
+    (src / "attachments" / "whiteboard.jpg").write_bytes(IMAGE)
+    (src / "attachments" / "spec.pdf").write_bytes(PDF)
+    (src / "attachments" / "unused.png").write_bytes(IMAGE)
+    for hidden in (".obsidian", ".trash"):
+        (src / hidden).mkdir()
+        (src / hidden / "workspace.md").write_text("# Not a note\n\nObsidian's own.\n")
+    (src / ".obsidian" / "app.json").write_text("{}")
+    return src
+
+
+def vault_files(root: Path) -> set[str]:
+    return {
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
+        if p.is_file() and ".git" not in p.parts and ".memvault" not in p.parts
+    }
+
+
+def test_an_obsidian_vault_imports_whole_and_a_second_import_changes_nothing(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    src = obsidian_folder(tmp_path)
+    root = text_only.root
+    before = vault_files(root)
+    report = text_only.import_path(src)
+    assert sorted(report.paths) == READABLE and report.imported == len(READABLE)
+    assert {(s.path, s.reason) for s in report.skipped} == {
+        ("latin.md", "not UTF-8"),
+        ("broken.md", "malformed frontmatter"),
+    }
+    assert sorted(report.attachments) == ["attachments/spec.pdf", "attachments/whiteboard.jpg"]
+    assert (root / "attachments" / "whiteboard.jpg").read_bytes() == IMAGE
+    assert (root / "attachments" / "spec.pdf").read_bytes() == PDF
+    added = vault_files(root) - before
+    assert added == {*READABLE, "attachments/spec.pdf", "attachments/whiteboard.jpg"}
+    assert git(root, "status", "--porcelain") == ""
+    assert git(root, "log", "-1", "--format=%s").startswith("import: ")
+    assert text_only.get(GIVEN_ID).path == "kept.md"
+    assert all(ids.is_id(text_only.get(rel).id) for rel in READABLE)
+    assert (root / "crlf.md").read_bytes().count(b"\r\n") >= 5
+
+    commits = commit_count(root)
+    again = text_only.import_path(src)
+    assert (again.imported, again.updated, again.unchanged) == (0, 0, len(READABLE))
+    assert again.commit is None and again.attachments == () and len(again.skipped) == 2
+    assert commit_count(root) == commits and vault_files(root) == added | before
+    assert not [p for p in vault_files(root) if p.endswith("-2.md")]
+    assert not [p for p in doctor.check_files(text_only.vault) if p.kind == "duplicate_id"]
+
+
+def test_an_edited_note_updates_the_same_memory_and_keeps_memvaults_keys(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    src = obsidian_folder(tmp_path)
+    text_only.import_path(src)
+    plain_id = text_only.get("plain.md").id
+    archived = text_only.forget(GIVEN_ID, "archive").memory.path  # moved to archive/
+    (src / "plain.md").write_text("# Plain\n\nNo frontmatter, now edited.\n", encoding="utf-8")
+    (src / "kept.md").write_text(NOTES["kept.md"].replace("own id", "own id, edited"))
+    commits = commit_count(text_only.root)
+    report = text_only.import_path(src)
+    assert (report.imported, report.updated) == (0, 2)
+    assert sorted(report.paths) == sorted([archived, "plain.md"])
+    assert commit_count(text_only.root) == commits + 1
+    plain = text_only.get("plain.md")
+    assert plain.id == plain_id and "now edited" in plain.body
+    kept = text_only.get(GIVEN_ID)
+    assert kept.path == archived and "edited" in kept.body
+    assert kept.meta["status"] == "archived" and kept.meta["type"] == "fact"
+    assert not (text_only.root / "kept.md").exists()
+    assert not [p for p in vault_files(text_only.root) if p.endswith("-2.md")]
+
+
+def test_files_that_cannot_be_read_are_skipped_by_name_and_the_rest_imports(
+    text_only: MemoryService, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    src = tmp_path / "mixed"
+    (src / "_templates").mkdir(parents=True)
+    (src / "good.md").write_text("# Good\n\nA fine note.\n")
+    (src / "_templates" / "daily.md").write_text("# {{date}}\n")
+    (src / "bin.md").write_bytes(b"# B\n\x00\x01\x02")
+    (src / "what?.md").write_text("# Q\n\nA question.\n")
+    (src / "huge.md").write_text("# Huge\n\n" + "x" * 1_100_000)
+    (src / "link.md").symlink_to(src / "good.md")
+    os.mkfifo(src / "pipe.md")
+    with caplog.at_level(logging.WARNING):
+        report = text_only.import_path(src)
+    assert report.paths == ("good.md",)
+    assert {(s.path, s.reason) for s in report.skipped} == {
+        ("bin.md", "binary"),
+        ("what?.md", "unsafe name"),
+        ("huge.md", "too large"),
+        ("link.md", "symlink"),
+        ("pipe.md", "not a regular file"),
+    }
+    for name in ("bin.md", "what?.md", "huge.md", "link.md", "pipe.md"):
+        assert any(name in r.getMessage() for r in caplog.records), name
+    assert not (text_only.root / "_templates" / "daily.md").exists()
+
+
+def test_a_jsonl_import_skips_bad_lines_by_number_and_repeats_without_changes(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    source = tmp_path / "in.jsonl"
+    good = json.dumps({"content": "The user prefers tea over coffee.", "type": "preference"})
+    source.write_bytes(
+        b"\n".join(
+            [good.encode(), b"{not json", b"[1, 2]", '{"content": "caf\xe9"}'.encode("latin-1")]
+        )
+    )
+    report = text_only.import_path(source)
+    assert report.imported == 1
+    assert [(s.path, s.reason) for s in report.skipped] == [
+        ("in.jsonl:2", "not JSON"),
+        ("in.jsonl:3", "not an object"),
+        ("in.jsonl:4", "not UTF-8"),
+    ]
+    commits = commit_count(text_only.root)
+    again = text_only.import_path(source)  # created/updated default to "now": not a change
+    assert (again.imported, again.updated, again.unchanged, again.commit) == (0, 0, 1, None)
+    assert commit_count(text_only.root) == commits
+
+
+def test_an_import_that_reads_nothing_fails_naming_the_file_and_writes_nothing(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    src = tmp_path / "bad"
+    src.mkdir()
+    (src / "latin.md").write_bytes("# Café\n".encode("latin-1"))
+    before, head = vault_files(text_only.root), git(text_only.root, "rev-parse", "HEAD")
+    with pytest.raises(InvalidInputError, match=r"latin\.md is not UTF-8"):
+        text_only.import_path(src)
+    assert vault_files(text_only.root) == before
+    assert git(text_only.root, "rev-parse", "HEAD") == head
+
+
+def test_an_import_whose_commit_fails_leaves_no_file_behind(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    src = obsidian_folder(tmp_path)
+    root = text_only.root
+    before, head = vault_files(root), git(root, "rev-parse", "HEAD")
+    index = root / ".git" / "index"
+    saved = index.read_bytes()
+    index.write_bytes(b"DIRC garbage")  # git cannot stage: the commit fails after the writes
+    try:
+        with pytest.raises(GitError):
+            text_only.import_path(src)
+    finally:
+        index.write_bytes(saved)
+    assert vault_files(root) == before
+    assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain") == ""
+
+
+def test_attachments_too_large_symlinked_or_outside_the_folder_are_not_copied(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    src = tmp_path / "src"
+    (src / "files").mkdir(parents=True)
+    (tmp_path / "secret.txt").write_text("outside")
+    with open(src / "files" / "big.bin", "wb") as handle:
+        handle.truncate(20 * 1024 * 1024 + 1)  # sparse: never read
+    (src / "files" / "ok.txt").write_text("fine")
+    (src / "files" / "link.png").symlink_to(tmp_path / "secret.txt")
+    (src / ".obsidian").mkdir()
+    (src / ".obsidian" / "theme.css").write_text("body {}")
+    (src / "note.md").write_text(
+        "# Links\n\n![[files/big.bin]] ![[link.png]] [[ok.txt]] ![](../secret.txt) "
+        "![[.obsidian/theme.css]] ![[missing.jpg]] [[Some Note]]\n"
+    )
+    report = text_only.import_path(src)
+    assert report.attachments == ("files/ok.txt",)
+    assert {(s.path, s.reason) for s in report.skipped} == {
+        ("files/big.bin", "too large"),
+        ("files/link.png", "symlink"),
+        (".obsidian/theme.css", "ignored path"),
+    }
+    assert not (text_only.root / "secret.txt").exists()
+    assert not (text_only.root / "files" / "big.bin").exists()
+
+
+def test_the_import_command_prints_one_summary_line(vault_path: Path, tmp_path: Path) -> None:
+    src = obsidian_folder(tmp_path)
+    env = {"MEMVAULT_EMBEDDER": "none", "PYTHONPATH": str(REPO)}
+    result = run_memvault("--vault", str(vault_path), "import", str(src), env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (
+        "imported 6, updated 0, unchanged 0, skipped 2 (malformed frontmatter: broken.md; "
+        "not UTF-8: latin.md), attachments 2\n"
+    )
+    assert "latin.md" in result.stderr and "broken.md" in result.stderr  # warnings name them
+    args = ["--vault", str(vault_path), "--json", "import", str(src)]
+    again = CliRunner().invoke(cli, args, env={"MEMVAULT_EMBEDDER": "none"})
+    data = json.loads(again.stdout)
+    assert (data["imported"], data["unchanged"], data["commit"]) == (0, 6, None)
+    assert {s["path"]: s["reason"] for s in data["skipped"]} == {
+        "broken.md": "malformed frontmatter",
+        "latin.md": "not UTF-8",
+    }
