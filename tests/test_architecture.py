@@ -25,6 +25,7 @@ INNER = [
     "facts",
     "vault",
     "history",
+    "changes",
     "template",
     "doctor",
     "importer",
