@@ -48,9 +48,11 @@ def resolve(service: MemoryService, as_of: str) -> str:
 
 def memories(service: MemoryService, sha: str) -> list[Memory]:
     """Every readable memory in commit ``sha``."""
-    paths = [p for p in service.history.files_at(sha) if service.vault.is_memory_path(p)]
+    tree = service.history.tree(sha)
+    paths = [p for p in tree if service.vault.is_memory_path(p)]
+    data_of = service.history.blob_bytes(tree[p] for p in paths)
     out = []
-    for rel, data in service.history.blobs(sha, paths).items():
+    for rel, data in ((p, data_of[tree[p]]) for p in paths if tree[p] in data_of):
         try:  # today's record of a person's later edits does not apply to the past
             out.append(replace(service.vault.parse_bytes(rel, data), edited=None))
         except MalformedMemoryError:
@@ -65,7 +67,8 @@ def get(service: MemoryService, id_or_path: str, as_of: str) -> Memory:
     if not ids.is_id(text):
         rel = ids.clean_relpath(text)
         rel = rel if rel.lower().endswith(".md") else rel + ".md"
-        data = service.history.blobs(sha, [rel]).get(rel)
+        blob = service.history.tree(sha).get(rel)
+        data = service.history.blob_bytes([blob]).get(blob) if blob else None
         if data is not None:
             return replace(service.vault.parse_bytes(rel, data), edited=None)
     else:

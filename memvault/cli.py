@@ -60,7 +60,9 @@ def _service(ctx: Ctx, recover: bool = True, embedder: bool = True) -> Any:
     from .service import MemoryService
 
     settings = load_settings(ctx.vault)
-    return MemoryService.open(ctx.vault, settings, recover=recover, load_embedder=embedder)
+    service = MemoryService.open(ctx.vault, settings, recover=recover, load_embedder=embedder)
+    service.client = "cli"  # named in the commits it makes (Memvault-Client)
+    return service
 
 
 def _split(value: str | None) -> tuple[str, ...]:
@@ -347,6 +349,27 @@ def log_(ctx: Ctx, id_or_path: str | None, limit: int | None) -> None:
             click.echo(f"{c.sha[:10]}  {c.date[:19]}  {c.author:<12} {c.subject}{where}")
 
     _emit(ctx, [c.brief() for c in commits], human)
+
+
+@cli.command()
+@click.option("--since", default=None, help="A commit (the last cursor) or an ISO time.")
+@click.option("--limit", type=click.IntRange(1, 500), default=None, help="At most (default 50).")
+@pass_ctx
+def changes(ctx: Ctx, since: str | None, limit: int | None) -> None:
+    """What changed in memories since a commit or time (default: the last 20), newest first."""
+    from . import changes as feed_of
+
+    with _errors(ctx):
+        feed = feed_of.feed(_service(ctx, recover=False, embedder=False), since, limit)
+
+    def human() -> None:
+        for change in feed.changes:
+            click.echo(feed_of.line(change))
+        if feed.more:
+            click.echo("(older changes left out: raise --limit or pass --since)", err=True)
+        click.echo(f"cursor: {feed.cursor}", err=True)
+
+    _emit(ctx, asdict(feed), human)
 
 
 @cli.command()

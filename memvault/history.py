@@ -21,7 +21,7 @@ import tempfile
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -59,6 +59,30 @@ _MSG_FILTER = (
     ' $0 = substr($0, 1, k - 1) ENVIRON["MEMVAULT_PURGED_AS"] substr($0, k + length(names[i]));'
     " print }'"
 )
+
+
+@dataclass(frozen=True)
+class Delta:
+    """One file a commit changed (``git log --raw --numstat``)."""
+
+    status: str  # A (added), M, T (edited), D (deleted), R (renamed), C (copied)
+    path: str  # the file's name after the commit (before it, for a deletion)
+    old_path: str | None  # renames and copies: the name before
+    old_blob: str | None  # None when the file did not exist before
+    new_blob: str | None  # None when it no longer exists
+    added: int | None = None  # lines; None for binary files
+    deleted: int | None = None
+
+
+@dataclass(frozen=True)
+class Deltas:
+    """A commit with the files it changed."""
+
+    sha: str
+    time: str  # committer date, ISO 8601
+    author: str
+    trailers: dict[str, str]
+    files: tuple[Delta, ...]
 
 
 @dataclass(frozen=True)
@@ -217,6 +241,7 @@ class History:
     def _execute_bytes(
         self, cmd: list[str], input_text: str | None, env: dict[str, str] | None
     ) -> tuple[int, bytes, str]:
+        """:meth:`_execute` with stdout as git wrote it (``cat-file`` sizes count bytes)."""
         try:
             with _stdin(input_text) as stdin:
                 returncode, stdout, stderr = self._git.execute(
@@ -458,34 +483,28 @@ class History:
             return None
         return self.run("rev-list", "-1", f"--before={moment}", "HEAD").strip() or None
 
-    def files_at(self, rev: str) -> list[str]:
-        """Every file in the tree of commit ``rev``."""
-        out = self.run("ls-tree", "-r", "-z", "--name-only", self._rev(rev))
-        return [p for p in out.split("\0") if p]
+    def tree(self, rev: str) -> dict[str, str]:
+        """Every file in the tree of commit ``rev``: path -> blob sha."""
+        out = self.run("ls-tree", "-r", "-z", "--full-tree", self._rev(rev))
+        files = {}
+        for entry in out.split("\0"):
+            head, _, path = entry.partition("\t")
+            parts = head.split()
+            if path and len(parts) == 3 and parts[1] == "blob":
+                files[path] = parts[2]
+        return files
 
-    def blobs(self, rev: str, paths: Sequence[str]) -> dict[str, bytes]:
-        """The bytes of ``paths`` as they were at commit ``rev`` (one ``cat-file`` call)."""
-        sha = self._rev(rev)
-        names = [p for p in paths if "\n" not in p]
-        spec = "".join(f"{sha}:{p}\n" for p in names)
-        cmd = ["git", "--literal-pathspecs", "cat-file", "--batch"]
-        returncode, out, stderr = self._execute_bytes(cmd, spec, None)
-        if returncode != 0:
-            raise GitError(["cat-file", "--batch"], returncode, stderr)
-        found, at = {}, 0
-        for name in names:
-            end = out.index(b"\n", at)
-            header = out[at:end].split()
-            at = end + 1
-            if len(header) == 3 and header[1] == b"blob":  # else "<spec> missing"
-                size = int(header[2])
-                found[name] = out[at : at + size]
-                at += size + 1
-        return found
-
-    def is_ancestor(self, rev: str, of: str) -> bool:
-        """True when commit ``rev`` is in the history of ``of`` (False after a rewrite)."""
-        return self.run("merge-base", rev, of, check=False).strip() == rev
+    def blob_bytes(self, shas: Iterable[str]) -> dict[str, bytes]:
+        """The bytes of each blob (one ``cat-file --batch`` call); unknown ones left out."""
+        wanted = [s for s in dict.fromkeys(shas) if s and s.strip("0")]
+        if not wanted:
+            return {}
+        code, out, err = self._execute_bytes(
+            ["git", "cat-file", "--batch"], "\n".join(wanted) + "\n", None
+        )
+        if code:
+            raise GitError(["cat-file", "--batch"], code, err)
+        return _parse_batch(out)
 
     def show(self, rev: str, path: str) -> str:
         return self.run("show", f"{self._rev(rev)}:{path}")
@@ -504,6 +523,45 @@ class History:
         if not out:
             raise MemvaultError(f"unknown revision {rev!r}: pick one from `memvault log`")
         return out
+
+    # -- what changed, for the feed of changes -------------------------------------
+    def commit_of(self, rev: str) -> str | None:
+        """The full sha of the commit ``rev`` names in this repository, else None."""
+        if not rev or rev.startswith("-") or self.head() is None:
+            return None
+        out = self.run("rev-parse", "--verify", "-q", f"{rev}^{{commit}}", check=False).strip()
+        return out or None
+
+    def is_ancestor(self, sha: str, of: str) -> bool:
+        """Whether commit ``sha`` is in the history of ``of`` (itself included)."""
+        return self.run("merge-base", sha, of, check=False).strip() == sha
+
+    def deltas(self, revs: str, since: str | None, skip: int, count: int) -> list[Deltas]:
+        """Commits of ``revs`` (e.g. ``a1b2c3..HEAD``), newest first, ``count`` of them
+        after the first ``skip`` (committed at ``since`` or later), with the files each
+        changed: one ``git log`` with raw entries (status, blobs) and line counts."""
+        args = ["log", "-z", "--raw", "--numstat", "-M", "--root", "--no-abbrev", "--no-color"]
+        args += ["--no-show-signature", f"--format={_DELTA_FORMAT}", f"--skip={skip}", f"-n{count}"]
+        if since:
+            args.append(f"--since={since}")
+        out = self.run(*args, revs, "--")
+        return [c for c in (_parse_deltas(r) for r in out.split(_RS)) if c]
+
+    def blobs(self, shas: Iterable[str], max_bytes: int) -> dict[str, str]:
+        """The text of each blob of ``shas`` up to ``max_bytes`` long (larger ones are left
+        out): sizes from ``cat-file --batch-check``, contents from one ``cat-file --batch``."""
+        wanted = [s for s in dict.fromkeys(shas) if s and s.strip("0")]
+        if not wanted:
+            return {}
+        sizes = self.run("cat-file", "--batch-check", input_text="\n".join(wanted) + "\n")
+        small = [
+            parts[0]
+            for parts in (line.split() for line in sizes.splitlines())
+            if len(parts) == 3 and parts[1] == "blob" and int(parts[2]) <= max_bytes
+        ]
+        return {
+            sha: data.decode("utf-8", "replace") for sha, data in self.blob_bytes(small).items()
+        }
 
     def names_in_history(self, path: str) -> list[str]:
         """Every path the file at ``path`` had, following renames.
@@ -650,6 +708,87 @@ def _exe(entry: Path) -> str:
 def _is_git(arg: str) -> bool:
     name = os.path.basename(arg)
     return name == "git" or name.startswith("git-")
+
+
+_DELTA_FORMAT = _RS + _US.join(["%H", "%cI", "%an", f"%(trailers:only,unfold,separator={_GS})"])
+_NO_BLOB = "0" * 40
+
+
+def _parse_trailers(text: str) -> dict[str, str]:
+    trailers: dict[str, str] = {}
+    for item in text.strip().split(_GS):
+        key, sep, value = item.partition(":")
+        if sep:
+            trailers[key.strip()] = value.strip()
+    return trailers
+
+
+def _parse_deltas(record: str) -> Deltas | None:
+    """One ``git log -z --raw --numstat`` record: header NUL, then (after a newline) raw
+    entries ``:mode mode blob blob STATUS NUL path [NUL path]`` and numstat entries
+    ``added TAB deleted TAB path NUL`` (a rename: ``added TAB deleted TAB NUL old NUL new``)."""
+    head, _, rest = record.partition("\0")
+    fields = head.split(_US)
+    if len(fields) < 4:
+        return None
+    tokens = rest.removeprefix("\n").split("\0")
+    raw: list[Delta] = []
+    i = 0
+    while i < len(tokens) and tokens[i].startswith(":"):
+        meta = tokens[i][1:].split()
+        status = meta[4][:1] if len(meta) >= 5 else "M"
+        old_blob = meta[2] if len(meta) >= 5 and meta[2] != _NO_BLOB else None
+        new_blob = meta[3] if len(meta) >= 5 and meta[3] != _NO_BLOB else None
+        if status in ("R", "C"):
+            old, new = tokens[i + 1], tokens[i + 2]
+            raw.append(Delta(status, new, old, old_blob, new_blob))
+            i += 3
+        else:
+            raw.append(Delta(status, tokens[i + 1], None, old_blob, new_blob))
+            i += 2
+    lines = _numstat(tokens[i:])
+    counted = [(d, lines.get(d.path, (None, None))) for d in raw]
+    files = tuple(replace(d, added=added, deleted=deleted) for d, (added, deleted) in counted)
+    return Deltas(fields[0], fields[1], fields[2], _parse_trailers(fields[3]), files)
+
+
+def _numstat(tokens: list[str]) -> dict[str, tuple[int | None, int | None]]:
+    """path (the new name of a rename) -> (lines added, lines deleted); None for binary."""
+    out: dict[str, tuple[int | None, int | None]] = {}
+    i = 0
+    while i < len(tokens):
+        added, _, rest = tokens[i].partition("\t")
+        deleted, tab, path = rest.partition("\t")
+        if not tab:
+            i += 1
+            continue
+        if not path and i + 2 < len(tokens):  # a rename: old and new names follow
+            path = tokens[i + 2]
+            i += 2
+        counts = (
+            (int(added), int(deleted)) if added.isdigit() and deleted.isdigit() else (None, None)
+        )
+        out[path] = counts
+        i += 1
+    return out
+
+
+def _parse_batch(out: bytes) -> dict[str, bytes]:
+    """``git cat-file --batch`` output: ``sha type size LF content LF`` per object."""
+    texts: dict[str, bytes] = {}
+    at = 0
+    while at < len(out):
+        end = out.find(b"\n", at)
+        if end < 0:
+            break
+        header = out[at:end].decode("ascii", "replace").split()
+        at = end + 1
+        if len(header) != 3:
+            continue  # "<sha> missing"
+        size = int(header[2])
+        texts[header[0]] = out[at : at + size]
+        at += size + 1
+    return texts
 
 
 def _parse_record(record: str, path: str | None) -> Commit | None:

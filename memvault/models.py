@@ -367,6 +367,31 @@ class Commit:
 
 
 @dataclass(frozen=True)
+class Change:
+    """One memory's change in one commit: what ``memory_changes`` lists."""
+
+    id: str  # the memory's id (Memvault-Id trailer, else its frontmatter then), else its path
+    path: str
+    op: str  # created | edited | moved | archived | deleted | reverted | superseded | purged
+    who: str  # person (edited by hand) | memvault (a tool or command)
+    name: str | None  # the person's git name, or the MCP client (None when not known)
+    commit: str  # short sha
+    time: str  # commit time, ISO 8601
+    diff: str  # e.g. "+3 -1 lines; fields: status"
+    old_path: str | None = None  # moves: the path before
+
+
+@dataclass(frozen=True)
+class ChangeFeed:
+    """Changes newest first, the cursor to pass as ``since`` next time, and whether older
+    changes were left out by the limit."""
+
+    changes: tuple[Change, ...]
+    cursor: str | None  # the head commit (None in a repository without commits)
+    more: bool
+
+
+@dataclass(frozen=True)
 class WriteResult:
     memory: Memory
     commit: str | None

@@ -425,5 +425,6 @@ class Watcher:
                 self._last_event = time.monotonic()
             return
         if sha:
+            self.service.publish(ChangeEvent())  # committed: memory://changes has them now
             with self._cond:
                 self.commits += 1

@@ -53,6 +53,7 @@ def test_every_tool_has_a_description_schema_and_annotations(
             "update_memory",
             "forget",
             "memory_history",
+            "memory_changes",
             "memory_diff",
             "revert_memory",
             "consolidate",
@@ -218,6 +219,7 @@ def test_resources_templates_and_prompts(service: MemoryService, mode: str) -> N
             "memory://preferences",
             "memory://recent",
             "memory://profile",
+            "memory://changes",
         }
         index = (await client.read_resource("memory://index")).contents[0].text  # type: ignore[union-attr]
         lines = index.strip().splitlines()

@@ -20,7 +20,7 @@ from mcp.server.subscriptions import (
     ResourceUpdated,
 )
 
-from .. import reports
+from .. import changes, reports
 from ..models import ChangeEvent
 from .resources import note_uri
 
@@ -28,9 +28,12 @@ log = logging.getLogger(__name__)
 
 
 def changed_uris(event: ChangeEvent) -> list[str]:
-    """The resources a change may alter: its notes, then the aggregates its memories feed."""
+    """The resources a change may alter: its notes, the aggregates its memories feed, and
+    the changes (every write is a commit)."""
+    if not (event.changed or event.added or event.removed):
+        return [changes.URI]  # a commit of edits already announced (the watcher's)
     notes = [note_uri(p) for p in dict.fromkeys([*event.changed, *event.removed])]
-    return notes + list(reports.affected(event))
+    return [*notes, *reports.affected(event), changes.URI]
 
 
 class Notifier:

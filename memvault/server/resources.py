@@ -10,7 +10,7 @@ import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
 
-from .. import reports
+from .. import changes, reports
 from ..errors import MemvaultError
 from ..service import MemoryService
 
@@ -23,6 +23,11 @@ AGGREGATES = {
     reports.PROFILE: "Stable facts about the user (important facts, `profile` tag, `user:` scope).",
 }
 
+CHANGES = (
+    "The last 20 changes to memories, newest first: what, by whom (a person or memvault and "
+    "its client), and the cursor for memory_changes."
+)
+
 
 def note_uri(path: str) -> str:
     """The resource URI of the memory file at vault-relative ``path``."""
@@ -30,12 +35,19 @@ def note_uri(path: str) -> str:
 
 
 def register(mcp: MCPServer, service: MemoryService) -> None:
-    """The four aggregate resources, the note template and the prompts."""
+    """The aggregate resources, the recent changes, the note template and the prompts."""
     for uri, description in AGGREGATES.items():
         name = uri.removeprefix("memory://")
         mcp.resource(uri, name=name, description=description, mime_type="text/markdown")(
             _aggregate(service, uri)
         )
+
+    async def recent_changes() -> str:
+        return await _read(lambda: changes.render(changes.feed(service)))
+
+    mcp.resource(changes.URI, name="changes", description=CHANGES, mime_type="text/markdown")(
+        recent_changes
+    )
 
     async def note(path: str) -> str:
         """One memory file, exactly as stored (frontmatter and body)."""

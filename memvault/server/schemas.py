@@ -110,6 +110,13 @@ class HistoryOut(BaseModel):
     commits: list[CommitOut]
 
 
+class ChangesOut(BaseModel):
+    # each change: id, path, old_path, op, who, name, commit, time, diff (models.Change)
+    changes: list[dict[str, Any]]
+    cursor: str | None
+    more: bool
+
+
 class DiffOut(BaseModel):
     diff: str
 

@@ -99,8 +99,11 @@ def argument_schema(schema: dict[str, Any]) -> dict[str, Any]:
 def result_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """A result's schema as its structure: every field by name, arrays, nested objects and
     enums, but no scalar types, titles, defaults or ``required`` (every field is always
-    there). Valid JSON Schema that accepts what the tool returns, at a third of the size."""
-    return _structure(_inline_refs(schema, schema.get("$defs", {})))
+    there), and no ``type`` that ``properties`` or ``items`` already implies (but at the
+    top, where MCP requires ``object``). Valid JSON Schema that accepts what the tool
+    returns, at a third of the size."""
+    lean = _structure(_inline_refs(schema, schema.get("$defs", {})))
+    return {**lean, "type": "object"}
 
 
 def _structure(node: dict[str, Any]) -> dict[str, Any]:
@@ -119,6 +122,8 @@ def _structure(node: dict[str, Any]) -> dict[str, Any]:
                 out[key] = inner
         elif key in ("type", "anyOf"):
             out[key] = value
+    if "properties" in out or "items" in out:
+        out.pop("type", None)
     return out
 
 

@@ -23,7 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from .. import lifecycle, reports
+from .. import changes, lifecycle, reports
 from ..errors import InvalidInputError, MemvaultError, explain_unexpected
 from ..history import CLONE_WARNING
 from ..models import Filters, Memory, RememberResult, WriteResult, jsonable, parse_time
@@ -31,6 +31,7 @@ from ..service import MemoryService, current_client
 from .notify import Notifier
 from .resources import note_uri
 from .schemas import (
+    ChangesOut,
     CommitOut,
     ConsolidateOut,
     DiffOut,
@@ -56,8 +57,8 @@ T = TypeVar("T")
 Id = Annotated[str, Field(description="id or vault path")]
 Rev = Annotated[str, Field(description="commit from memory_history")]
 Types = Annotated[list[str] | None, Field(description="only these types")]
-Tags = Annotated[list[str] | None, Field(description="only with all these tags")]
-Folder = Annotated[str | None, Field(description="only under this folder")]
+Tags = Annotated[list[str] | None, Field(description="with all these tags")]
+Folder = Annotated[str | None, Field(description="under this folder")]
 Scope = Annotated[list[str] | None, Field(description="only these scopes")]
 Archived = Annotated[bool, Field(description="also archived ones")]
 Unit = Annotated[float, Field(description="0..1")]
@@ -80,9 +81,8 @@ def remember(
     source: Annotated[str, Field(description="where it came from")] = "conversation",
     supersedes: Annotated[list[str] | None, Field(description="ids this corrects")] = None,
 ) -> RememberOut:
-    """Store one durable memory (preference, fact, decision) in the user's words, once per
-    item. Trivial text is rejected, a near-duplicate not written twice; `similar` lists
-    possible contradictions."""
+    """Store a durable preference, fact or decision in the user's words; trivial text and
+    near-duplicates are refused, `similar` flags contradictions."""
     result = service.remember(
         content,
         type=type,
@@ -110,15 +110,15 @@ def recall(
     until: Annotated[str | None, Field(description="ISO date: changed before")] = None,
     include_archived: Archived = False,
 ) -> RecallOut:
-    """Search memory by keywords and meaning before answering anything that may depend on
-    the user's preferences, history or facts."""
+    """Search memory by keywords and meaning before answering what may depend on the
+    user's preferences, history or facts."""
     filters = _filters(types, tags, folder, scope, since, until, include_archived)
     hits = service.recall(query, k=k, filters=filters)
     return RecallOut(results=[RecallHit.model_validate(asdict(h)) for h in hits])
 
 
 def get_memory(service: MemoryService, id: Id) -> MemoryOut:
-    """One memory in full, with the `revision` that update_memory expects."""
+    """One memory in full, with the `revision` update_memory expects."""
     return _memory_out(service.get(id))
 
 
@@ -153,7 +153,7 @@ def update_memory(
     expected_revision: Annotated[str | None, Field(description="revision you read")] = None,
 ) -> WriteOut:
     """Change a memory's text or fields, keeping the rest of the file; a stale
-    expected_revision is refused (the user edited it meanwhile)."""
+    expected_revision is refused."""
     fields = {"type": type, "tags": tags, "importance": importance}
     fields |= {"confidence": confidence, "status": status}
     result = service.update(
@@ -168,8 +168,8 @@ def forget(
     mode: Annotated[Mode, Field(description="how to forget")] = "archive",
     reason: Annotated[str | None, Field(description="why (in the commit)")] = None,
 ) -> ForgetOut:
-    """archive: hide, restorable; delete: remove the file, history keeps it; purge: erase
-    from all history, only if the user asks."""
+    """archive (restorable), delete (history keeps it) or purge (erase from all history;
+    only if the user asks)."""
     result = service.forget(id, mode, reason)
     memory, warning = result.memory, CLONE_WARNING if mode == "purge" else None
     return ForgetOut(
@@ -189,13 +189,23 @@ def memory_history(service: MemoryService, id: Id) -> HistoryOut:
     return HistoryOut(path=path, commits=commits)
 
 
+def memory_changes(
+    service: MemoryService,
+    since: Annotated[str | None, Field(description="cursor or ISO time")] = None,
+) -> ChangesOut:
+    """Memory changes since `since`, by a person or memvault; pass `cursor` next time."""
+    feed = changes.feed(service, since)
+    found = [asdict(c) for c in feed.changes]
+    return ChangesOut(changes=found, cursor=feed.cursor, more=feed.more)
+
+
 def memory_diff(service: MemoryService, id: Id, rev: Rev) -> DiffOut:
-    """Unified diff of a memory between revision `rev` and now."""
+    """Unified diff of a memory from revision `rev` to now."""
     return DiffOut(diff=service.diff(id, rev) or "(no difference)")
 
 
 def revert_memory(service: MemoryService, id: Id, rev: Rev) -> WriteOut:
-    """Restore a memory's text as it was at `rev`, as a new commit."""
+    """Restore a memory's text as of `rev`, as a new commit."""
     return _write_out(service.revert(id, rev))
 
 
@@ -204,7 +214,7 @@ def consolidate(
     dry_run: Annotated[bool, Field(description="false: apply")] = True,
 ) -> ConsolidateOut:
     """Propose merging near-duplicates and archiving expired tasks; dry_run=false applies
-    each as a revertible commit."""
+    (revertible)."""
     proposals = [
         ProposalOut.model_validate(asdict(p)) for p in lifecycle.consolidate(service, dry_run)
     ]
@@ -232,6 +242,7 @@ TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
     (update_memory, WRITE),
     (forget, DESTRUCTIVE),
     (memory_history, READ),
+    (memory_changes, READ),
     (memory_diff, READ),
     (revert_memory, WRITE),
     (consolidate, WRITE),
