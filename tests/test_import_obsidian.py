@@ -248,3 +248,34 @@ def test_the_import_command_prints_one_summary_line(vault_path: Path, tmp_path: 
         "broken.md": "malformed frontmatter",
         "latin.md": "not UTF-8",
     }
+
+
+def test_an_imported_obsidian_vault_keeps_what_the_person_wrote_through_memvaults_edits(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    """Issue 10's whole story on one imported vault: titles, aliases, the person's status,
+    tags only from prose, and line endings, BOM, keys and comments through an update."""
+    text_only.import_path(obsidian_folder(tmp_path))
+    root = text_only.root
+    stack = text_only.get("projects/shop/stack.md")
+    assert stack.title == "Shop stack"  # from `title:`, not the file name or a heading
+    assert stack.status == "active" and stack.meta["status"] == "draft"
+    assert "notatag" not in stack.tags and "nottag" not in stack.tags
+    assert [h.path for h in text_only.recall("Bobby")][:1] == ["people/Bob Lee.md"]
+
+    before = git(root, "rev-parse", "HEAD").strip()
+    archived = text_only.forget(stack.id).memory
+    text = (root / archived.path).read_text(encoding="utf-8")
+    assert "status: draft  # mine, not memvault's" in text and "lifecycle: archived" in text
+    assert stack.id not in {h.id for h in text_only.recall("Django shop")}
+    text_only.revert(stack.id, before)
+    back = text_only.get(stack.id)
+    assert back.meta["status"] == "draft" and back.status == "active"
+
+    crlf = text_only.get("crlf.md")
+    text_only.update(crlf.id, fields={"importance": 0.8})
+    data = (root / "crlf.md").read_bytes()
+    assert b"source: windows\r\n" in data and b"\n" not in data.replace(b"\r\n", b"")
+    bom = text_only.get("bom.md")
+    text_only.update(bom.id, content="Saved by an editor that writes a byte order mark. Edited.")
+    assert (root / "bom.md").read_bytes().startswith("\ufeff".encode())
