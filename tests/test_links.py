@@ -258,7 +258,8 @@ def test_renaming_a_linked_note_keeps_title_and_alias_links_and_breaks_the_file_
 
 
 def test_attachments_are_no_memory_links_and_never_broken(text_only: MemoryService) -> None:
-    write(text_only, "facts/board.md", "Board", "![[whiteboard.jpg]] [plan](files/plan.pdf)")
+    note = write(text_only, "facts/board.md", "Board", "![[whiteboard.jpg]] [plan](files/plan.pdf)")
+    assert tool(text_only, "get_memory", {"id": note})["links"] == []
     problems = run_checks(text_only.vault, History(text_only.root), "none")
     assert not [p for p in problems if p.kind == "broken_link"]
 
