@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 from typing import Literal
 
 from .errors import InvalidInputError
@@ -59,6 +58,10 @@ def _folder(path: str) -> str:
     return path.rsplit("/", 1)[0] if "/" in path else ""
 
 
+def _name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
 class Graph:
     """The links among a set of records (all of a vault's, normally)."""
 
@@ -70,7 +73,7 @@ class Graph:
         self._aliases: dict[str, list[MemoryInfo]] = {}
         for record in self.records.values():
             self._paths[_key(record.path)] = record
-            self._stems.setdefault(_key(PurePosixPath(record.path).stem), []).append(record)
+            self._stems.setdefault(_key(_name(record.path)), []).append(record)
             self._titles.setdefault(_key(record.title), []).append(record)
             for alias in record.aliases:
                 self._aliases.setdefault(_key(alias), []).append(record)
@@ -169,7 +172,7 @@ class Graph:
         return list(dict.fromkeys(self._wikilink(m) for m in found.values() if m is not None))
 
     def _wikilink(self, memory: MemoryInfo) -> str:
-        stem = PurePosixPath(memory.path).stem
+        stem = _name(memory.path).removesuffix(".md")
         name = stem if len(self._stems[_key(stem)]) == 1 else memory.path.removesuffix(".md")
         label = " ".join(_UNSAFE_LABEL.sub(" ", memory.title).split())
         return f"[[{name}]]" if _key(label) == _key(name) or not label else f"[[{name}|{label}]]"
@@ -198,10 +201,28 @@ def add_related(text: str, wikilinks: Sequence[str]) -> str:
 Records = Callable[[Filters], Sequence[MemoryInfo]]  # MemoryService.records
 
 
+_last: tuple[tuple[tuple[str, str, str], ...], Graph] | None = None
+
+
+def _graph(records: Sequence[MemoryInfo]) -> Graph:
+    """The graph of ``records``; the last one is kept while no record changes (recall and
+    get_memory ask again and again of an unchanged vault)."""
+    global _last  # noqa: PLW0603 - one cached value
+    key = tuple((r.id, r.path, r.hash) for r in records)
+    last = _last
+    if last is not None and last[0] == key:
+        return last[1]
+    graph = Graph(records)
+    _last = (key, graph)
+    return graph
+
+
 def graph_of(records: Records, *fresh: MemoryInfo) -> Graph:
     """The graph of every memory's record (archived ones too), with ``fresh`` records (of
     files just read) in place of what the index holds for them."""
-    return Graph([*records(Filters(include_archived=True)), *fresh])
+    ours = {r.id: r for r in fresh}
+    everything = [ours.pop(r.id, r) for r in records(Filters(include_archived=True))]
+    return _graph([*everything, *ours.values()])
 
 
 def linked_among(records: Records, ids: Sequence[str]) -> dict[str, list[str]]:
@@ -210,7 +231,7 @@ def linked_among(records: Records, ids: Sequence[str]) -> dict[str, list[str]]:
     wanted = set(ids)
     if not any(r.links for r in everything if r.id in wanted):
         return {}  # the common case: no graph to build
-    return Graph(everything).among(ids)
+    return _graph(everything).among(ids)
 
 
 def with_links(text: str, refs: Sequence[str], records: Records) -> str:
