@@ -169,6 +169,7 @@ def init(ctx: Ctx, path: Path | None) -> None:
 @click.option("--title", default=None)
 @click.option("--folder", default=None, help="Folder in the vault (default: by type).")
 @click.option("--scope", default="", help="Comma-separated scope labels.")
+@click.option("--link", "links", multiple=True, help="Id or title to link to (repeatable).")
 @pass_ctx
 def add(
     ctx: Ctx,
@@ -180,6 +181,7 @@ def add(
     title: str | None,
     folder: str | None,
     scope: str,
+    links: tuple[str, ...],
 ) -> None:
     """Remember TEXT as a new memory (one commit).
 
@@ -198,6 +200,7 @@ def add(
             folder=folder,
             scope=_split(scope),
             source="user",
+            links=links,
         )
     if result.memory is None:
         _not_written(ctx, result)
@@ -291,6 +294,35 @@ def show(ctx: Ctx, id_or_path: str) -> None:
         click.echo(memory.body.rstrip())
 
     _emit(ctx, data, human)
+
+
+@cli.command()
+@click.argument("id_or_path")
+@click.option("--depth", type=click.IntRange(1, 3), default=1, show_default=True, help="Hops.")
+@pass_ctx
+def links(ctx: Ctx, id_or_path: str, depth: int) -> None:
+    """Memories a memory links to (out) or is linked from (in), and its broken links."""
+    from .links import graph_of
+
+    with _errors(ctx):
+        service = _service(ctx, recover=False, embedder=False)
+        memory = service.get(id_or_path)
+        graph = graph_of(service.records, memory.info())
+        found = graph.related(memory.id, depth)
+        broken = [o.target for o in graph.outgoing(memory.info()) if o.memory is None]
+    rows = [{**r.memory.summary(), "relation": r.relation, "depth": r.depth} for r in found]
+
+    def human() -> None:
+        click.echo(f"{memory.title}  ({memory.id}, {memory.path})")
+        if not rows and not broken:
+            click.echo("  no links")
+        for r in found:
+            arrow = "->" if r.relation == "out" else "<-"
+            click.echo(f"  {'  ' * (r.depth - 1)}{arrow} {r.memory.title}  [{r.memory.path}]")
+        for target in broken:
+            click.echo(f"  -> [[{target}]]  (broken: no such memory)")
+
+    _emit(ctx, {"id": memory.id, "related": rows, "broken": broken}, human)
 
 
 @cli.command(name="list")
@@ -444,16 +476,18 @@ def _progress(bar: Any) -> Callable[[int, int], None]:
     return update
 
 
-NOTICES = {"uncommitted"}  # reported by doctor, but memvault commits them itself
+# reported by doctor, but no failure: memvault commits edits itself, and a link to a note
+# not written yet is an Obsidian habit
+NOTICES = {"uncommitted", "broken_link"}
 
 
 @cli.command()
 @pass_ctx
 def doctor(ctx: Ctx) -> None:
-    """Report malformed files, duplicate ids, uncommitted changes, git and index trouble.
+    """Report malformed files, duplicate ids, broken links, uncommitted changes, git trouble.
 
-    Exit 1 when a problem needs attention; uncommitted edits alone exit 0 (they are
-    committed on the next start).
+    Exit 1 when a problem needs attention; uncommitted edits and broken links alone exit 0
+    (edits are committed on the next start; a link may name a note not written yet).
     """
     from .doctor import run_checks
     from .history import History

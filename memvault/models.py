@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 from typing import Any, Literal
 
 from .errors import InvalidInputError
-from .note import heading, inline_tags, newest_first, parse_time, timestamp
+from .note import heading, inline_tags, link_target, links, newest_first, parse_time, timestamp
 
 MEMORY_TYPES = ("preference", "fact", "episode", "summary", "task", "note")
 STATUSES = ("active", "superseded", "archived")  # what a caller may set
@@ -66,6 +66,21 @@ class Memory:
         return tuple(as_str_list(self.meta.get("scope")))
 
     @property
+    def aliases(self) -> tuple[str, ...]:
+        """Obsidian's other names of the note: ``aliases:`` (or ``alias:``), a list or one name."""
+        value = self.meta.get("aliases", self.meta.get("alias"))
+        names = value if isinstance(value, list | tuple) else [value]
+        return tuple(
+            dict.fromkeys(str(n).strip() for n in names if n is not None and str(n).strip())
+        )
+
+    @property
+    def links(self) -> tuple[str, ...]:
+        """What the body's links name (see :func:`note.link_target`), each once, in order."""
+        found = (link_target(self.path, link) for link in links(self.body))
+        return tuple(dict.fromkeys(t for t in found if t))
+
+    @property
     def importance(self) -> float:
         return as_unit(self.meta.get("importance"), 0.5)
 
@@ -102,6 +117,8 @@ class Memory:
             hash=self.content_hash,
             mtime_ns=mtime_ns,
             size=size,
+            aliases=self.aliases,
+            links=self.links,
         )
 
     def summary(self) -> dict[str, Any]:
@@ -127,6 +144,8 @@ class MemoryInfo:
     hash: str = ""  # the file's content hash: its revision
     mtime_ns: int = 0
     size: int = 0
+    aliases: tuple[str, ...] = ()
+    links: tuple[str, ...] = ()  # link targets as written (resolved when asked: see links.py)
 
     def summary(self) -> dict[str, Any]:
         """A JSON-friendly view (the shape of CLI ``list`` and ``show``)."""

@@ -7,6 +7,7 @@ Times are ISO text; newest-first ordering compares real instants, not strings.
 from __future__ import annotations
 
 import datetime as dt
+import posixpath
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -109,6 +110,17 @@ def links(body: str) -> list[Link]:
             )
         )
     return [link for _, link in sorted(found, key=lambda pair: pair[0])]
+
+
+def link_target(source: str, link: Link) -> str:
+    """What ``link`` in the note at ``source`` names: a wikilink's target as written, a
+    Markdown link's relative path made vault-relative ("" for a link to the note itself)."""
+    if link.wiki or not link.target:
+        return link.target.strip()
+    if link.target.startswith("/"):
+        return link.target.lstrip("/")
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(source), link.target))
+    return link.target if joined.startswith("..") else joined
 
 
 def inline_tags(body: str) -> list[str]:

@@ -32,6 +32,7 @@ from .fields import new_meta
 from .fields import stem_path as _stem_path
 from .history import History
 from .index import Index, SearchHit
+from .links import with_links
 from .models import (
     ChangeEvent,
     Commit,
@@ -276,11 +277,12 @@ class MemoryService:
         source: str = "agent",
         supersedes: Sequence[str] = (),
         check_similar: bool = True,
+        links: Sequence[str] = (),
     ) -> RememberResult:
         """Write a new memory and commit it (a supersession in the same commit). Trivial text
         is rejected; a near-duplicate is reported, not written twice; contradictions are in
         ``similar``."""
-        content = content.strip()
+        content = with_links(content.strip(), links, self.records)
         target_folder = guard.check_new(
             self.settings, self.vault, content, title, tags, type, source, scope, folder
         )
@@ -326,6 +328,7 @@ class MemoryService:
         fields: dict[str, Any] | None = None,
         title: str | None = None,
         expected_revision: str | None = None,
+        links: Sequence[str] = (),
     ) -> WriteResult:
         """Change a memory's body and/or frontmatter, keeping everything else of the file."""
         guard.check_update(self.settings, content, title, fields or {}, expected_revision)
@@ -340,11 +343,9 @@ class MemoryService:
             if title is not None and "title" in memory.meta:  # the person's `title:` key
                 changes["title"], title = title, None
             body = None
-            if content is not None or title is not None:
-                body = _body(
-                    title or memory.title,
-                    content if content is not None else _strip_title(memory.body),
-                )
+            if content is not None or title is not None or links:
+                text = content if content is not None else _strip_title(memory.body)
+                body = _body(title or memory.title, with_links(text, links, self.records))
             if not changes and body is None:
                 raise InvalidInputError("nothing to update: give content, title or fields")
             self._rewrite(memory, changes, body)

@@ -16,6 +16,7 @@ INNER = [
     "errors",
     "models",
     "note",
+    "links",
     "text",
     "config",
     "frontmatter",
@@ -48,7 +49,8 @@ INNER = [
     "index/vectors",
 ]
 FORBIDDEN = ("mcp", "click", "memvault.server", "memvault.cli", "uvicorn")
-PURE = ["frontmatter", "ids", "note", "text", "models", "policy", "facts", "index/rank", "views"]
+PURE = ["frontmatter", "ids", "note", "links", "text", "models", "policy", "facts", "index/rank"]
+PURE += ["views"]
 SERVER = sorted(f"server/{p.stem}" for p in (PACKAGE / "server").glob("*.py"))
 ADAPTERS = ["cli", "watcher", *SERVER]
 # What a pure module must not drag in, even indirectly: index engines, databases, numeric
@@ -68,7 +70,7 @@ HEAVY = (
     "yaml",
 )
 TRANSITIVELY_PURE = {"note": HEAVY, "text": HEAVY, "models": HEAVY, "policy": HEAVY}
-TRANSITIVELY_PURE |= {"facts": HEAVY}
+TRANSITIVELY_PURE |= {"facts": HEAVY, "links": HEAVY}
 TRANSITIVELY_PURE |= {"views": HEAVY, "ids": HEAVY, "frontmatter": HEAVY[:-1]}
 SERVICE_PARTS = ("index", "vault", "history", "indexing", "retrieval")
 

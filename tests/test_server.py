@@ -56,6 +56,7 @@ def test_every_tool_has_a_description_schema_and_annotations(
             "memory_changes",
             "memory_diff",
             "revert_memory",
+            "related",
             "consolidate",
             "vault_status",
         }

@@ -79,6 +79,7 @@ def test_every_tool_names_the_memory_reference_id(text_only: MemoryService) -> N
         "memory_history",
         "memory_diff",
         "revert_memory",
+        "related",
     }
     assert not any("id_or_path" in params or "path" in params for params in found.values())
 

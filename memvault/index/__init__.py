@@ -32,7 +32,7 @@ from .vectors import Embedder, EmbedderLoader, chunks
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2  # 2: aliases searchable, link targets in the records
 KEYWORD_CANDIDATES = 100
 VECTOR_CANDIDATES = 100
 NARROW_KEYWORD_CANDIDATES = 1000  # filters may drop most of the best keyword matches
@@ -419,6 +419,7 @@ def _text_doc(memory: Memory) -> TextDoc:
         tags=" ".join(memory.tags),
         body=memory.body,
         when=when_text(memory.created),
+        aliases=" ".join(memory.aliases),
     )
 
 

@@ -1,4 +1,4 @@
-"""Whoosh full-text index (BM25F) over title, tags, body and date words."""
+"""Whoosh full-text index (BM25F) over title, aliases, tags, body and date words."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from ..text import tokens
 
 INDEX_NAME = windex._DEF_INDEX_NAME  # MAIN: Whoosh's file names start with it
 
-FIELD_BOOSTS = {"title": 1.5, "tags": 1.5, "body": 1.0, "when": 1.0}
+FIELD_BOOSTS = {"title": 1.5, "aliases": 1.5, "tags": 1.5, "body": 1.0, "when": 1.0}
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,7 @@ class TextDoc:
     tags: str
     body: str
     when: str
+    aliases: str = ""
 
 
 class MixedTokenizer(Tokenizer):  # type: ignore[misc]
@@ -73,6 +74,7 @@ def schema() -> Schema:
         id=ID(stored=True, unique=True),
         path=ID(stored=True),
         title=TEXT(analyzer=ana),
+        aliases=TEXT(analyzer=ana),
         tags=TEXT(analyzer=ana),
         body=TEXT(analyzer=ana),
         when=TEXT(analyzer=ana),
@@ -135,6 +137,7 @@ class FullText:
                     id=doc.id,
                     path=doc.path,
                     title=doc.title,
+                    aliases=doc.aliases,
                     tags=doc.tags,
                     body=doc.body,
                     when=doc.when,

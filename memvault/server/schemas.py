@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class SimilarOut(BaseModel):
@@ -41,10 +41,24 @@ class RecallHit(BaseModel):
     why: dict[str, Any]
     created: str | None
     updated: str | None
+    links: list[str] = Field(default_factory=list, exclude_if=lambda v: not v)  # other hits
 
 
 class RecallOut(BaseModel):
     results: list[RecallHit]
+
+
+def _plain(schema: dict[str, Any]) -> None:
+    """Publish a model as a plain object: the README names its fields (tools/list budget)."""
+    schema.clear()
+    schema["type"] = "object"
+
+
+class LinkOut(BaseModel):
+    model_config = ConfigDict(json_schema_extra=_plain)
+
+    id: str | None  # None: a broken link (title is then its target as written)
+    title: str
 
 
 class MemoryOut(BaseModel):
@@ -59,6 +73,8 @@ class MemoryOut(BaseModel):
     meta: dict[str, Any]
     body: str
     problems: list[str]
+    links: list[LinkOut]
+    backlinks: list[LinkOut]
 
 
 class MemorySummary(BaseModel):
@@ -119,6 +135,20 @@ class ChangesOut(BaseModel):
 
 class DiffOut(BaseModel):
     diff: str
+
+
+class RelatedOut(BaseModel):
+    model_config = ConfigDict(json_schema_extra=_plain)
+
+    id: str
+    title: str
+    path: str
+    relation: Literal["out", "in"]
+    depth: int
+
+
+class RelatedListOut(BaseModel):
+    related: list[RelatedOut]
 
 
 class ProposalOut(BaseModel):

@@ -78,13 +78,15 @@ SCALARS = frozenset({"string", "number", "integer", "boolean", "null"})
 
 def argument_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """The arguments' schema without what a model does not need: generated titles, the
-    ``null`` branch and ``default: null`` of optional arguments, ``additionalProperties``
-    (unknown arguments are refused with a clear error all the same)."""
+    ``null`` branch and ``default: null`` of optional arguments, ``default: false`` of flags,
+    ``additionalProperties`` (unknown arguments are refused with a clear error all the same)."""
     out: dict[str, Any] = {}
     for key, value in schema.items():
         if key == "properties":
             out[key] = {name: argument_schema(sub) for name, sub in value.items()}
-        elif key in ("title", "additionalProperties") or (key == "default" and value is None):
+        elif key in ("title", "additionalProperties") or (
+            key == "default" and (value is None or value is False)
+        ):
             continue
         elif key == "anyOf" and {"type": "null"} in value and len(value) == 2:
             (other,) = [branch for branch in value if branch != {"type": "null"}]
@@ -97,13 +99,12 @@ def argument_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def result_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """A result's schema as its structure: every field by name, arrays, nested objects and
-    enums, but no scalar types, titles, defaults or ``required`` (every field is always
-    there), and no ``type`` that ``properties`` or ``items`` already implies (but at the
-    top, where MCP requires ``object``). Valid JSON Schema that accepts what the tool
+    """A result's schema as its structure: every field by name, nested objects and enums, but
+    no titles, defaults or ``required`` (every field is always there) and no types where the
+    name says enough (scalars, free-form maps, lists of those) or the structure implies them
+    (but at the top, where MCP asks for it). Valid JSON Schema that accepts what the tool
     returns, at a third of the size."""
-    lean = _structure(_inline_refs(schema, schema.get("$defs", {})))
-    return {**lean, "type": "object"}
+    return {**_structure(_inline_refs(schema, schema.get("$defs", {}))), "type": "object"}
 
 
 def _structure(node: dict[str, Any]) -> dict[str, Any]:
@@ -122,8 +123,8 @@ def _structure(node: dict[str, Any]) -> dict[str, Any]:
                 out[key] = inner
         elif key in ("type", "anyOf"):
             out[key] = value
-    if "properties" in out or "items" in out:
-        out.pop("type", None)
+    if "properties" in out or "items" in out or out.get("type") in ("object", "array"):
+        out.pop("type", None)  # implied by the structure, or the name says enough
     return out
 
 

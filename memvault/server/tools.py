@@ -26,6 +26,7 @@ from pydantic import Field
 from .. import changes, lifecycle, reports
 from ..errors import InvalidInputError, MemvaultError, explain_unexpected
 from ..history import CLONE_WARNING
+from ..links import Graph, graph_of, linked_among
 from ..models import Filters, Memory, RememberResult, WriteResult, jsonable, parse_time
 from ..service import MemoryService, current_client
 from .notify import Notifier
@@ -37,12 +38,15 @@ from .schemas import (
     DiffOut,
     ForgetOut,
     HistoryOut,
+    LinkOut,
     ListOut,
     MemoryOut,
     MemorySummary,
     ProposalOut,
     RecallHit,
     RecallOut,
+    RelatedListOut,
+    RelatedOut,
     RememberOut,
     SimilarOut,
     StatusOut,
@@ -54,8 +58,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 # -- parameters (one line each) -------------------------------------------------------------
-Id = Annotated[str, Field(description="id or vault path")]
-Rev = Annotated[str, Field(description="commit from memory_history")]
+Id = Annotated[str, Field(description="id or path")]
+Rev = Annotated[str, Field(description="a memory_history commit")]
 Types = Annotated[list[str] | None, Field(description="only these types")]
 Tags = Annotated[list[str] | None, Field(description="with all these tags")]
 Folder = Annotated[str | None, Field(description="under this folder")]
@@ -65,6 +69,7 @@ Unit = Annotated[float, Field(description="0..1")]
 Sort = Literal["updated", "created", "importance", "path"]
 Status = Literal["active", "superseded", "archived"]
 Mode = Literal["archive", "delete", "purge"]
+Links = Annotated[list[str] | None, Field(description="ids or titles")]
 
 
 # -- the tools ------------------------------------------------------------------------------
@@ -80,6 +85,7 @@ def remember(
     scope: Annotated[list[str] | None, Field(description="e.g. user:me")] = None,
     source: Annotated[str, Field(description="where it came from")] = "conversation",
     supersedes: Annotated[list[str] | None, Field(description="ids this corrects")] = None,
+    links: Links = None,
 ) -> RememberOut:
     """Store a durable preference, fact or decision in the user's words; trivial text and
     near-duplicates are refused, `similar` flags contradictions."""
@@ -94,6 +100,7 @@ def remember(
         scope=scope or [],
         source=source,
         supersedes=supersedes or [],
+        links=links or [],
     )
     return _remember_out(result)
 
@@ -114,12 +121,18 @@ def recall(
     user's preferences, history or facts."""
     filters = _filters(types, tags, folder, scope, since, until, include_archived)
     hits = service.recall(query, k=k, filters=filters)
-    return RecallOut(results=[RecallHit.model_validate(asdict(h)) for h in hits])
+    among = linked_among(service.records, [h.id for h in hits])
+    return RecallOut(
+        results=[
+            RecallHit.model_validate({**asdict(h), "links": among.get(h.id, [])}) for h in hits
+        ]
+    )
 
 
 def get_memory(service: MemoryService, id: Id) -> MemoryOut:
-    """One memory in full, with the `revision` update_memory expects."""
-    return _memory_out(service.get(id))
+    """One memory in full: links, backlinks, and the `revision` for update_memory."""
+    memory = service.get(id)
+    return _memory_out(memory, graph_of(service.records, memory.info()))
 
 
 def list_memories(
@@ -131,9 +144,9 @@ def list_memories(
     include_archived: Archived = False,
     sort: Annotated[Sort, Field(description="order")] = "updated",
     limit: Annotated[int, Field(ge=1, le=500, description="page size")] = 50,
-    cursor: Annotated[str | None, Field(description="next_cursor of last page")] = None,
+    cursor: Annotated[str | None, Field(description="last next_cursor")] = None,
 ) -> ListOut:
-    """Browse memories without a query, newest first by default."""
+    """Browse memories without a query (newest first)."""
     filters = _filters(types, tags, folder, scope, None, None, include_archived)
     page = service.list_memories(filters, sort, limit, cursor)
     memories = [MemorySummary.model_validate(m.summary()) for m in page.memories]
@@ -151,13 +164,14 @@ def update_memory(
     confidence: Annotated[float | None, Field(description="0..1")] = None,
     status: Annotated[Status | None, Field(description="new status")] = None,
     expected_revision: Annotated[str | None, Field(description="revision you read")] = None,
+    links: Links = None,
 ) -> WriteOut:
     """Change a memory's text or fields, keeping the rest of the file; a stale
     expected_revision is refused."""
     fields = {"type": type, "tags": tags, "importance": importance}
     fields |= {"confidence": confidence, "status": status}
     result = service.update(
-        id, content=content, title=title, fields=fields, expected_revision=expected_revision
+        id, content, fields, title, expected_revision=expected_revision, links=links or []
     )
     return _write_out(result)
 
@@ -183,7 +197,7 @@ def forget(
 
 
 def memory_history(service: MemoryService, id: Id) -> HistoryOut:
-    """Every change to one memory (following renames): who, when, what."""
+    """A memory's changes (across renames): who, when, what."""
     path = service.history_path(id)
     commits = [CommitOut.model_validate(c.brief()) for c in service.log(path)]
     return HistoryOut(path=path, commits=commits)
@@ -209,6 +223,28 @@ def revert_memory(service: MemoryService, id: Id, rev: Rev) -> WriteOut:
     return _write_out(service.revert(id, rev))
 
 
+def related(
+    service: MemoryService,
+    id: Id,
+    depth: Annotated[int, Field(description="hops, 1..3")] = 1,
+) -> RelatedListOut:
+    """Memories linked from (out) or to (in) this one, up to `depth` hops."""
+    memory = service.get(id)
+    found = graph_of(service.records, memory.info()).related(memory.id, depth)
+    return RelatedListOut(
+        related=[
+            RelatedOut(
+                id=r.memory.id,
+                title=r.memory.title,
+                path=r.memory.path,
+                relation=r.relation,
+                depth=r.depth,
+            )
+            for r in found
+        ]
+    )
+
+
 def consolidate(
     service: MemoryService,
     dry_run: Annotated[bool, Field(description="false: apply")] = True,
@@ -225,7 +261,7 @@ def consolidate(
 
 
 def vault_status(service: MemoryService) -> StatusOut:
-    """Counts by type, index and embedder state, problems, last commits."""
+    """Counts, index and embedder state, problems, last commits."""
     return StatusOut.model_validate(asdict(reports.status(service)))
 
 
@@ -245,6 +281,7 @@ TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
     (memory_changes, READ),
     (memory_diff, READ),
     (revert_memory, WRITE),
+    (related, READ),
     (consolidate, WRITE),
     (vault_status, READ),
 ]
@@ -293,7 +330,14 @@ def _remember_out(result: RememberResult) -> RememberOut:
     )
 
 
-def _memory_out(memory: Memory) -> MemoryOut:
+def _memory_out(memory: Memory, graph: Graph) -> MemoryOut:
+    links = [
+        LinkOut(id=o.memory.id, title=o.memory.title)
+        if o.memory
+        else LinkOut(id=None, title=o.target)
+        for o in graph.outgoing(memory.info())
+    ]
+    backlinks = [LinkOut(id=m.id, title=m.title) for m in graph.backlinks(memory.id)]
     return MemoryOut(
         id=memory.id,
         path=memory.path,
@@ -305,6 +349,8 @@ def _memory_out(memory: Memory) -> MemoryOut:
         meta=jsonable(memory.meta),
         body=memory.body,
         problems=list(memory.problems),
+        links=links,
+        backlinks=backlinks,
     )
 
 
