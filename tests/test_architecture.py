@@ -40,6 +40,7 @@ INNER = [
     "retrieval",
     "service",
     "lifecycle",
+    "profile",
     "reports",
     "index/__init__",
     "index/rank",

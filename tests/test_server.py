@@ -57,6 +57,8 @@ def test_every_tool_has_a_description_schema_and_annotations(
             "memory_diff",
             "revert_memory",
             "consolidate",
+            "set_profile",
+            "get_profile",
             "vault_status",
         }
         for t in tools.values():
