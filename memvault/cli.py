@@ -437,6 +437,64 @@ def forget(ctx: Ctx, id_or_path: str, mode: str | None, reason: str | None) -> N
     _emit(ctx, data, lambda: click.echo(f"{result.action} {result.memory.path}"))
 
 
+@cli.command()
+@click.argument("field", required=False)
+@click.argument("values", nargs=-1)
+@click.option("--reason", default=None, help="Why (recorded in the commit).")
+@pass_ctx
+def profile(ctx: Ctx, field: str | None, values: tuple[str, ...], reason: str | None) -> None:
+    """The user's profile: all fields, one FIELD, or set FIELD to VALUE (one commit).
+
+    A list field takes several values (`memvault profile health.allergies penicillin
+    peanuts`) or one with commas (`"penicillin, peanuts"`). Fields and allowed values
+    come from the vault's _schemas/profile.yaml.
+    """
+    from . import profile as profiles
+
+    with _errors(ctx):
+        service = _service(ctx, recover=bool(values), embedder=bool(values))  # reads: no
+        if values:
+            value = values[0] if len(values) == 1 else list(values)
+            result = profiles.set_field(service, field or "", value, reason, "user")
+        elif field:
+            entry = profiles.get_field(service, field)
+        else:
+            found = profiles.read(service)
+    if values:
+        data = {**result.memory.summary(), "commit": result.commit, "action": result.action}
+        _emit(ctx, data, lambda: click.echo(f"{result.action} {result.memory.path}"))
+    elif field:
+        _show_field(ctx, field, entry)
+    else:
+        _emit(ctx, asdict(found), lambda: _print_profile(found))
+
+
+def _show_field(ctx: Ctx, field: str, entry: Any) -> None:
+    """The value on stdout; an unset field prints nothing there and says so on stderr."""
+    if entry is None:
+        click.echo(f"{field} is not set: set it with `memvault profile {field} VALUE`", err=True)
+        _emit(ctx, {"field": field, "value": None}, lambda: None)
+        return
+    _emit(ctx, asdict(entry), lambda: click.echo(_profile_value(entry.value)))
+
+
+def _print_profile(found: Any) -> None:
+    for entry in found.fields:
+        click.echo(f"{entry.field}: {_profile_value(entry.value)}")
+    if not found.fields:
+        click.echo("no profile fields set")
+    if found.unset:
+        click.echo(f"not set: {', '.join(found.unset)}", err=True)
+    for problem in found.problems:
+        click.echo(f"warning: {problem}", err=True)
+
+
+def _profile_value(value: Any) -> str:
+    from .profile import show
+
+    return show(value)
+
+
 @cli.command(name="import")
 @click.argument("source", type=click.Path(exists=True, path_type=Path))
 @pass_ctx

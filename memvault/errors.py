@@ -69,6 +69,12 @@ class SecretRefusedError(InvalidInputError):
     code = "secret_refused"
 
 
+class SchemaError(MemvaultError):
+    """A schema in the vault (``_schemas/``) that memvault cannot use; fixed by hand."""
+
+    code = "bad_schema"
+
+
 class UnexpectedError(MemvaultError):
     """An exception from outside this tree, reworded at an adapter's boundary."""
 

@@ -87,8 +87,8 @@ def check_memory_path(vault: Vault, rel: str, given: str) -> None:
     if not vault.is_memory_path(rel):
         raise UnsafePathError(
             f"{given!r} is a place memvault ignores (.git, .memvault, .obsidian, .trash, "
-            "_templates, dot-folders, temporary names or .memvaultignore): a memory there "
-            "would never be listed or found; choose another folder"
+            "_templates, _schemas, dot-folders, temporary names or .memvaultignore): a memory "
+            "there would never be listed or found; choose another folder"
         )
 
 

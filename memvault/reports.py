@@ -1,6 +1,6 @@
 """Reports over a vault: status, export, and the aggregate views an agent reads first
-(memory://index, preferences, recent, profile). What each view shows is decided here;
-``views`` renders the text."""
+(memory://index, preferences, recent, profile: its fields, then stable facts). What each
+view shows is decided here; ``views`` renders the text."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from . import views
+from . import profile, views
 from .errors import InvalidInputError, MemvaultError
 from .models import ChangeEvent, MemoryInfo, Status, jsonable
 from .note import strip_title, timestamp
@@ -86,9 +86,11 @@ def aggregate(service: MemoryService, uri: str) -> str:
         items = _items(service, recent, 300)
         return views.section_view("Recently changed memories", items, "No memories yet.")
     if uri == PROFILE:
-        profile = sorted((d for d in active if is_profile(d)), key=lambda d: -d.importance)
-        empty = "No profile facts yet."
-        return views.section_view("Stable facts about the user", _items(service, profile), empty)
+        facts = [d for d in active if is_profile(d) and not profile.is_field_path(d.path)]
+        facts.sort(key=lambda d: -d.importance)
+        empty = "No other stable facts yet."
+        about = views.section_view("Stable facts about the user", _items(service, facts), empty)
+        return profile.view(service) + "\n" + about
     raise InvalidInputError(f"unknown resource {uri}: use one of {', '.join(AGGREGATES)}")
 
 

@@ -36,7 +36,7 @@ from .models import Memory, Problem
 log = logging.getLogger(__name__)
 
 STATE_DIR = ".memvault"
-IGNORED_DIRS = frozenset({".git", ".obsidian", STATE_DIR, ".trash", "_templates"})
+IGNORED_DIRS = frozenset({".git", ".obsidian", STATE_DIR, ".trash", "_templates", "_schemas"})
 TEMP_PATTERNS = ("*.tmp", "*.swp", "*.swx", "~$*", ".#*", "*~")
 IGNORE_FILE = ".memvaultignore"
 WRITE_JOURNAL = "pending-writes"  # in STATE_DIR: paths written, maybe not committed yet

@@ -45,3 +45,15 @@ def section_view(title: str, items: Sequence[tuple[str, str, str]], empty: str) 
         out.append(block)
         used += len(block)
     return "\n".join(out)
+
+
+def profile_view(
+    fields: Sequence[tuple[str, str]], unset: Sequence[str], problems: Sequence[str] = ()
+) -> str:
+    """The profile's fields and values, one line each, then the names of the unset ones."""
+    lines = ["# The user's profile", ""]
+    lines += [f"- {name}: {value}" for name, value in fields] or ["No profile fields set yet."]
+    if unset:
+        lines += ["", f"Not set (set_profile): {', '.join(unset)}"]
+    lines += [f"Problem: {problem}" for problem in problems]
+    return "\n".join(lines) + "\n"

@@ -41,6 +41,7 @@ INNER = [
     "retrieval",
     "service",
     "lifecycle",
+    "profile",
     "reports",
     "index/__init__",
     "index/rank",

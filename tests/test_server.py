@@ -58,6 +58,8 @@ def test_every_tool_has_a_description_schema_and_annotations(
             "revert_memory",
             "related",
             "consolidate",
+            "set_profile",
+            "get_profile",
             "vault_status",
         }
         for t in tools.values():

@@ -32,8 +32,10 @@ INSTRUCTIONS = """memvault is the user's long-term memory: Markdown files they c
 with every change committed to git. At the start of a task, read memory://index (or call
 `recall` with the topic) to learn the user's preferences and facts. When the user states a
 preference, a fact about themselves or their work, or a decision, call `remember` once per
-item. When something you remembered turns out wrong, call `update_memory` (or `remember` with
-`supersedes`). Never store secrets. Nothing is lost: every change can be reverted."""
+item; a fact the profile holds (name, language, allergies...: see `get_profile`) goes to
+`set_profile` instead. When something you remembered turns out wrong, call `update_memory`
+(or `remember` with `supersedes`). Never store secrets. Nothing is lost: every change can be
+reverted."""
 
 
 def build_server(service: MemoryService) -> tuple[MCPServer, Notifier]:

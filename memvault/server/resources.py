@@ -20,7 +20,8 @@ AGGREGATES = {
     "(<= 50 lines of <= 80 characters, about 4 KB). Read it at the start of a task.",
     reports.PREFERENCES: "The user's preferences, most important first.",
     reports.RECENT: "The 20 most recently changed memories.",
-    reports.PROFILE: "Stable facts about the user (important facts, `profile` tag, `user:` scope).",
+    reports.PROFILE: "The user's profile fields and values (set_profile), then other stable "
+    "facts about the user (important facts, `profile` tag, `user:` scope).",
 }
 
 CHANGES = (

@@ -103,6 +103,20 @@ class WriteOut(BaseModel):
     previous_revision: str | None = None
 
 
+class ProfileFieldOut(BaseModel):
+    field: str
+    value: str | float | bool | list[str]
+    id: str
+    path: str
+    updated: str | None
+
+
+class ProfileOut(BaseModel):
+    fields: list[ProfileFieldOut]
+    unset: list[str]  # "units (metric|imperial)": the field and what it takes
+    problems: list[str] = []
+
+
 class ForgetOut(BaseModel):
     id: str
     path: str

@@ -23,7 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from .. import changes, lifecycle, reports
+from .. import changes, lifecycle, profile, reports
 from ..errors import InvalidInputError, MemvaultError, explain_unexpected
 from ..history import CLONE_WARNING
 from ..links import Graph, graph_of, linked_among
@@ -42,6 +42,8 @@ from .schemas import (
     ListOut,
     MemoryOut,
     MemorySummary,
+    ProfileFieldOut,
+    ProfileOut,
     ProposalOut,
     RecallHit,
     RecallOut,
@@ -260,6 +262,25 @@ def consolidate(
     return ConsolidateOut(dry_run=dry_run, proposals=proposals, message=message)
 
 
+def set_profile(
+    service: MemoryService,
+    field: Annotated[str, Field(description="e.g. health.allergies")],
+    value: Annotated[Any, Field(description="text, number, true/false or list")],
+    reason: Annotated[str | None, Field(description="why (in the commit)")] = None,
+    source: Annotated[str | None, Field(description="where it came from")] = None,
+) -> WriteOut:
+    """Set a field of the user's profile; errors list the fields or allowed values."""
+    result = profile.set_field(service, field, value, reason, source or "conversation")
+    return _write_out(result)
+
+
+def get_profile(service: MemoryService) -> ProfileOut:
+    """The user's profile: set fields (value, id) and unset ones."""
+    found = profile.read(service)
+    fields = [ProfileFieldOut.model_validate(asdict(e)) for e in found.fields]
+    return ProfileOut(fields=fields, unset=list(found.unset), problems=list(found.problems))
+
+
 def vault_status(service: MemoryService) -> StatusOut:
     """Counts, index and embedder state, problems, last commits."""
     return StatusOut.model_validate(asdict(reports.status(service)))
@@ -283,6 +304,8 @@ TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
     (revert_memory, WRITE),
     (related, READ),
     (consolidate, WRITE),
+    (set_profile, WRITE),
+    (get_profile, READ),
     (vault_status, READ),
 ]
 

@@ -1,0 +1,436 @@
+"""The user's profile: a schema in the vault and one memory file per field.
+
+The schema (``_schemas/profile.yaml``; a vault without one uses the shipped default) names
+each field, its type and, for enumerable fields, the allowed values. A field lives in
+``profile/<field>.md`` (``field:`` and ``value:`` in its frontmatter, a readable body), so
+git gives every field its own history, revert and purge, like any memory. A value is
+checked against the schema before anything touches the disk: a refused write leaves no
+file and no commit. Each set is one commit, ``profile: <field>``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import math
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from . import frontmatter, guard, validate, views
+from .errors import (
+    InvalidInputError,
+    MalformedMemoryError,
+    MemoryNotFoundError,
+    SchemaError,
+    UnsafePathError,
+)
+from .fields import new_meta
+from .models import ChangeEvent, Memory, WriteResult
+from .template import template_dir
+
+if TYPE_CHECKING:
+    from .service import MemoryService
+
+SCHEMA_PATH = "_schemas/profile.yaml"
+FOLDER = "profile"
+TYPES = ("string", "list", "enum", "number", "date", "bool")
+IMPORTANCE = 0.9  # never forgotten automatically
+CONFIDENCE = 1.0  # the user said it
+MAX_SCHEMA_BYTES = 64 * 1024
+MAX_SCHEMA_DEPTH = 8
+MAX_VALUE_CHARS = 1000
+MAX_ITEMS = 100
+MAX_REASON = 500
+TRUE, FALSE = ("true", "yes", "y", "on", "1"), ("false", "no", "n", "off", "0")
+_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
+_SPEC_KEYS = frozenset({"type", "description", "values", "title"})
+
+
+# -- the schema -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FieldSpec:
+    """One profile field: its name (``health.allergies``), type and allowed values."""
+
+    name: str
+    type: str
+    description: str
+    values: tuple[str, ...] = ()  # allowed values: of an enum, or of a list's items
+    title: str = ""
+
+    @property
+    def heading(self) -> str:
+        return self.title or self.name.replace(".", " ").replace("_", " ").capitalize()
+
+    def brief(self) -> str:
+        """``units (metric|imperial)``: the field and what it takes, for a person or agent."""
+        kind = "|".join(self.values) if self.values else self.type
+        return f"{self.name} ({'list of ' if self.type == 'list' and self.values else ''}{kind})"
+
+
+@dataclass(frozen=True)
+class Schema:
+    fields: tuple[FieldSpec, ...]
+    source: str  # where it was read from: the vault's file, or the shipped default
+
+    def spec(self, name: str) -> FieldSpec:
+        """The field called ``name``; an unknown one is an error listing the known fields."""
+        wanted = str(name).strip()
+        for spec in self.fields:
+            if spec.name == wanted:
+                return spec
+        names = [s.name for s in self.fields]
+        close = difflib.get_close_matches(wanted, names, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise InvalidInputError(
+            f"unknown profile field {wanted!r}: {hint}the fields are {', '.join(names)} "
+            f"(add a field to {SCHEMA_PATH} to use it)"
+        )
+
+
+def parse_schema(text: str, where: str) -> Schema:
+    """The schema in ``text`` (YAML with a ``fields:`` mapping), checked field by field."""
+    loaded = load_yaml(text, where)
+    fields = loaded.get("fields") if isinstance(loaded, dict) else None
+    if not isinstance(fields, dict) or not fields:
+        raise SchemaError(
+            f"{where} has no `fields:` mapping: fix it, or delete it to use the default"
+        )
+    return Schema(tuple(_field(str(name), spec, where) for name, spec in fields.items()), where)
+
+
+def _field(name: str, raw: Any, where: str) -> FieldSpec:
+    def bad(problem: str) -> SchemaError:
+        return SchemaError(f"{where}: field {name!r} {problem}: fix the schema by hand")
+
+    if not _NAME.match(name):
+        raise bad("is not a field name (lowercase words joined by _ and grouped by .)")
+    if not isinstance(raw, dict) or not set(raw) <= _SPEC_KEYS:
+        raise bad(f"must be a mapping of {', '.join(sorted(_SPEC_KEYS))}")
+    kind = raw.get("type")
+    if kind not in TYPES:
+        raise bad(f"has type {kind!r}; the types are {', '.join(TYPES)}")
+    values = raw.get("values") or []
+    if not isinstance(values, list) or not all(isinstance(v, str) and v for v in values):
+        raise bad("has `values` that are not a list of text")
+    if kind == "enum" and not values:
+        raise bad("is an enum without `values`")
+    if values and kind not in ("enum", "list"):
+        raise bad(f"has `values` but is a {kind} (only enum and list take values)")
+    description, title = raw.get("description", ""), raw.get("title") or ""
+    if not isinstance(description, str) or not isinstance(title, str) or "\n" in description:
+        raise bad("needs a one-line text `description` (and a text `title`, if any)")
+    return FieldSpec(name, kind, description.strip(), tuple(values), title.strip())
+
+
+def load_yaml(text: str, where: str) -> Any:
+    """``yaml.safe_load`` with the guards of memvault's frontmatter: a size cap, no anchors
+    or aliases (a small file could expand to billions of values), a nesting cap."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_SCHEMA_BYTES:
+        raise SchemaError(f"{where} is over {MAX_SCHEMA_BYTES:,} bytes: shorten it")
+    loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        depth = 0
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise SchemaError(f"{where} uses YAML anchors or aliases: write the values out")
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_SCHEMA_DEPTH:
+                    raise SchemaError(f"{where} is nested too deep: flatten it")
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+        return yaml.load(text, Loader=loader)  # a safe loader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" at line {mark.line + 1}" if mark is not None else ""
+        raise SchemaError(f"{where} is not valid YAML{line}: fix it by hand") from exc
+    except (ValueError, OverflowError, RecursionError) as exc:
+        raise SchemaError(f"{where} has a value YAML cannot read ({exc}): fix it") from exc
+
+
+def default_schema() -> Schema:
+    """The schema memvault ships (the template's ``_schemas/profile.yaml``)."""
+    text = (template_dir() / SCHEMA_PATH).read_text(encoding="utf-8")
+    return parse_schema(text, f"memvault's default {SCHEMA_PATH}")
+
+
+def load_schema(service: MemoryService) -> Schema:
+    """The vault's schema; the shipped default when the vault has none (older vaults)."""
+    try:
+        data = service.vault.read_regular(SCHEMA_PATH)
+    except FileNotFoundError:
+        return default_schema()
+    except (OSError, UnsafePathError) as exc:
+        raise SchemaError(f"{SCHEMA_PATH} cannot be read ({exc}): fix or delete it") from exc
+    return parse_schema(data.decode("utf-8", errors="replace"), SCHEMA_PATH)
+
+
+# -- values -----------------------------------------------------------------------------------
+def check_value(spec: FieldSpec, value: Any) -> Any:
+    """``value`` as stored for ``spec`` (text from a command line is converted), or an
+    InvalidInputError that says what the field takes."""
+    if spec.type == "list":
+        return _check_list(spec, value)
+    if isinstance(value, list | tuple):
+        if len(value) != 1:
+            raise _wrong(spec, value, "one value, not a list")
+        value = value[0]
+    if spec.type == "number":
+        return _number(spec, value)
+    if spec.type == "bool":
+        return _bool(spec, value)
+    text = _text(spec, value)
+    if spec.type == "date":
+        return _date(spec, text)
+    if spec.type == "enum":
+        return _choice(spec, text)
+    return text
+
+
+def _check_list(spec: FieldSpec, value: Any) -> list[str]:
+    """A list of text items; text is split at commas (``penicillin, peanuts``)."""
+    if isinstance(value, str):
+        value = [part for part in value.split(",") if part.strip()]
+    if not isinstance(value, list | tuple):
+        raise _wrong(spec, value, _takes(spec))
+    if len(value) > MAX_ITEMS:
+        raise InvalidInputError(f"{spec.name} takes at most {MAX_ITEMS} items, got {len(value)}")
+    items = [_text(spec, item) for item in value]
+    items = [_choice(spec, item) for item in items] if spec.values else items
+    return list(dict.fromkeys(items))
+
+
+def _text(spec: FieldSpec, value: Any) -> str:
+    if not isinstance(value, str):
+        raise _wrong(spec, value, _takes(spec))
+    text = validate.text(spec.name, value.strip(), one_line=True)
+    if not text:
+        raise InvalidInputError(
+            f"{spec.name} cannot be empty: to clear it, forget {path_of(spec.name)}"
+        )
+    if len(text) > MAX_VALUE_CHARS:
+        raise InvalidInputError(
+            f"{spec.name} is {len(text):,} characters, over {MAX_VALUE_CHARS}: "
+            "keep profile values short and put the rest in a memory"
+        )
+    return text
+
+
+def _choice(spec: FieldSpec, text: str) -> str:
+    for allowed in spec.values:
+        if text.casefold() == allowed.casefold():
+            return allowed
+    raise InvalidInputError(
+        f"{spec.name} must be one of {', '.join(spec.values)}, got {text!r}"
+        + (" (one value per item)" if spec.type == "list" else "")
+    )
+
+
+def _number(spec: FieldSpec, value: Any) -> int | float:
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise _wrong(spec, value, "a number") from None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise _wrong(spec, value, "a number")
+    return int(value) if float(value).is_integer() and abs(value) < 2**53 else value
+
+
+def _bool(spec: FieldSpec, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    word = value.strip().lower() if isinstance(value, str) else None
+    if word in TRUE or word in FALSE:
+        return word in TRUE
+    raise _wrong(spec, value, "true or false")
+
+
+def _date(spec: FieldSpec, text: str) -> str:
+    try:
+        return dt.date.fromisoformat(text).isoformat()
+    except ValueError:
+        raise _wrong(spec, text, "a date like 2019-04-23") from None
+
+
+def _takes(spec: FieldSpec) -> str:
+    if spec.type == "list":
+        return "a list of text (or text with commas between items)"
+    words = {"string": "text", "date": "a date like 2019-04-23", "bool": "true or false"}
+    return words.get(spec.type) or "one of " + ", ".join(spec.values)
+
+
+def _wrong(spec: FieldSpec, value: Any, takes: str) -> InvalidInputError:
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return InvalidInputError(f"{spec.name} takes {takes}, got {shown}")
+
+
+def plain(value: Any) -> Any:
+    """A stored value as JSON-able data (YAML gives dates as date objects)."""
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, list | tuple):
+        return [str(plain(v)) for v in value]
+    return value
+
+
+def show(value: Any) -> str:
+    """A value in words, on one line: ``penicillin, peanuts``, ``true``, ``2019-04-23``."""
+    value = plain(value)
+    if isinstance(value, list):
+        return ", ".join(value) if value else "(none)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def path_of(field: str) -> str:
+    return f"{FOLDER}/{field}.md"
+
+
+def body_of(spec: FieldSpec, value: Any) -> str:
+    """The field file's readable body: its heading and value (one item per line)."""
+    if isinstance(value, list):
+        text = "\n".join(f"- {item}" for item in value) if value else "(none)"
+    else:
+        text = show(value)
+    return f"# {spec.heading}\n\n{text}\n"
+
+
+# -- reading ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Entry:
+    """One field that is set: its value and the memory that holds it."""
+
+    field: str
+    value: Any
+    id: str
+    path: str
+    updated: str | None
+
+
+@dataclass(frozen=True)
+class Profile:
+    fields: tuple[Entry, ...]  # in the schema's order
+    unset: tuple[str, ...]  # briefs of the fields not set: ``units (metric|imperial)``
+    problems: tuple[str, ...] = ()
+
+
+def read(service: MemoryService) -> Profile:
+    """Every field of the schema: the set ones with their values, the briefs of the rest.
+
+    A broken schema file does not hide the profile: the default schema is used and the
+    problem is reported.
+    """
+    problems: list[str] = []
+    try:
+        schema = load_schema(service)
+    except SchemaError as exc:
+        schema, problems = default_schema(), [str(exc)]
+    entries, unset = [], []
+    for spec, memory, problem in _field_files(service, schema.fields):
+        if problem:
+            problems.append(problem)
+        if memory is None or "value" not in memory.meta:
+            unset.append(spec.brief())
+            continue
+        value = plain(memory.meta["value"])
+        entries.append(Entry(spec.name, value, memory.id, memory.path, memory.updated))
+    return Profile(tuple(entries), tuple(unset), tuple(problems))
+
+
+def get_field(service: MemoryService, field: str) -> Entry | None:
+    """One field (None when it is not set); an unknown field is an error."""
+    spec = load_schema(service).spec(field)
+    return next((e for e in read(service).fields if e.field == spec.name), None)
+
+
+def _field_files(
+    service: MemoryService, specs: Sequence[FieldSpec]
+) -> Iterator[tuple[FieldSpec, Memory | None, str | None]]:
+    for spec in specs:
+        try:
+            yield spec, service.vault.read(path_of(spec.name)), None
+        except MemoryNotFoundError:
+            yield spec, None, None
+        except (MalformedMemoryError, UnsafePathError, OSError) as exc:
+            yield spec, None, str(exc)
+
+
+def view(service: MemoryService) -> str:
+    """The profile in a few lines, for memory://profile."""
+    profile = read(service)
+    shown = [(e.field, show(e.value)) for e in profile.fields]
+    unset = [brief.split(" ", 1)[0] for brief in profile.unset]
+    return views.profile_view(shown, unset, profile.problems)
+
+
+def is_field_path(path: str) -> bool:
+    return path.startswith(f"{FOLDER}/")
+
+
+# -- writing ----------------------------------------------------------------------------------
+def set_field(
+    service: MemoryService,
+    field: str,
+    value: Any,
+    reason: str | None = None,
+    source: str = "user",
+) -> WriteResult:
+    """Set one field (checked against the schema) in its own file, as one commit."""
+    spec = load_schema(service).spec(field)
+    clean = check_value(spec, value)
+    validate.label("source", source)
+    if reason is not None and len(validate.text("reason", reason, one_line=True)) > MAX_REASON:
+        raise InvalidInputError(f"reason is over {MAX_REASON} characters: say it shorter")
+    path, body = path_of(spec.name), body_of(spec, clean)
+    guard.check_memory_path(service.vault, path, path)
+    guard.check_text(service.settings, body, None, ())  # sizes and credentials
+    with service._writing():
+        existing = _existing(service, path)
+        if existing is not None and existing.meta.get("value") == clean:
+            return WriteResult(existing, None, "unchanged", existing.content_hash)
+        _write(service, spec, path, clean, body, source, existing)
+        fresh = service.vault.read(path)
+        trailers = service._trailers("profile", fresh.id)
+        if reason:
+            trailers["Memvault-Reason"] = reason
+        sha = service.history.commit([path], f"profile: {spec.name}", trailers)
+    service.indexing.upsert([fresh])
+    event = ChangeEvent(changed=(path,), added=() if existing else (path,))
+    service._notify(event, *([existing] if existing else []), fresh)
+    previous = existing.content_hash if existing else None
+    return WriteResult(fresh, sha, "updated" if existing else "created", previous)
+
+
+def _existing(service: MemoryService, path: str) -> Memory | None:
+    try:
+        return service.vault.read(path)
+    except MemoryNotFoundError:
+        return None
+
+
+def _write(
+    service: MemoryService,
+    spec: FieldSpec,
+    path: str,
+    value: Any,
+    body: str,
+    source: str,
+    existing: Memory | None,
+) -> None:
+    """A new field file, or a minimal edit of the existing one (the person's keys kept)."""
+    now = service.clock().replace(microsecond=0)
+    changes = {"field": spec.name, "value": value, "source": source}
+    if existing is not None:
+        service.vault.rewrite(existing, changes, body, now)
+        return
+    meta = new_meta("fact", [FOLDER], CONFIDENCE, IMPORTANCE, now, source) | changes
+    text = frontmatter.new_file(meta, body)
+    validate.file_size(path, text, service.settings.max_file_bytes)
+    service.vault.write(path, text, expected_hash="")
