@@ -87,6 +87,7 @@ class Memory:
             hash=self.content_hash,
             mtime_ns=mtime_ns,
             size=size,
+            problems=self.problems,
         )
 
     def summary(self) -> dict[str, Any]:
@@ -112,6 +113,7 @@ class MemoryInfo:
     hash: str = ""  # the file's content hash: its revision
     mtime_ns: int = 0
     size: int = 0
+    problems: tuple[str, ...] = ()  # what is wrong with the file (malformed frontmatter...)
 
     def summary(self) -> dict[str, Any]:
         """A JSON-friendly view (the shape of CLI ``list`` and ``show``)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -32,18 +33,21 @@ def status(service: MemoryService, wait_for_embedder: float | None = None) -> St
     """Counts by type, problems, uncommitted files, last commits, index and embedder state."""
     if wait_for_embedder:
         service.index.loader.get(timeout=wait_for_embedder)
-    memories, problems = service.vault.scan()
-    by_type = Counter(m.type for m in memories)
-    return Status(
-        vault=str(service.root),
-        memories=len(memories),
-        by_type=dict(sorted(by_type.items())),
-        archived=sum(1 for m in memories if m.status == "archived"),
-        problems=len(problems),
-        uncommitted=len(service.history.uncommitted()),
-        last_commits=[c.brief() for c in service.history.log(limit=5)],
-        index=service.index_status(),
-    )
+    with ThreadPoolExecutor(2) as git:  # two git processes run while the folder is walked
+        uncommitted = git.submit(service.history.uncommitted)
+        commits = git.submit(service.history.log, limit=5)
+        memories, problems = service.indexing.census()
+        by_type = Counter(m.type for m in memories)
+        return Status(
+            vault=str(service.root),
+            memories=len(memories),
+            by_type=dict(sorted(by_type.items())),
+            archived=sum(1 for m in memories if m.status == "archived"),
+            problems=len(problems),
+            uncommitted=len(uncommitted.result()),
+            last_commits=[c.brief() for c in commits.result()],
+            index=service.index_status(),
+        )
 
 
 def export(service: MemoryService) -> dict[str, Any]:

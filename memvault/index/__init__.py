@@ -32,7 +32,7 @@ from .vectors import Embedder, EmbedderLoader, chunks
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2  # 2: records carry the file's problems (status counts them unread)
 KEYWORD_CANDIDATES = 100
 VECTOR_CANDIDATES = 100
 NARROW_KEYWORD_CANDIDATES = 1000  # filters may drop most of the best keyword matches

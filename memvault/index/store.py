@@ -44,6 +44,7 @@ def info_from_row(
     data = json.loads(meta)
     data["tags"] = tuple(data.get("tags", ()))
     data["scope"] = tuple(data.get("scope", ()))
+    data["problems"] = tuple(data.get("problems", ()))
     return MemoryInfo(id=id_, path=path, hash=hash_, mtime_ns=mtime_ns, size=size, **data)
 
 
