@@ -108,17 +108,18 @@ def is_profile(info: MemoryInfo) -> bool:
 def affected(event: ChangeEvent) -> tuple[str, ...]:
     """The aggregates a change may alter, decided from the event alone (no rendering).
 
-    The index and the recent list can change with any memory; preferences only with a
-    preference, the profile only with a fact. Without records (edits by a person,
-    imports) every aggregate may have changed.
+    The index and the recent list can change with any memory (a write makes it the
+    newest); preferences only with a preference, the profile only with a fact that is or
+    was a profile fact (importance, ``profile`` tag, ``user:`` scope: the records hold the
+    memory before and after the change). Without records (edits by a person, imports)
+    every aggregate may have changed.
     """
     if not event.memories:
         return AGGREGATES
-    types = {m.type for m in event.memories}
     uris = [INDEX, RECENT]
-    if "preference" in types:
+    if any(m.type == "preference" for m in event.memories):
         uris.append(PREFERENCES)
-    if "fact" in types:
+    if any(is_profile(m) for m in event.memories):
         uris.append(PROFILE)
     return tuple(uris)
 

@@ -10,15 +10,28 @@ from memvault.models import ChangeEvent, MemoryInfo
 from memvault.service import MemoryService
 
 
-def record(type_: str) -> MemoryInfo:
-    return MemoryInfo("01A", "x.md", "x", type_, "active", (), (), None, None, 0.5, 0.8)
+def record(type_: str, importance: float = 0.5, tags: tuple[str, ...] = ()) -> MemoryInfo:
+    return MemoryInfo("01A", "x.md", "x", type_, "active", tags, (), None, None, importance, 0.8)
 
 
 def test_a_change_names_only_the_views_its_memories_can_alter() -> None:
     note = ChangeEvent(changed=("inbox/x.md",), memories=(record("note"),))
     assert set(reports.affected(note)) == {reports.INDEX, reports.RECENT}
     retyped = ChangeEvent(changed=("x.md",), memories=(record("preference"), record("fact")))
-    assert set(reports.affected(retyped)) == set(reports.AGGREGATES)
+    assert set(reports.affected(retyped)) == set(reports.AGGREGATES) - {reports.PROFILE}
+    important = ChangeEvent(changed=("x.md",), memories=(record("preference"), record("fact", 0.8)))
+    assert set(reports.affected(important)) == set(reports.AGGREGATES)
+
+
+def test_only_a_fact_that_is_or_was_in_the_profile_announces_the_profile() -> None:
+    def views(*memories: MemoryInfo) -> tuple[str, ...]:
+        return reports.affected(ChangeEvent(changed=("facts/x.md",), memories=memories))
+
+    assert reports.PROFILE not in views(record("fact", 0.5))
+    assert reports.PROFILE in views(record("fact", 0.9))
+    assert reports.PROFILE in views(record("fact", 0.2, ("profile",)))
+    assert reports.PROFILE in views(record("fact", 0.9), record("fact", 0.3))  # demoted
+    assert reports.PROFILE not in views(record("note", 0.9))
 
 
 def test_a_change_without_records_may_alter_every_view() -> None:
@@ -30,7 +43,7 @@ def test_service_writes_carry_the_records_of_the_memories_they_changed(
 ) -> None:
     events: list[ChangeEvent] = []
     service.listeners.append(events.append)
-    made = service.remember("The user prefers tea to coffee.", type="preference")
+    made = service.remember("The user prefers tea to coffee.", type="preference", importance=0.8)
     assert made.memory is not None
     service.update(made.memory.id, fields={"type": "fact"})
     assert [m.type for m in events[0].memories] == ["preference"]
