@@ -119,6 +119,7 @@ class Memory:
             size=size,
             aliases=self.aliases,
             links=self.links,
+            problems=self.problems,
         )
 
     def summary(self) -> dict[str, Any]:
@@ -146,6 +147,7 @@ class MemoryInfo:
     size: int = 0
     aliases: tuple[str, ...] = ()
     links: tuple[str, ...] = ()  # link targets as written (resolved when asked: see links.py)
+    problems: tuple[str, ...] = ()  # what is wrong with the file (malformed frontmatter...)
 
     def summary(self) -> dict[str, Any]:
         """A JSON-friendly view (the shape of CLI ``list`` and ``show``)."""

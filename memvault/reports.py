@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -32,18 +33,21 @@ def status(service: MemoryService, wait_for_embedder: float | None = None) -> St
     """Counts by type, problems, uncommitted files, last commits, index and embedder state."""
     if wait_for_embedder:
         service.index.loader.get(timeout=wait_for_embedder)
-    memories, problems = service.vault.scan()
-    by_type = Counter(m.type for m in memories)
-    return Status(
-        vault=str(service.root),
-        memories=len(memories),
-        by_type=dict(sorted(by_type.items())),
-        archived=sum(1 for m in memories if m.status == "archived"),
-        problems=len(problems),
-        uncommitted=len(service.history.uncommitted()),
-        last_commits=[c.brief() for c in service.history.log(limit=5)],
-        index=service.index_status(),
-    )
+    with ThreadPoolExecutor(2) as git:  # two git processes run while the folder is walked
+        uncommitted = git.submit(service.history.uncommitted)
+        commits = git.submit(service.history.log, limit=5)
+        memories, problems = service.indexing.census()
+        by_type = Counter(m.type for m in memories)
+        return Status(
+            vault=str(service.root),
+            memories=len(memories),
+            by_type=dict(sorted(by_type.items())),
+            archived=sum(1 for m in memories if m.status == "archived"),
+            problems=len(problems),
+            uncommitted=len(uncommitted.result()),
+            last_commits=[c.brief() for c in commits.result()],
+            index=service.index_status(),
+        )
 
 
 def export(service: MemoryService) -> dict[str, Any]:
@@ -106,17 +110,18 @@ def is_profile(info: MemoryInfo) -> bool:
 def affected(event: ChangeEvent) -> tuple[str, ...]:
     """The aggregates a change may alter, decided from the event alone (no rendering).
 
-    The index and the recent list can change with any memory; preferences only with a
-    preference, the profile only with a fact. Without records (edits by a person,
-    imports) every aggregate may have changed.
+    The index and the recent list can change with any memory (a write makes it the
+    newest); preferences only with a preference, the profile only with a fact that is or
+    was a profile fact (importance, ``profile`` tag, ``user:`` scope: the records hold the
+    memory before and after the change). Without records (edits by a person, imports)
+    every aggregate may have changed.
     """
     if not event.memories:
         return AGGREGATES
-    types = {m.type for m in event.memories}
     uris = [INDEX, RECENT]
-    if "preference" in types:
+    if any(m.type == "preference" for m in event.memories):
         uris.append(PREFERENCES)
-    if "fact" in types:
+    if any(is_profile(m) for m in event.memories):
         uris.append(PROFILE)
     return tuple(uris)
 

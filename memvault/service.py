@@ -236,7 +236,7 @@ class MemoryService:
         return Page.of(ordered, limit, cursor, tuple(self.indexing.unreadable.values()))
 
     def problems(self) -> list[Problem]:
-        return self.vault.scan()[1]
+        return self.indexing.census()[1]  # index records, fresh reads of changed files
 
     def log(self, id_or_path: str | None = None, limit: int | None = None) -> list[Commit]:
         if id_or_path is None:

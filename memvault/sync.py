@@ -109,6 +109,27 @@ class IndexSync:
         self._synced = False
         return self.index
 
+    def census(self) -> tuple[list[MemoryInfo], list[Problem]]:
+        """Every memory file as it is now, and every problem, without reading unchanged
+        files: the index record of each file whose (mtime, size) it matches, a fresh read
+        of the others (new, edited, unreadable files), unsafe entries from the same walk.
+        Waits for nothing and writes nothing (the index catches up in :meth:`sync`)."""
+        stats, unsafe = self.vault.walk()
+        by_path = {d.path: d for d in self.index.records()}
+        infos: list[MemoryInfo] = []
+        problems: list[Problem] = []
+        changed = []
+        for path, stat in stats.items():
+            doc = by_path.get(path)
+            if doc is None or (doc.mtime_ns, doc.size) != stat:
+                changed.append(path)
+                continue
+            infos.append(doc)
+            problems.extend(Problem(path, "malformed", p) for p in doc.problems)
+        memories, unread = self.vault.read_all(changed)
+        infos.extend(m.info(*stats[m.path]) for m in memories)
+        return infos, problems + unread + self.vault.unsafe_problems(unsafe)
+
     def records(self, filters: Filters | None = None) -> list[MemoryInfo]:
         """Index records of memories (fast; no file reads), filtered."""
         self.ensure(wait=False)

@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import stat
 import tempfile
 import threading
@@ -38,6 +39,7 @@ log = logging.getLogger(__name__)
 STATE_DIR = ".memvault"
 IGNORED_DIRS = frozenset({".git", ".obsidian", STATE_DIR, ".trash", "_templates", "_schemas"})
 TEMP_PATTERNS = ("*.tmp", "*.swp", "*.swx", "~$*", ".#*", "*~")
+_TEMP_NAME = re.compile("|".join(fnmatch.translate(p) for p in TEMP_PATTERNS))
 IGNORE_FILE = ".memvaultignore"
 WRITE_JOURNAL = "pending-writes"  # in STATE_DIR: paths written, maybe not committed yet
 WRITTEN_MEMORY = 10_000
@@ -96,31 +98,46 @@ class Vault:
 
     def is_memory_path(self, rel: str) -> bool:
         name = rel.rsplit("/", 1)[-1]
-        if not name.lower().endswith(".md"):
-            return False
-        if any(fnmatch.fnmatch(name, pat) for pat in TEMP_PATTERNS):
+        if not name.lower().endswith(".md") or _TEMP_NAME.match(name):
             return False
         return not self.is_ignored(rel)
 
     def iter_paths(self) -> Iterator[str]:
         """Vault-relative paths of every memory file, sorted; only regular files (no
         symlinks, FIFOs or devices: see :meth:`unsafe_paths`)."""
-        yield from sorted(rel for rel, regular in self._walk() if regular)
+        yield from sorted(self.walk()[0])
 
     def unsafe_paths(self) -> list[str]:
         """Memory-named entries that are not regular files (symlinks, FIFOs, sockets...)."""
-        return sorted(rel for rel, regular in self._walk() if not regular)
+        return self.walk()[1]
 
-    def _walk(self) -> Iterator[tuple[str, bool]]:
-        """(path, is a regular file) of every memory-named entry; symlinked folders are
-        not entered and nothing is opened."""
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            dirnames[:] = [d for d in dirnames if d not in IGNORED_DIRS and not d.startswith(".")]
-            rel_dir = os.path.relpath(dirpath, self.root)
-            for name in filenames:
-                rel = name if rel_dir == "." else f"{rel_dir.replace(os.sep, '/')}/{name}"
-                if self.is_memory_path(rel):
-                    yield rel, _is_regular(os.path.join(dirpath, name))
+    def walk(self) -> tuple[dict[str, tuple[int, int]], list[str]]:
+        """One pass over the folder: (mtime_ns, size) of every memory file by path, and the
+        memory-named entries that are not regular files (sorted). Symlinked folders are not
+        entered and no file is opened (one lstat each, from the directory listing)."""
+        regular: dict[str, tuple[int, int]] = {}
+        unsafe: list[str] = []
+        ignore, folders = self._ignore, [(str(self.root), "")]
+        while folders:
+            folder, prefix = folders.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                name = entry.name
+                if name[0] == ".":  # dot-files and dot-folders are ignored
+                    continue
+                if _is_folder(entry):  # a symlinked folder is neither entered nor a memory
+                    if name not in IGNORED_DIRS and not entry.is_symlink():
+                        folders.append((entry.path, prefix + name + "/"))
+                    continue
+                if name[-3:].lower() != ".md" or _TEMP_NAME.match(name):
+                    continue
+                rel = prefix + name
+                if ignore is None or not ignore.match_file(rel):
+                    _note(entry, rel, regular, unsafe)
+        return regular, sorted(unsafe)
 
     def check_regular(self, rel: str) -> Path:
         """Absolute path of ``rel`` when it is a regular file inside the vault.
@@ -167,8 +184,10 @@ class Vault:
 
     def stats(self, paths: Iterable[str] | None = None) -> dict[str, tuple[int, int]]:
         """(mtime_ns, size) of every memory file (or of ``paths`` that exist)."""
+        if paths is None:
+            return self.walk()[0]
         out = {}
-        for rel in self.iter_paths() if paths is None else paths:
+        for rel in paths:
             try:
                 st = (self.root / rel).stat()
             except OSError:
@@ -238,9 +257,16 @@ class Vault:
 
     def scan(self) -> tuple[list[Memory], list[Problem]]:
         """Every readable memory, and a problem for every file that is not."""
+        regular, unsafe = self.walk()
+        memories, problems = self.read_all(sorted(regular))
+        return memories, problems + self.unsafe_problems(unsafe)
+
+    def read_all(self, paths: Iterable[str]) -> tuple[list[Memory], list[Problem]]:
+        """The readable memories among ``paths``, and a problem for every file that is not
+        (and for every problem a readable one has)."""
         memories: list[Memory] = []
         problems: list[Problem] = []
-        for rel in self.iter_paths():
+        for rel in paths:
             try:
                 memory = self.read(rel)
             except MalformedMemoryError as exc:
@@ -251,13 +277,13 @@ class Vault:
                 continue
             memories.append(memory)
             problems.extend(Problem(rel, "malformed", p) for p in memory.problems)
-        problems.extend(self.unsafe_problems())
         return memories, problems
 
-    def unsafe_problems(self) -> list[Problem]:
-        """A problem for every memory-named symlink or non-regular file (never read)."""
+    def unsafe_problems(self, paths: Iterable[str] | None = None) -> list[Problem]:
+        """A problem for every memory-named symlink or non-regular file (never read), of
+        the vault or among ``paths`` (as :meth:`walk` found them)."""
         out = []
-        for rel in self.unsafe_paths():
+        for rel in self.unsafe_paths() if paths is None else paths:
             try:
                 self.check_regular(rel)
             except UnsafePathError as exc:
@@ -441,9 +467,24 @@ class Vault:
         return candidate
 
 
-def _is_regular(path: str) -> bool:
+def _note(
+    entry: os.DirEntry[str], rel: str, regular: dict[str, tuple[int, int]], unsafe: list[str]
+) -> None:
+    """File a memory-named entry of the walk: a regular file's stats, or an unsafe path."""
     try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
+        st = entry.stat(follow_symlinks=False)
+    except OSError:
+        return  # vanished meanwhile
+    if stat.S_ISREG(st.st_mode):
+        regular[rel] = (st.st_mtime_ns, st.st_size)
+    else:
+        unsafe.append(rel)
+
+
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    """A folder, or a symlink to one (as os.walk sorts them)."""
+    try:
+        return entry.is_dir()
     except OSError:
         return False
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Install memvault into .venv/ (first run only), create the vault from vault-template/
-# when missing, print how an MCP host connects, then serve it over stdio.
+# Install memvault into .venv/ (first run, then only when pyproject.toml changed: see
+# setup-venv.sh), create the vault from vault-template/ when missing, print how an MCP
+# host connects, then serve it over stdio.
 # The vault is $MEMVAULT_VAULT, else ~/.local/share/memvault/vault. Extra arguments go to
 # `memvault serve` (for example --http --port 8765).
 set -euo pipefail

@@ -32,7 +32,7 @@ from .vectors import Embedder, EmbedderLoader, chunks
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = 2  # 2: aliases searchable, link targets in the records
+INDEX_VERSION = 3  # 2: aliases, link targets; 3: records carry the file's problems
 KEYWORD_CANDIDATES = 100
 VECTOR_CANDIDATES = 100
 NARROW_KEYWORD_CANDIDATES = 1000  # filters may drop most of the best keyword matches

@@ -43,7 +43,7 @@ def info_from_row(
 ) -> MemoryInfo:
     data = json.loads(meta)
     data["tags"] = tuple(data.get("tags", ()))
-    for key in ("scope", "aliases", "links"):
+    for key in ("scope", "aliases", "links", "problems"):
         data[key] = tuple(data.get(key, ()))
     return MemoryInfo(id=id_, path=path, hash=hash_, mtime_ns=mtime_ns, size=size, **data)
 
