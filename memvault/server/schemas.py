@@ -59,6 +59,8 @@ class MemoryOut(BaseModel):
     meta: dict[str, Any]
     body: str
     problems: list[str]
+    hits: int  # times returned to a client before this read
+    last_accessed: str | None
 
 
 class MemorySummary(BaseModel):
@@ -70,6 +72,8 @@ class MemorySummary(BaseModel):
     status: str
     importance: float
     updated: str | None
+    hits: int
+    last_accessed: str | None
 
 
 class ListOut(BaseModel):
@@ -88,12 +92,13 @@ class WriteOut(BaseModel):
 
 
 class ForgetOut(BaseModel):
-    id: str
-    path: str
+    id: str | None = None
+    path: str | None = None
     action: str
     commit: str | None
     warning: str | None = None
     erased: list[str] = []
+    archived: list[str] = []  # forget(scope=...): the ids archived
 
 
 class CommitOut(BaseModel):

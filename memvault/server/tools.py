@@ -14,7 +14,7 @@ import datetime as dt
 import inspect
 import logging
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
@@ -26,7 +26,16 @@ from pydantic import Field
 from .. import lifecycle, reports
 from ..errors import InvalidInputError, MemvaultError, explain_unexpected
 from ..history import CLONE_WARNING
-from ..models import Filters, Memory, RememberResult, WriteResult, jsonable, parse_time
+from ..models import (
+    Access,
+    Archival,
+    Filters,
+    Memory,
+    RememberResult,
+    WriteResult,
+    jsonable,
+    parse_time,
+)
 from ..service import MemoryService, current_client
 from .notify import Notifier
 from .resources import note_uri
@@ -60,6 +69,7 @@ Tags = Annotated[list[str] | None, Field(description="only with all these tags")
 Folder = Annotated[str | None, Field(description="only under this folder")]
 Scope = Annotated[list[str] | None, Field(description="only these scopes")]
 Archived = Annotated[bool, Field(description="also archived ones")]
+When = Annotated[str | None, Field(description="ISO date/time")]
 Unit = Annotated[float, Field(description="0..1")]
 Sort = Literal["updated", "created", "importance", "path"]
 Status = Literal["active", "superseded", "archived"]
@@ -79,6 +89,9 @@ def remember(
     scope: Annotated[list[str] | None, Field(description="e.g. user:me")] = None,
     source: Annotated[str, Field(description="where it came from")] = "conversation",
     supersedes: Annotated[list[str] | None, Field(description="ids this corrects")] = None,
+    expires: When = None,
+    valid_from: When = None,
+    valid_until: When = None,
 ) -> RememberOut:
     """Store one durable memory (preference, fact, decision) in the user's words, once per
     item. Trivial text is rejected, a near-duplicate not written twice; `similar` lists
@@ -94,6 +107,7 @@ def remember(
         scope=scope or [],
         source=source,
         supersedes=supersedes or [],
+        dates={"expires": expires, "valid_from": valid_from, "valid_until": valid_until},
     )
     return _remember_out(result)
 
@@ -109,17 +123,21 @@ def recall(
     since: Annotated[str | None, Field(description="ISO date: changed since")] = None,
     until: Annotated[str | None, Field(description="ISO date: changed before")] = None,
     include_archived: Archived = False,
+    include_expired: Annotated[bool, Field(description="also expired ones")] = False,
 ) -> RecallOut:
     """Search memory by keywords and meaning before answering anything that may depend on
     the user's preferences, history or facts."""
     filters = _filters(types, tags, folder, scope, since, until, include_archived)
+    filters = replace(filters, include_expired=include_expired)
     hits = service.recall(query, k=k, filters=filters)
+    service.access.hit(h.id for h in hits)  # returned to a client: counted
     return RecallOut(results=[RecallHit.model_validate(asdict(h)) for h in hits])
 
 
 def get_memory(service: MemoryService, id: Id) -> MemoryOut:
     """One memory in full, with the `revision` that update_memory expects."""
-    return _memory_out(service.get(id))
+    memory = service.get(id)
+    return _memory_out(memory, service.access.hit([memory.id])[memory.id])
 
 
 def list_memories(
@@ -136,7 +154,10 @@ def list_memories(
     """Browse memories without a query, newest first by default."""
     filters = _filters(types, tags, folder, scope, None, None, include_archived)
     page = service.list_memories(filters, sort, limit, cursor)
-    memories = [MemorySummary.model_validate(m.summary()) for m in page.memories]
+    seen = service.access.of(m.id for m in page.memories)
+    memories = [
+        MemorySummary.model_validate(m.summary() | asdict(seen[m.id])) for m in page.memories
+    ]
     return ListOut(memories=memories, total=page.total, next_cursor=page.next_cursor)
 
 
@@ -151,11 +172,15 @@ def update_memory(
     confidence: Annotated[float | None, Field(description="0..1")] = None,
     status: Annotated[Status | None, Field(description="new status")] = None,
     expected_revision: Annotated[str | None, Field(description="revision you read")] = None,
+    expires: When = None,
+    valid_from: When = None,
+    valid_until: When = None,
 ) -> WriteOut:
     """Change a memory's text or fields, keeping the rest of the file; a stale
     expected_revision is refused (the user edited it meanwhile)."""
     fields = {"type": type, "tags": tags, "importance": importance}
-    fields |= {"confidence": confidence, "status": status}
+    fields |= {"confidence": confidence, "status": status, "expires": expires}
+    fields |= {"valid_from": valid_from, "valid_until": valid_until}
     result = service.update(
         id, content=content, title=title, fields=fields, expected_revision=expected_revision
     )
@@ -164,12 +189,15 @@ def update_memory(
 
 def forget(
     service: MemoryService,
-    id: Id,
+    id: Annotated[str | None, Field(description="id or vault path")] = None,
     mode: Annotated[Mode, Field(description="how to forget")] = "archive",
     reason: Annotated[str | None, Field(description="why (in the commit)")] = None,
+    scope: Annotated[str | None, Field(description="session:<id>: archive all")] = None,
 ) -> ForgetOut:
     """archive: hide, restorable; delete: remove the file, history keeps it; purge: erase
     from all history, only if the user asks."""
+    if scope is not None or id is None:
+        return _scope_out(lifecycle.forget_scope(service, _only_scope(id, scope, mode), reason))
     result = service.forget(id, mode, reason)
     memory, warning = result.memory, CLONE_WARNING if mode == "purge" else None
     return ForgetOut(
@@ -203,8 +231,8 @@ def consolidate(
     service: MemoryService,
     dry_run: Annotated[bool, Field(description="false: apply")] = True,
 ) -> ConsolidateOut:
-    """Propose merging near-duplicates and archiving expired tasks; dry_run=false applies
-    each as a revertible commit."""
+    """Propose merging near-duplicates and archiving expired or unused memories;
+    dry_run=false applies each as a revertible commit."""
     proposals = [
         ProposalOut.model_validate(asdict(p)) for p in lifecycle.consolidate(service, dry_run)
     ]
@@ -269,6 +297,21 @@ def _when(value: str | None, name: str) -> dt.datetime | None:
     return moment
 
 
+def _only_scope(id: str | None, scope: str | None, mode: str) -> str:
+    if scope is None or id is not None:
+        raise InvalidInputError("give either id (one memory) or scope (a session's memories)")
+    if mode != "archive":
+        raise InvalidInputError(f"a scope is forgotten by archive only, not {mode}")
+    return scope
+
+
+def _scope_out(result: Archival) -> ForgetOut:
+    archived = [m.id for m in result.memories]
+    warning = None if archived else "no active memory has this scope: nothing archived"
+    action = "archived" if archived else "unchanged"
+    return ForgetOut(action=action, commit=result.commit, warning=warning, archived=archived)
+
+
 def _remember_out(result: RememberResult) -> RememberOut:
     memory = result.memory
     return RememberOut(
@@ -282,7 +325,7 @@ def _remember_out(result: RememberResult) -> RememberOut:
     )
 
 
-def _memory_out(memory: Memory) -> MemoryOut:
+def _memory_out(memory: Memory, seen: Access) -> MemoryOut:
     return MemoryOut(
         id=memory.id,
         path=memory.path,
@@ -294,6 +337,8 @@ def _memory_out(memory: Memory) -> MemoryOut:
         meta=jsonable(memory.meta),
         body=memory.body,
         problems=list(memory.problems),
+        hits=seen.hits,
+        last_accessed=seen.last_accessed,
     )
 
 
