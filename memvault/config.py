@@ -134,15 +134,15 @@ PER_TYPE = (
 )
 
 
-def _coerce(name: str, raw: Any, default: Any) -> Any:
+def _coerce(name: str, raw: Any, default: Any, where: str | None = None) -> Any:
     try:
         if isinstance(default, bool):
             return raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes")
         return type(default)(raw)
     except (TypeError, ValueError) as exc:
+        where = where or f"{SETTINGS_FILE} or MEMVAULT_{name.upper()}"
         raise InvalidInputError(
-            f"setting {name!r} must be a {type(default).__name__}, got {raw!r}: fix it in "
-            f"{SETTINGS_FILE} or MEMVAULT_{name.upper()}"
+            f"setting {name!r} must be a {type(default).__name__}, got {raw!r}: fix it in {where}"
         ) from exc
 
 
@@ -188,9 +188,9 @@ def _per_type(tables: Any) -> dict[str, dict[str, Any]]:
                 f"[types.{memory_type}] in {SETTINGS_FILE} sets {', '.join(unknown)}: "
                 f"per type only {', '.join(PER_TYPE)} can be set"
             )
+        where = f"[types.{memory_type}] of {SETTINGS_FILE}"
         out[str(memory_type)] = {
-            k: _coerce(f"types.{memory_type}.{k}", v, getattr(defaults, k))
-            for k, v in table.items()
+            k: _coerce(k, v, getattr(defaults, k), where) for k, v in table.items()
         }
     return out
 

@@ -96,20 +96,9 @@ def remember(
     """Store one durable memory (preference, fact, decision) in the user's words, once per
     item. Trivial text is rejected, a near-duplicate not written twice; `similar` lists
     possible contradictions."""
-    result = service.remember(
-        content,
-        type=type,
-        tags=tags or [],
-        importance=importance,
-        confidence=confidence,
-        title=title,
-        folder=folder,
-        scope=scope or [],
-        source=source,
-        supersedes=supersedes or [],
-        dates={"expires": expires, "valid_from": valid_from, "valid_until": valid_until},
-    )
-    return _remember_out(result)
+    args = dict(locals())  # the tool's arguments, taken as the service takes them
+    del args["service"]
+    return _remember_out(service.remember(**_remember_args(args)))
 
 
 def recall(
@@ -310,6 +299,13 @@ def _scope_out(result: Archival) -> ForgetOut:
     warning = None if archived else "no active memory has this scope: nothing archived"
     action = "archived" if archived else "unchanged"
     return ForgetOut(action=action, commit=result.commit, warning=warning, archived=archived)
+
+
+def _remember_args(args: dict[str, Any]) -> dict[str, Any]:
+    """remember's arguments for MemoryService.remember: no None lists, dates together."""
+    dates = {key: args.pop(key) for key in ("expires", "valid_from", "valid_until")}
+    lists = {key: args[key] or [] for key in ("tags", "scope", "supersedes")}
+    return args | lists | {"dates": dates}
 
 
 def _remember_out(result: RememberResult) -> RememberOut:
