@@ -11,7 +11,7 @@ from . import policy
 from .access import AccessStats
 from .errors import InvalidInputError, MalformedMemoryError, MemoryNotFoundError
 from .index import SearchHit, SearchQuery
-from .models import Filters, Hit, Similar
+from .models import Filters, Hit, Similar, lapsed
 from .note import clean_tags, snippet, strip_title, title_from
 from .sync import IndexSync
 from .vault import Vault
@@ -77,8 +77,8 @@ class Retrieval:
         out = []
         title = title or title_from(content)
         for doc, cosine in self.indexing.index.nearest(title, clean_tags(tags), content, k):
-            if doc.status != "active":
-                continue
+            if doc.status != "active" or lapsed(doc.expires, self.clock()):
+                continue  # an expired memory is no reason to refuse a new one
             try:
                 other = self.vault.read(doc.path)
             except (MemoryNotFoundError, MalformedMemoryError):

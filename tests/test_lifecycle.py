@@ -233,6 +233,20 @@ def test_expired_memories_are_hidden_from_recall_list_and_resources_then_archive
     assert archived.path.startswith("archive/") and archived.status == "archived"
 
 
+def test_an_expired_memory_does_not_make_a_new_one_a_duplicate(
+    service: MemoryService, clock: Clock
+) -> None:
+    service.clock = clock
+    text = "This week's standup is in room Juniper."
+    first = service.remember(text, dates={"expires": "2026-01-02"})
+    assert first.action == "created"
+    assert service.remember(text).action == "duplicate"  # still current: not written twice
+    clock.days(5)
+    again = service.remember(text)
+    assert again.action == "created" and again.memory is not None
+    assert first.memory is not None and again.memory.id != first.memory.id
+
+
 def lifecycle_view(service: MemoryService, uri: str) -> str:
     from memvault import reports
 
