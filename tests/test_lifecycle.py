@@ -439,3 +439,42 @@ def test_scheduled_forgetting_is_off_by_default_and_archives_only(
     clock.days(2)
     applied = lifecycle.forget_by_policy(svc)
     assert [(p.kind, p.ids, p.applied) for p in applied] == [("archive", (lapsed,), True)]
+
+
+def test_a_vault_that_enables_scheduled_forgetting_gets_its_expired_memories_archived(
+    vault_path: Path, clock: Clock
+) -> None:
+    import threading
+
+    from memvault.models import ChangeEvent
+
+    service = MemoryService.open(
+        vault_path,
+        Settings(embedder="none", consolidate_every_hours=0.0001),  # 0.36 s
+    )
+    service.clock = clock
+    stop, archived = threading.Event(), threading.Event()
+    try:
+        lapsing = add(
+            service, "Visitor wifi code for today: 4471.", dates={"expires": "2026-01-01"}
+        )
+        keep = add(service, "The user's desk is by the window.", type="fact")
+        commits = commit_count(vault_path)
+        clock.days(1)
+
+        def on_change(event: ChangeEvent) -> None:
+            if any(p.startswith("archive/") for p in event.added):
+                archived.set()
+
+        service.listeners.append(on_change)
+        thread = lifecycle.schedule(service, stop)
+        assert thread is not None
+        assert archived.wait(timeout=30)
+        stop.set()
+        thread.join(timeout=30)
+        assert service.get(lapsing).path.startswith("archive/")
+        assert service.get(keep).status == "active"
+        assert commit_count(vault_path) == commits + 1
+    finally:
+        stop.set()
+        service.close()
