@@ -168,8 +168,11 @@ def init(ctx: Ctx, path: Path | None) -> None:
 @click.option("--confidence", type=float, default=1.0, show_default=True)
 @click.option("--title", default=None)
 @click.option("--folder", default=None, help="Folder in the vault (default: by type).")
-@click.option("--scope", default="", help="Comma-separated scope labels.")
+@click.option("--scope", default="", help="Comma-separated scope labels (session:<id>...).")
 @click.option("--link", "links", multiple=True, help="Id or title to link to (repeatable).")
+@click.option("--expires", default=None, help="ISO date or date-time it lapses at.")
+@click.option("--valid-from", default=None, help="ISO date or date-time it holds from.")
+@click.option("--valid-until", default=None, help="ISO date or date-time it holds until.")
 @pass_ctx
 def add(
     ctx: Ctx,
@@ -182,12 +185,16 @@ def add(
     folder: str | None,
     scope: str,
     links: tuple[str, ...],
+    expires: str | None,
+    valid_from: str | None,
+    valid_until: str | None,
 ) -> None:
     """Remember TEXT as a new memory (one commit).
 
     Exit 0 when it was written; exit 3 when nothing was written because TEXT
     duplicates a memory (named with its path and id) or is too trivial to keep.
     """
+    dates = {"expires": expires, "valid_from": valid_from, "valid_until": valid_until}
     with _errors(ctx):
         service = _service(ctx)
         result = service.remember(
@@ -201,6 +208,7 @@ def add(
             scope=_split(scope),
             source="user",
             links=links,
+            dates=dates,
         )
     if result.memory is None:
         _not_written(ctx, result)
@@ -231,6 +239,47 @@ def _not_written(ctx: Ctx, result: Any) -> NoReturn:
 
 
 @cli.command()
+@click.argument("id_or_path")
+@click.option("--content", default=None, help="New text (the title is kept unless --title).")
+@click.option("--title", default=None)
+@click.option("--type", "type_", default=None)
+@click.option("--tags", default=None, help="Comma-separated tags (replace the old ones).")
+@click.option("--importance", type=float, default=None)
+@click.option("--confidence", type=float, default=None)
+@click.option("--status", type=click.Choice(["active", "superseded", "archived"]), default=None)
+@click.option("--expires", default=None, help="ISO date or date-time; '' removes it.")
+@click.option("--valid-from", default=None, help="ISO date or date-time; '' removes it.")
+@click.option("--valid-until", default=None, help="ISO date or date-time; '' removes it.")
+@click.option("--expected-revision", default=None, help="Refuse if the file changed since.")
+@pass_ctx
+def update(
+    ctx: Ctx,
+    id_or_path: str,
+    content: str | None,
+    title: str | None,
+    type_: str | None,
+    tags: str | None,
+    importance: float | None,
+    confidence: float | None,
+    status: str | None,
+    expires: str | None,
+    valid_from: str | None,
+    valid_until: str | None,
+    expected_revision: str | None,
+) -> None:
+    """Change a memory's text or fields, keeping the rest of the file (one commit)."""
+    fields: dict[str, Any] = {"type": type_, "importance": importance, "confidence": confidence}
+    fields |= {"status": status, "expires": expires, "valid_from": valid_from}
+    fields |= {"valid_until": valid_until, "tags": None if tags is None else list(_split(tags))}
+    with _errors(ctx):
+        result = _service(ctx).update(
+            id_or_path, content, fields, title=title, expected_revision=expected_revision
+        )
+    data = {**result.memory.summary(), "commit": result.commit, "action": result.action}
+    _emit(ctx, data, lambda: click.echo(f"{result.action} {result.memory.path}"))
+
+
+@cli.command()
 @click.argument("query")
 @click.option("-k", "k", default=8, show_default=True, help="How many results.")
 @click.option("--type", "types", default="", help="Comma-separated types to keep.")
@@ -238,6 +287,7 @@ def _not_written(ctx: Ctx, result: Any) -> NoReturn:
 @click.option("--folder", default=None)
 @click.option("--mode", type=click.Choice(["hybrid", "bm25", "vector"]), default="hybrid")
 @click.option("--include-archived", is_flag=True, help="Also search archived/superseded.")
+@click.option("--include-expired", is_flag=True, help="Also search memories past expires.")
 @click.option("--explain", is_flag=True, help="Show why each result ranked where it did.")
 @pass_ctx
 def search(
@@ -249,14 +299,21 @@ def search(
     folder: str | None,
     mode: str,
     include_archived: bool,
+    include_expired: bool,
     explain: bool,
 ) -> None:
     """Hybrid search (BM25 + vectors + recency/importance)."""
     filters = Filters(
-        types=_split(types), tags=_split(tags), folder=folder, include_archived=include_archived
+        types=_split(types),
+        tags=_split(tags),
+        folder=folder,
+        include_archived=include_archived,
+        include_expired=include_expired,
     )
     with _errors(ctx):
-        results = _service(ctx, recover=False).recall(query, k=k, filters=filters, mode=mode)
+        service = _service(ctx, recover=False)
+        results = service.recall(query, k=k, filters=filters, mode=mode)
+        service.access.hit(r.id for r in results)  # shown to a person: counted
 
     def human() -> None:
         if not results:
@@ -276,8 +333,10 @@ def search(
 def show(ctx: Ctx, id_or_path: str) -> None:
     """A memory with its metadata."""
     with _errors(ctx):
-        memory = _service(ctx, recover=False, embedder=False).get(id_or_path)
-    data = {**memory.summary(), "meta": jsonable(memory.meta), "body": memory.body}
+        service = _service(ctx, recover=False, embedder=False)
+        memory = service.get(id_or_path)
+        seen = service.access.hit([memory.id])[memory.id]  # as it was before this read
+    data = {**memory.summary(), **asdict(seen), "meta": jsonable(memory.meta), "body": memory.body}
     if memory.problems:
         data["problems"] = list(memory.problems)
 
@@ -288,6 +347,9 @@ def show(ctx: Ctx, id_or_path: str) -> None:
         )
         click.echo(f"  importance: {memory.importance}  confidence: {memory.confidence}")
         click.echo(f"  created: {memory.created}  updated: {memory.updated}")
+        click.echo(f"  hits: {seen.hits}  last accessed: {seen.last_accessed or 'never'}")
+        if memory.expires:
+            click.echo(f"  expires: {memory.expires}")
         for problem in memory.problems:
             click.echo(f"  problem: {problem}")
         click.echo("")
@@ -334,6 +396,7 @@ def links(ctx: Ctx, id_or_path: str, depth: int) -> None:
     "--sort", type=click.Choice(["updated", "created", "importance", "path"]), default="updated"
 )
 @click.option("--include-archived", is_flag=True)
+@click.option("--include-expired", is_flag=True, help="Also memories past expires.")
 @pass_ctx
 def list_(
     ctx: Ctx,
@@ -343,19 +406,25 @@ def list_(
     limit: int | None,
     sort: str,
     include_archived: bool,
+    include_expired: bool,
 ) -> None:
     """Memories, newest first; unreadable files are reported on stderr."""
     filters = Filters(
-        types=_split(types), tags=_split(tags), folder=folder, include_archived=include_archived
+        types=_split(types),
+        tags=_split(tags),
+        folder=folder,
+        include_archived=include_archived,
+        include_expired=include_expired,
     )
     with _errors(ctx):
-        page = _service(ctx, recover=False, embedder=False).list_memories(
-            filters, sort=sort, limit=limit
-        )
+        service = _service(ctx, recover=False, embedder=False)
+        page = service.list_memories(filters, sort=sort, limit=limit)
+        seen = service.access.of(m.id for m in page.memories)
     for problem in page.unreadable:
         click.echo(f"warning: {problem.message}", err=True)
     memories = page.memories
-    _emit(ctx, [m.summary() for m in memories], lambda: _print_memories(memories))
+    data = [m.summary() | asdict(seen[m.id]) for m in memories]
+    _emit(ctx, data, lambda: _print_memories(memories))
 
 
 def _print_memories(memories: tuple[MemoryInfo, ...]) -> None:
@@ -417,15 +486,25 @@ def revert(ctx: Ctx, id_or_path: str, rev: str) -> None:
 
 
 @cli.command()
-@click.argument("id_or_path")
+@click.argument("id_or_path", required=False)
 @click.option("--delete", "mode", flag_value="delete", help="Delete the file (history keeps it).")
 @click.option("--purge", "mode", flag_value="purge", help="Erase it from all git history.")
 @click.option("--reason", default=None)
+@click.option("--scope", default=None, help="Archive every memory of session:<id> (one commit).")
 @pass_ctx
-def forget(ctx: Ctx, id_or_path: str, mode: str | None, reason: str | None) -> None:
-    """Archive a memory (default, reversible); --delete or --purge to go further."""
+def forget(
+    ctx: Ctx, id_or_path: str | None, mode: str | None, reason: str | None, scope: str | None
+) -> None:
+    """Archive a memory (default, reversible); --delete or --purge to go further;
+    --scope session:<id> archives a session's working memory at once."""
     from .history import CLONE_WARNING
 
+    if (scope is None) == (id_or_path is None) or (scope and mode):
+        _fail("give either ID_OR_PATH or --scope session:<id> (a scope is archived only)")
+    if scope is not None:
+        _forget_scope(ctx, scope, reason)
+        return
+    assert id_or_path is not None
     with _errors(ctx):
         result = _service(ctx).forget(id_or_path, mode or "archive", reason)
     data = {**result.memory.summary(), "commit": result.commit, "action": result.action}
@@ -493,6 +572,39 @@ def _profile_value(value: Any) -> str:
     from .profile import show
 
     return show(value)
+
+
+def _forget_scope(ctx: Ctx, scope: str, reason: str | None) -> None:
+    from .lifecycle import forget_scope
+
+    with _errors(ctx):
+        result = forget_scope(_service(ctx), scope, reason)
+    data = {"commit": result.commit, "archived": [m.summary() for m in result.memories]}
+    lines = [f"archived {m.path}" for m in result.memories] or [f"nothing in {scope} to archive"]
+    _emit(ctx, data, lambda: click.echo("\n".join(lines)))
+
+
+@cli.command()
+@click.option("--apply", is_flag=True, help="Apply every proposal (one commit each).")
+@pass_ctx
+def consolidate(ctx: Ctx, apply: bool) -> None:
+    """Propose merges of near-duplicates, supersessions and archives by the forgetting
+    policy (expired; long unused and doubtful); --apply applies them."""
+    from .lifecycle import consolidate as plan
+
+    with _errors(ctx):
+        proposals = plan(_service(ctx, recover=apply), dry_run=not apply)
+
+    def human() -> None:
+        if not proposals:
+            click.echo("no proposals")
+        for p in proposals:
+            done = f" applied {p.commit[:10] if p.commit else ''}" if p.applied else ""
+            click.echo(f"{p.kind:<9} {', '.join(p.paths)}{done}\n          {p.reason}")
+        if proposals and not apply:
+            click.echo("run `memvault consolidate --apply` to apply them")
+
+    _emit(ctx, {"applied": apply, "proposals": [asdict(p) for p in proposals]}, human)
 
 
 @cli.command(name="import")

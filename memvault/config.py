@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, fields, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,35 @@ SETTINGS_TABLE: tuple[Setting, ...] = (
     Setting("decay_per_day_episode", 0.01, "Recency decay rate per day for episodes."),
     Setting("debounce_seconds", 2.0, "Quiet period before a person's edits are committed."),
     Setting(
+        "soft_forget_hits",
+        2,
+        "Soft forgetting applies to memories returned to clients at most this many times "
+        "(per type).",
+    ),
+    Setting(
+        "soft_forget_days",
+        90.0,
+        "Soft forgetting: days without access or change before such a memory ranks lower "
+        "(per type; importance >= 0.9 never).",
+    ),
+    Setting("soft_forget_factor", 0.3, "Score multiplier of a softly forgotten memory (per type)."),
+    Setting(
+        "hard_forget_days",
+        180.0,
+        "Hard forgetting: days without access or change before consolidate proposes archiving "
+        "a low-confidence memory (per type; importance >= 0.9 never).",
+    ),
+    Setting(
+        "hard_forget_confidence",
+        0.6,
+        "Hard forgetting applies to memories with confidence below this (per type).",
+    ),
+    Setting(
+        "consolidate_every_hours",
+        0.0,
+        "serve runs the forgetting policy this often and applies its archives (0: never).",
+    ),
+    Setting(
         "allow_secrets",
         False,
         "Store text that looks like a credential (API key, token, private key); "
@@ -77,18 +107,42 @@ class Settings:
     decay_per_day: float = _D["decay_per_day"]
     decay_per_day_episode: float = _D["decay_per_day_episode"]
     debounce_seconds: float = _D["debounce_seconds"]
+    soft_forget_hits: int = _D["soft_forget_hits"]
+    soft_forget_days: float = _D["soft_forget_days"]
+    soft_forget_factor: float = _D["soft_forget_factor"]
+    hard_forget_days: float = _D["hard_forget_days"]
+    hard_forget_confidence: float = _D["hard_forget_confidence"]
+    consolidate_every_hours: float = _D["consolidate_every_hours"]
     allow_secrets: bool = _D["allow_secrets"]
+    # per-type overrides of PER_TYPE settings: ``[types.task]`` tables in .memvault.toml
+    types: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, hash=False)
+
+    def for_type(self, memory_type: str) -> Settings:
+        """These settings with ``memory_type``'s overrides (``[types.<type>]``) applied."""
+        own = self.types.get(memory_type)
+        return replace(self, **own) if own else self
 
 
-def _coerce(name: str, raw: Any, default: Any) -> Any:
+# Settings a ``[types.<type>]`` table of .memvault.toml may set for one memory type.
+PER_TYPE = (
+    "decay_per_day",
+    "soft_forget_hits",
+    "soft_forget_days",
+    "soft_forget_factor",
+    "hard_forget_days",
+    "hard_forget_confidence",
+)
+
+
+def _coerce(name: str, raw: Any, default: Any, where: str | None = None) -> Any:
     try:
         if isinstance(default, bool):
             return raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes")
         return type(default)(raw)
     except (TypeError, ValueError) as exc:
+        where = where or f"{SETTINGS_FILE} or MEMVAULT_{name.upper()}"
         raise InvalidInputError(
-            f"setting {name!r} must be a {type(default).__name__}, got {raw!r}: fix it in "
-            f"{SETTINGS_FILE} or MEMVAULT_{name.upper()}"
+            f"setting {name!r} must be a {type(default).__name__}, got {raw!r}: fix it in {where}"
         ) from exc
 
 
@@ -106,7 +160,8 @@ def load_settings(vault: Path | None, overrides: dict[str, Any] | None = None) -
         if env is not None:
             values[setting.name] = env
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    known = {f.name for f in fields(Settings)}
+    types = _per_type(values.pop("types", {}))
+    known = {f.name for f in fields(Settings)} - {"types"}
     unknown = sorted(set(values) - known)
     if unknown:
         raise InvalidInputError(
@@ -115,7 +170,29 @@ def load_settings(vault: Path | None, overrides: dict[str, Any] | None = None) -
         )
     defaults = Settings()
     coerced = {k: _coerce(k, v, getattr(defaults, k)) for k, v in values.items()}
-    return replace(defaults, **coerced)
+    return replace(defaults, **coerced, types=types)
+
+
+def _per_type(tables: Any) -> dict[str, dict[str, Any]]:
+    """``[types.<type>]`` tables, checked: only PER_TYPE settings, each of its kind."""
+    if not isinstance(tables, dict) or not all(isinstance(t, dict) for t in tables.values()):
+        raise InvalidInputError(
+            f"types in {SETTINGS_FILE} must be tables like [types.task] with settings inside"
+        )
+    defaults = Settings()
+    out: dict[str, dict[str, Any]] = {}
+    for memory_type, table in tables.items():
+        unknown = sorted(set(table) - set(PER_TYPE))
+        if unknown:
+            raise InvalidInputError(
+                f"[types.{memory_type}] in {SETTINGS_FILE} sets {', '.join(unknown)}: "
+                f"per type only {', '.join(PER_TYPE)} can be set"
+            )
+        where = f"[types.{memory_type}] of {SETTINGS_FILE}"
+        out[str(memory_type)] = {
+            k: _coerce(k, v, getattr(defaults, k), where) for k, v in table.items()
+        }
+    return out
 
 
 def default_vault_path() -> Path:

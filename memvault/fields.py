@@ -81,7 +81,8 @@ def clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
             validate.tags(value if isinstance(value, (list, tuple)) else [value])
         if value is not None:
             out[key] = frontmatter.DELETE if value == "" else value
-    return out
+    given = {k: v for k, v in out.items() if k in validate.DATE_KEYS and v != frontmatter.DELETE}
+    return out | validate.dates(given)
 
 
 def place_status(meta: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:

@@ -1,33 +1,131 @@
-"""Consolidation: the policy's plan (pure) over the index records, applied through the
-service (one commit per step, archive never delete, so every step can be reverted)."""
+"""The memory lifecycle beyond single writes: consolidation (the policy's plan over the
+index records, applied through the service one commit per step, archive never delete, so
+every step can be reverted), forgetting a session's working memory at once, and the
+forgetting policy run on a schedule by ``serve`` when the vault asks for it."""
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from . import policy
-from .errors import MemvaultError
-from .models import MemoryInfo, Proposal
+from . import policy, validate
+from .errors import InvalidInputError, MemvaultError
+from .fields import stem_path
+from .models import Archival, ChangeEvent, Filters, Memory, MemoryInfo, Proposal
 from .note import strip_title
 
 if TYPE_CHECKING:
     from .service import MemoryService
 
+log = logging.getLogger(__name__)
+
+SESSION_PREFIX = "session:"
+
 
 def consolidate(service: MemoryService, dry_run: bool = True) -> list[Proposal]:
     """Proposals per policy; applied (one commit each) when ``dry_run`` is False."""
     now = service.clock()
-    infos = service.records()
+    infos = service.records(Filters(include_expired=True))
     pairs = service.index.pairs_above(policy.RELATED_COSINE)
     close = policy.related_pairs({i.id: i for i in infos}, pairs)
     texts = _texts(service, {m.id: m for a, b, _ in close for m in (a, b)}.values())
-    expires = {i.id: _expires(service, i) for i in infos if i.type == "task"}
-    proposals = policy.plan_consolidation(infos, pairs, texts, expires, now)
+    access = service.access.of(i.id for i in infos)
+    rules = {t: hard_forget(service, t) for t in {i.type for i in infos}}
+    proposals = policy.plan_consolidation(infos, pairs, texts, now, access, rules)
     if dry_run:
         return proposals
     return [_apply(service, proposal) for proposal in proposals]
+
+
+def hard_forget(service: MemoryService, memory_type: str) -> policy.HardForget:
+    """The hard-forgetting rule of one memory type (``[types.<type>]`` overrides)."""
+    settings = service.settings.for_type(memory_type)
+    return policy.HardForget(settings.hard_forget_days, settings.hard_forget_confidence)
+
+
+def forget_by_policy(service: MemoryService) -> list[Proposal]:
+    """Apply only the archives the policy proposes (expired, long unused and doubtful),
+    one commit each; merges and supersessions wait for someone to ask."""
+    archives = [p for p in consolidate(service, dry_run=True) if p.kind == "archive"]
+    return [_apply(service, proposal) for proposal in archives]
+
+
+def schedule(service: MemoryService, stop: threading.Event) -> threading.Thread | None:
+    """Run :func:`forget_by_policy` every ``consolidate_every_hours`` until ``stop`` is set
+    (a daemon thread); None when the vault leaves it off (the default)."""
+    hours = service.settings.consolidate_every_hours
+    if hours <= 0:
+        return None
+
+    def run() -> None:
+        while not stop.wait(hours * 3600):
+            try:
+                applied = forget_by_policy(service)
+            except Exception:  # a failed round must not end the schedule
+                log.exception("scheduled forgetting failed")
+                continue
+            log.info("scheduled forgetting archived %d memories", len(applied))
+
+    thread = threading.Thread(target=run, name="memvault-forgetting", daemon=True)
+    thread.start()
+    return thread
+
+
+def forget_scope(service: MemoryService, scope: str, reason: str | None = None) -> Archival:
+    """Archive every active memory of a working-memory scope (``session:<id>``) in one
+    commit. Archive is reversible, so no confirmation is asked."""
+    label = _session_scope(scope)
+    with service._writing():
+        infos = service.records(Filters(scope=(label,), include_expired=True))
+        memories = [service.vault.read(i.path) for i in infos if label in i.scope]
+        if not memories:
+            return Archival(None, ())
+        moves = [(m, _archive(service, m, reason)) for m in memories]
+        trailers = service._trailers("forget-archive", None) | {"Memvault-Scope": label}
+        if reason:
+            trailers["Memvault-Reason"] = reason
+        paths = [p for m, new in moves for p in (m.path, new)]
+        subject = f"forget: {len(memories)} memories of {label} (archive)"
+        sha = service.history.commit(paths, subject, trailers)
+    fresh = [service.vault.read(new) for _, new in moves]
+    service.indexing.upsert(fresh)
+    moved = [(m.path, new) for m, new in moves if new != m.path]
+    event = ChangeEvent(
+        changed=tuple(paths),
+        added=tuple(new for _, new in moved),
+        removed=tuple(old for old, _ in moved),
+    )
+    service._notify(event, *memories)
+    return Archival(sha, tuple(fresh))
+
+
+def _session_scope(scope: str) -> str:
+    label = validate.label("scope", scope.strip())
+    if not label.startswith(SESSION_PREFIX) or label == SESSION_PREFIX:
+        raise InvalidInputError(
+            f"scope {scope!r} is not a working-memory scope: forgetting by scope takes "
+            f"{SESSION_PREFIX}<id> (forget other memories one id at a time)"
+        )
+    return label
+
+
+def _archive(service: MemoryService, memory: Memory, reason: str | None) -> str:
+    """Mark a memory archived and move it under archive/ (no commit); its new path."""
+    fields: dict[str, Any] = {
+        "status": "archived",
+        "archived": service.clock().replace(microsecond=0),
+    }
+    if reason:
+        fields["archived_reason"] = reason
+    service._rewrite(memory, fields)
+    if memory.path.startswith("archive/"):
+        return memory.path
+    new_path = service.vault.free_path("archive", stem_path(memory.path))
+    service.vault.move(memory.path, new_path)
+    return new_path
 
 
 def _texts(service: MemoryService, infos: Iterable[MemoryInfo]) -> dict[str, str]:
@@ -39,14 +137,6 @@ def _texts(service: MemoryService, infos: Iterable[MemoryInfo]) -> dict[str, str
         except MemvaultError:
             continue
     return out
-
-
-def _expires(service: MemoryService, info: MemoryInfo) -> str | None:
-    try:
-        value = service.vault.read(info.path).meta.get("expires")
-    except MemvaultError:
-        return None
-    return None if value is None else str(value)
 
 
 def _apply(service: MemoryService, proposal: Proposal) -> Proposal:

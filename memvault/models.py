@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any, Literal
 
@@ -22,6 +22,7 @@ LIFECYCLE = (*STATUSES, "conflict")  # memvault's values of ``status``; any othe
 LIFECYCLE_KEY = "lifecycle"  # memvault's state when ``status`` holds the person's own value
 SOURCES = ("conversation", "user", "file", "tool", "agent", "import")
 SORTS = ("updated", "created", "importance", "path")
+CORE_IMPORTANCE = 0.9  # a core memory: never forgotten automatically, softly or not
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,14 @@ class Memory:
         return as_iso(self.meta.get("created"))
 
     @property
+    def expires(self) -> str | None:
+        """When the memory lapses (``expires:``, a date or a date-time), if it does."""
+        value = self.meta.get("expires")
+        if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+            return value.isoformat()  # a date alone: lasts through that day
+        return as_iso(value)
+
+    @property
     def updated(self) -> str | None:
         """The frontmatter's ``updated`` (else ``created``), or a person's later edit."""
         own = as_iso(self.meta.get("updated")) or self.created
@@ -120,6 +129,7 @@ class Memory:
             aliases=self.aliases,
             links=self.links,
             problems=self.problems,
+            expires=self.expires,
         )
 
     def summary(self) -> dict[str, Any]:
@@ -148,6 +158,7 @@ class MemoryInfo:
     aliases: tuple[str, ...] = ()
     links: tuple[str, ...] = ()  # link targets as written (resolved when asked: see links.py)
     problems: tuple[str, ...] = ()  # what is wrong with the file (malformed frontmatter...)
+    expires: str | None = None
 
     def summary(self) -> dict[str, Any]:
         """A JSON-friendly view (the shape of CLI ``list`` and ``show``)."""
@@ -162,6 +173,7 @@ class MemoryInfo:
             "confidence": self.confidence,
             "created": self.created,
             "updated": self.updated,
+            "expires": self.expires,
             "revision": self.hash,
         }
 
@@ -194,9 +206,16 @@ class Filters:
     since: dt.datetime | None = None
     until: dt.datetime | None = None
     include_archived: bool = False
+    include_expired: bool = False
+    now: dt.datetime | None = None  # what "expired" is judged against (the service's clock)
+
+    def at(self, now: dt.datetime) -> Filters:
+        """These filters judging expiry at ``now`` (unless a time was given already)."""
+        return self if self.now is not None else replace(self, now=now)
 
     def accepts(self, memory: Memory | MemoryInfo) -> bool:
         checks = (
+            self.include_expired or not self._expired(memory),
             not self.types or memory.type in self.types,
             not self.tags or set(self.tags) <= set(memory.tags),
             not self.folder or (memory.path + "/").startswith(self.folder.strip("/") + "/"),
@@ -204,6 +223,9 @@ class Filters:
             self.include_archived or memory.status not in ("archived", "superseded"),
         )
         return all(checks) and self._in_period(memory.created)
+
+    def _expired(self, memory: Memory | MemoryInfo) -> bool:
+        return lapsed(memory.expires, self.now or dt.datetime.now(dt.UTC))
 
     def _in_period(self, created: str | None) -> bool:
         if self.since is None and self.until is None:
@@ -274,6 +296,14 @@ class Hit:
             memory.created,
             memory.updated,
         )
+
+
+@dataclass(frozen=True)
+class Access:
+    """How often a memory was returned to a client, and when last (``.memvault/``, not git)."""
+
+    hits: int = 0
+    last_accessed: str | None = None
 
 
 @dataclass(frozen=True)
@@ -422,12 +452,44 @@ class WriteResult:
 
 
 @dataclass(frozen=True)
+class Archival:
+    """Memories archived together in one commit (a session's working memory)."""
+
+    commit: str | None
+    memories: tuple[Memory, ...]
+
+
+@dataclass(frozen=True)
 class RememberResult:
     action: Literal["created", "duplicate", "rejected"]
     memory: Memory | None
     commit: str | None
     similar: tuple[Similar, ...] = ()
     reason: str | None = None
+
+
+def lapsed(expires: str | None, now: dt.datetime) -> bool:
+    """True when ``expires`` lies before ``now``: a date alone lasts through that day, a
+    naive time is in ``now``'s zone. Missing or unreadable: never lapses."""
+    zone = now.tzinfo or dt.UTC
+    text = (expires or "").strip()
+    if len(text) == len("2026-12-31"):
+        try:
+            day = dt.date.fromisoformat(text)
+        except ValueError:
+            return False
+        return now.date() > day  # in now's own zone
+    moment = parse_time(text, naive_tz=zone)
+    return moment is not None and moment < now
+
+
+def last_seen(info: MemoryInfo, access: Access | None) -> dt.datetime | None:
+    """When a memory was last returned to a client or changed, whichever is later (the
+    "not accessed for N days" of forgetting); None when neither is known."""
+    last = access.last_accessed if access else None
+    times = [parse_time(t) for t in (info.updated or info.created, last)]
+    known = [t for t in times if t is not None]
+    return max(known) if known else None
 
 
 def as_str_list(value: Any) -> list[str]:
@@ -473,6 +535,8 @@ def jsonable(value: Any) -> Any:
 
 __all__ = [
     "MEMORY_TYPES",
+    "Access",
+    "Archival",
     "ChangeEvent",
     "Commit",
     "Filters",

@@ -7,10 +7,11 @@ import datetime as dt
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from . import facts
-from .models import MemoryInfo, Proposal, Similar
-from .note import newest_first, parse_time
+from .models import CORE_IMPORTANCE, Access, MemoryInfo, Proposal, Similar, lapsed, last_seen
+from .note import newest_first
 from .text import tokens
 
 # Acknowledgements and filler that carry nothing worth remembering.
@@ -149,29 +150,35 @@ def relation(new_text: str, old_text: str, cosine: float, same_type: bool) -> st
     return None
 
 
-def is_expired(expires: str | None, now: dt.datetime) -> bool:
-    moment = parse_time(expires, naive_tz=now.tzinfo or dt.UTC)
-    return moment is not None and moment < now
+@dataclass(frozen=True)
+class HardForget:
+    """Archive (never delete) a memory neither accessed nor changed for ``days`` days whose
+    confidence is below ``confidence``."""
+
+    days: float = 180.0
+    confidence: float = 0.6
 
 
-FORGET_AFTER_DAYS = 180
-FORGET_BELOW_CONFIDENCE = 0.6
-CORE_IMPORTANCE = 0.9
-
-
-def forget_verdict(info: MemoryInfo, now: dt.datetime, expires: str | None) -> str | None:
-    """Why a memory should be archived by policy, or None. Core memories never are."""
+def forget_verdict(
+    info: MemoryInfo,
+    now: dt.datetime,
+    access: Access | None = None,
+    rule: HardForget = HardForget(),
+) -> str | None:
+    """Why a memory should be archived by policy (expired, or long unused and doubtful),
+    or None. Core memories (importance >= 0.9) never are."""
     if info.importance >= CORE_IMPORTANCE:
         return None
-    if info.type == "task" and is_expired(expires, now):
-        return f"task context expired on {expires}"
-    when = parse_time(info.updated)
-    if info.confidence < FORGET_BELOW_CONFIDENCE and when is not None:
-        age = (now - when).days
-        if age >= FORGET_AFTER_DAYS:
+    if lapsed(info.expires, now):
+        return f"expired on {info.expires}: archive; it stays in archive/ and git"
+    seen = last_seen(info, access)
+    if info.confidence < rule.confidence and seen is not None:
+        idle = (now - seen).total_seconds() / 86400.0
+        if idle >= rule.days:
             return (
-                f"unchanged for {age} days with confidence {info.confidence:.2f} "
-                f"(< {FORGET_BELOW_CONFIDENCE}): archive; it stays in archive/ and git"
+                f"not accessed or changed for {int(idle)} days (>= {rule.days:g}) with "
+                f"confidence {info.confidence:.2f} (< {rule.confidence:g}): archive; it stays "
+                "in archive/ and git"
             )
     return None
 
@@ -191,13 +198,15 @@ def plan_consolidation(
     infos: Sequence[MemoryInfo],
     pairs: Iterable[tuple[str, str, float]],
     texts: Mapping[str, str],
-    expires: Mapping[str, str | None],
     now: dt.datetime,
+    access: Mapping[str, Access] | None = None,
+    rules: Mapping[str, HardForget] | None = None,
 ) -> list[Proposal]:
     """Merges of near-duplicates, supersessions of contradicted memories, archives by policy.
 
     ``pairs`` are (id, id, cosine) of close memories, ``texts`` their bodies without the
-    title (a pair whose text is missing is skipped), ``expires`` the tasks' expiry dates.
+    title (a pair whose text is missing is skipped), ``access`` the memories' access
+    statistics, ``rules`` the hard-forgetting rule per type (default: HardForget()).
     """
     by_id = {info.id: info for info in infos}
     proposals = []
@@ -207,7 +216,8 @@ def plan_consolidation(
             if proposal:
                 proposals.append(proposal)
     for info in infos:
-        verdict = forget_verdict(info, now, expires.get(info.id))
+        rule = (rules or {}).get(info.type, HardForget())
+        verdict = forget_verdict(info, now, (access or {}).get(info.id), rule)
         if verdict:
             proposals.append(Proposal("archive", (info.id,), (info.path,), verdict))
     return proposals

@@ -33,6 +33,7 @@ def purge(service: MemoryService, id_or_path: str, reason: str | None) -> WriteR
             f"purge: memory {memory.id} erased from history", trailers
         )
     erased = [f"git history ({rewritten} commits rewritten)", *service.index.erase([memory.id])]
+    erased += service.access.erase([memory.id])
     service.vault.id_map()  # rewrites the id catalog without the purged path
     erased.append("id catalog")
     service._notify(ChangeEvent(changed=(memory.path,), removed=(memory.path,)), memory)

@@ -8,9 +8,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from . import policy
+from .access import AccessStats
 from .errors import InvalidInputError, MalformedMemoryError, MemoryNotFoundError
 from .index import SearchHit, SearchQuery
-from .models import Filters, Hit, Similar
+from .models import Filters, Hit, Similar, lapsed
 from .note import clean_tags, snippet, strip_title, title_from
 from .sync import IndexSync
 from .vault import Vault
@@ -21,10 +22,17 @@ SEARCH_MODES = ("hybrid", "bm25", "vector")
 class Retrieval:
     """Reads through the index (kept in step by ``indexing``) and confirms with the files."""
 
-    def __init__(self, vault: Vault, indexing: IndexSync, clock: Callable[[], dt.datetime]) -> None:
+    def __init__(
+        self,
+        vault: Vault,
+        indexing: IndexSync,
+        clock: Callable[[], dt.datetime],
+        access: AccessStats | None = None,
+    ) -> None:
         self.vault = vault
         self.indexing = indexing
         self.clock = clock
+        self.access = access  # access statistics feed soft forgetting
 
     def search(
         self, query: str, k: int = 8, filters: Filters | None = None, mode: str = "hybrid"
@@ -37,7 +45,9 @@ class Retrieval:
             raise InvalidInputError(f"k must be between 1 and 100, got {k}")
         ready = self.indexing.ensure(wait=False)
         index = self.indexing.index
-        hits = index.search(SearchQuery(query, k, filters or Filters(), mode), self.clock())
+        now = self.clock()
+        search = SearchQuery(query, k, (filters or Filters()).at(now), mode)
+        hits = index.search(search, now, usage=self.access.of if self.access else None)
         if not ready:
             note = "index still catching up with the files; results may be incomplete"
             hits = [replace(h, why={**h.why, "index": note}) for h in hits]
@@ -67,8 +77,8 @@ class Retrieval:
         out = []
         title = title or title_from(content)
         for doc, cosine in self.indexing.index.nearest(title, clean_tags(tags), content, k):
-            if doc.status != "active":
-                continue
+            if doc.status != "active" or lapsed(doc.expires, self.clock()):
+                continue  # an expired memory is no reason to refuse a new one
             try:
                 other = self.vault.read(doc.path)
             except (MemoryNotFoundError, MalformedMemoryError):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import frontmatter, guard, ids, importing, policy, purging, recovery, validate
+from .access import ACCESS_FILE, AccessStats
 from .config import Settings, load_settings
 from .errors import (
     InvalidInputError,
@@ -83,7 +84,8 @@ class MemoryService:
         self.indexing = IndexSync(self.vault, self.index, self.settings)
         self.provenance = Provenance.load(self.vault.state_dir / "provenance.json")
         # late-bound on purpose: tests and benchmarks replace service.clock after opening
-        self.retrieval = Retrieval(self.vault, self.indexing, lambda: self.clock())  # noqa: PLW0108
+        self.access = AccessStats(self.vault.state_dir / ACCESS_FILE, lambda: self.clock())  # noqa: PLW0108
+        self.retrieval = Retrieval(self.vault, self.indexing, self.access.clock, self.access)
 
     # -- life cycle ---------------------------------------------------------
     @classmethod
@@ -116,6 +118,7 @@ class MemoryService:
 
     def close(self) -> None:
         self.index.close()
+        self.access.close()
 
     def _writing(self) -> AbstractContextManager[None]:
         """The vault's cross-process write lock (every MCP host runs its own server)."""
@@ -222,7 +225,7 @@ class MemoryService:
 
     def records(self, filters: Filters | None = None) -> list[MemoryInfo]:
         """Index records of memories (fast; no file reads), filtered."""
-        return self.indexing.records(filters)
+        return self.indexing.records((filters or Filters()).at(self.clock()))
 
     def list_memories(
         self,
@@ -278,11 +281,12 @@ class MemoryService:
         supersedes: Sequence[str] = (),
         check_similar: bool = True,
         links: Sequence[str] = (),
+        dates: dict[str, Any] | None = None,
     ) -> RememberResult:
         """Write a new memory and commit it (a supersession in the same commit). Trivial text
         is rejected; a near-duplicate is reported, not written twice; contradictions are in
-        ``similar``."""
-        content = with_links(content.strip(), links, self.records)
+        ``similar``. ``dates``: expires, valid_from, valid_until."""
+        content, when = with_links(content.strip(), links, self.records), validate.dates(dates or {})
         target_folder = guard.check_new(
             self.settings, self.vault, content, title, tags, type, source, scope, folder
         )
@@ -299,7 +303,7 @@ class MemoryService:
             why = f"already remembered as {duplicate.path} (id {duplicate.id})"
             return RememberResult("duplicate", None, None, tuple(similar), why)
         now = self.clock().replace(microsecond=0)
-        meta = new_meta(type, tags, confidence, importance, now, source, scope, supersedes)
+        meta = new_meta(type, tags, confidence, importance, now, source, scope, supersedes) | when
         text = frontmatter.new_file(meta, _body(title, content))
         if target_folder is None:
             target_folder = _default_folder(type, now)

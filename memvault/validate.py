@@ -6,8 +6,9 @@ a message that says what is wrong and what to send instead. One function per inp
 
 from __future__ import annotations
 
+import datetime as dt
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from . import ids
 from .errors import InvalidInputError, UnsafePathError
@@ -139,3 +140,45 @@ def file_size(rel: str, data: str, max_file_bytes: int) -> None:
             f"{rel} would be {size:,} bytes, over max_file_bytes ({max_file_bytes:,}), so it "
             "could not be read back: split it into several memories"
         )
+
+
+DATE_KEYS = ("expires", "valid_from", "valid_until")
+
+
+def moment(field: str, value: object) -> dt.date | dt.datetime:
+    """A date (2026-12-31) or a date-time (2026-12-31T18:00:00+08:00, Z allowed), parsed."""
+    if isinstance(value, dt.date):
+        return value
+    given = str(value).strip()
+    try:
+        if len(given) == len("2026-12-31"):
+            return dt.date.fromisoformat(given)
+        return dt.datetime.fromisoformat(given.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInputError(
+            f"{field} must be an ISO date like 2026-12-31 or a date-time like "
+            f"2026-12-31T18:00:00+08:00, got {str(value)[:40]!r}"
+        ) from None
+
+
+def dates(values: Mapping[str, object]) -> dict[str, dt.date | dt.datetime]:
+    """expires / valid_from / valid_until, parsed; None values are left out, and
+    valid_from may not come after valid_until."""
+    unknown = sorted(set(values) - set(DATE_KEYS))
+    if unknown:
+        raise InvalidInputError(f"unknown date field(s) {', '.join(unknown)}: use {DATE_KEYS}")
+    out = {k: moment(k, v) for k, v in values.items() if v is not None}
+    start, end = out.get("valid_from"), out.get("valid_until")
+    if start is not None and end is not None and _sortable(start) > _sortable(end):
+        raise InvalidInputError(
+            f"valid_from ({start.isoformat()}) is after valid_until ({end.isoformat()}): "
+            "swap them or leave one out"
+        )
+    return out
+
+
+def _sortable(value: dt.date | dt.datetime) -> dt.datetime:
+    """Dates and naive times compare as UTC with aware ones (enough to order two bounds)."""
+    if not isinstance(value, dt.datetime):
+        value = dt.datetime(value.year, value.month, value.day)
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)

@@ -66,12 +66,12 @@ def snapshot(root: Path) -> tuple[str, dict[str, str]]:
     files = {}
     for path in root.rglob("*"):
         rel = path.relative_to(root).as_posix()
-        if rel.startswith(".memvault/index/") or rel in (
+        if rel.startswith((".memvault/index/", ".memvault/access.sqlite")) or rel in (
             ".git/index",
             ".memvault/catalog.json",
             ".memvault/provenance.json",
         ):
-            continue  # caches refreshed by reads
+            continue  # caches refreshed by reads, and the access statistics reads count
         is_file = path.is_file() and not path.is_symlink()
         files[rel] = hashlib.sha1(path.read_bytes()).hexdigest() if is_file else ""
     return git(root, "rev-parse", "HEAD").strip(), files

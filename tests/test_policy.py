@@ -1,10 +1,15 @@
-"""Pure policies: what counts as a secret."""
+"""Pure policies: what counts as a secret, what is forgotten, when a memory lapses."""
 
 from __future__ import annotations
 
+import datetime as dt
+from dataclasses import replace
+from typing import Any
+
 import pytest
 
-from memvault.policy import secret_kind
+from memvault.models import Access, MemoryInfo, lapsed
+from memvault.policy import HardForget, forget_verdict, plan_consolidation, secret_kind
 
 
 @pytest.mark.parametrize(
@@ -47,3 +52,87 @@ def test_common_credentials_are_recognised(text: str, kind: str) -> None:
 )
 def test_prose_that_merely_resembles_a_credential_is_not_a_secret(text: str) -> None:
     assert secret_kind(text) is None
+
+
+# -- forgetting and expiry -----------------------------------------------------------------
+NOW = dt.datetime(2026, 7, 1, 12, 0, tzinfo=dt.UTC)
+
+
+def info(
+    days_ago: float, confidence: float = 0.5, importance: float = 0.5, **kw: Any
+) -> MemoryInfo:
+    when = (NOW - dt.timedelta(days=days_ago)).isoformat()
+    base = {"id": "m1", "path": "facts/m.md", "title": "m", "type": "fact", "status": "active"}
+    return MemoryInfo(
+        **base,
+        tags=(),
+        scope=(),
+        created=when,
+        updated=when,
+        importance=importance,
+        confidence=confidence,
+        **kw,
+    )
+
+
+@pytest.mark.parametrize(
+    ("memory", "access", "archived"),
+    [
+        (info(180), None, True),  # unused 180 days, confidence 0.5 < 0.6
+        (info(179), None, False),  # not yet
+        (info(400, confidence=0.6), None, False),  # sure enough
+        (info(400, importance=0.9), None, False),  # core: never
+        (info(400), Access(1, (NOW - dt.timedelta(days=10)).isoformat()), False),  # used lately
+        (info(400), Access(5, (NOW - dt.timedelta(days=200)).isoformat()), True),  # used long ago
+    ],
+)
+def test_hard_forgetting_archives_only_long_unused_doubtful_memories(
+    memory: MemoryInfo, access: Access | None, archived: bool
+) -> None:
+    assert (forget_verdict(memory, NOW, access) is not None) is archived
+
+
+def test_hard_forgetting_follows_the_rule_given_for_the_type() -> None:
+    memory = info(40, confidence=0.7)
+    assert forget_verdict(memory, NOW) is None
+    verdict = forget_verdict(memory, NOW, rule=HardForget(days=30, confidence=0.8))
+    assert verdict is not None and "not accessed or changed for 40 days" in verdict
+
+
+@pytest.mark.parametrize("memory_type", ["task", "fact", "episode", "note"])
+def test_an_expired_memory_of_any_type_is_archived_but_never_a_core_one(memory_type: str) -> None:
+    expired = replace(info(1, confidence=1.0), type=memory_type, expires="2026-06-30")
+    assert "expired on 2026-06-30" in (forget_verdict(expired, NOW) or "")
+    assert forget_verdict(replace(expired, importance=0.95), NOW) is None
+    assert forget_verdict(replace(expired, expires="2026-07-01"), NOW) is None  # through today
+
+
+def test_the_plan_proposes_archives_with_per_type_rules_and_access() -> None:
+    episode = replace(info(40), id="e", type="episode")
+    fact = replace(info(40), id="f")
+    used = replace(info(400), id="u")
+    plan = plan_consolidation(
+        [episode, fact, used],
+        [],
+        {},
+        NOW,
+        access={"u": Access(3, NOW.isoformat())},
+        rules={"episode": HardForget(days=30)},
+    )
+    assert [(p.kind, p.ids) for p in plan] == [("archive", ("e",))]
+
+
+@pytest.mark.parametrize(
+    ("expires", "now", "lapsed_"),
+    [
+        ("2026-07-01", NOW, False),  # a date lasts through that day
+        ("2026-06-30", NOW, True),
+        ("2026-07-01T11:59:59+00:00", NOW, True),
+        ("2026-07-01T13:00:00+02:00", NOW, True),  # 11:00 UTC
+        ("2026-07-01T12:30:00", NOW, False),  # naive: in the clock's zone
+        ("next week", NOW, False),  # unreadable: never lapses
+        (None, NOW, False),
+    ],
+)
+def test_when_a_memory_lapses(expires: str | None, now: dt.datetime, lapsed_: bool) -> None:
+    assert lapsed(expires, now) is lapsed_

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memvault.index.rank import Candidate, Weights, rank, recency
+from memvault.index.rank import Candidate, SoftForget, Weights, forgotten, rank, recency
 
 NOW = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
 units = st.floats(0, 1)
@@ -80,3 +81,32 @@ def test_a_missing_leg_hands_its_weight_to_the_other() -> None:
     only_keyword = [Candidate("a", "fact", NOW, 0.5, 0.8, keyword=5.0)]
     ranked = rank(only_keyword, Weights(), NOW)
     assert ranked[0].why["keyword"] == Weights().keyword + Weights().vector
+
+
+@given(
+    st.integers(0, 5),
+    st.integers(0, 400),
+    units,
+    st.floats(0, 1),
+)
+def test_soft_forgetting_only_ever_lowers_a_score_and_spares_core_memories(
+    hits: int, idle: int, importance: float, factor: float
+) -> None:
+    seen = NOW - dt.timedelta(days=idle)
+    base = Candidate("m", "fact", seen, importance, 0.5, keyword=3.0, hits=hits, last_seen=seen)
+    weights = Weights(soft_forget=SoftForget(hits=2, days=90, factor=factor))
+    (plain,) = rank([replace(base, hits=99)], weights, NOW)
+    (ranked,) = rank([base], weights, NOW)
+    applies = hits <= 2 and idle >= 90 and importance < 0.9
+    assert ranked.score == (plain.score * factor if applies else plain.score)
+    assert ("soft_forget" in ranked.why) == (applies and factor != 1.0)
+
+
+def test_soft_forgetting_rules_can_differ_per_type() -> None:
+    seen = NOW - dt.timedelta(days=40)
+    weights = Weights(type_soft_forget={"episode": SoftForget(days=30)})
+    episode = Candidate("e", "episode", seen, 0.5, 0.5, keyword=1.0, last_seen=seen)
+    fact = replace(episode, id="f", type="fact")
+    assert forgotten(episode, weights, NOW) == 0.3
+    assert forgotten(fact, weights, NOW) == 1.0
+    assert forgotten(replace(episode, last_seen=None), weights, NOW) == 1.0

@@ -266,6 +266,7 @@ def test_purge_says_what_it_erased(text_only: MemoryService) -> None:
         "full-text index",
         "vectors",
         "vector caches",
+        "access statistics",
         "id catalog",
     )
 

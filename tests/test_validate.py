@@ -55,3 +55,18 @@ def test_allow_secrets_is_off_by_default_and_can_be_turned_on(
     assert load_settings(None).allow_secrets is False
     monkeypatch.setenv("MEMVAULT_ALLOW_SECRETS", "true")
     assert load_settings(None).allow_secrets is True
+
+
+def test_dates_are_parsed_and_their_order_checked() -> None:
+    import datetime as dt
+
+    parsed = validate.dates({"expires": "2026-12-31T18:00:00Z", "valid_from": "2026-01-01"})
+    assert parsed == {
+        "expires": dt.datetime(2026, 12, 31, 18, tzinfo=dt.UTC),
+        "valid_from": dt.date(2026, 1, 1),
+    }
+    assert validate.dates({"expires": None}) == {}
+    with pytest.raises(InvalidInputError, match="expires must be an ISO date"):
+        validate.dates({"expires": "tomorrow"})
+    with pytest.raises(InvalidInputError, match="is after valid_until"):
+        validate.dates({"valid_from": "2026-02-02T00:00:00+08:00", "valid_until": "2026-02-01"})

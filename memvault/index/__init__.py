@@ -12,7 +12,7 @@ import logging
 import shutil
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,17 +22,17 @@ import numpy as np
 
 from ..config import Settings
 from ..errors import LockTimeoutError
-from ..models import Filters, Memory, MemoryInfo
+from ..models import Access, Filters, Memory, MemoryInfo, last_seen
 from ..note import parse_time, strip_title
 from .fulltext import FullText, TextDoc, commit_lock
 from .language import cjk_share, language_means, script_overlap
-from .rank import Candidate, Weights, rank
+from .rank import Candidate, SoftForget, Weights, rank
 from .store import Store
 from .vectors import Embedder, EmbedderLoader, chunks
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = 3  # 2: aliases, link targets; 3: records carry the file's problems
+INDEX_VERSION = 4  # 2: aliases, link targets; 3: records carry problems; 4: and `expires`
 KEYWORD_CANDIDATES = 100
 VECTOR_CANDIDATES = 100
 NARROW_KEYWORD_CANDIDATES = 1000  # filters may drop most of the best keyword matches
@@ -121,6 +121,9 @@ class Index:
             decay_per_day=settings.decay_per_day,
             decay_per_day_episode=settings.decay_per_day_episode,
             fusion=settings.fusion,
+            type_decay={t: settings.for_type(t).decay_per_day for t in settings.types},
+            soft_forget=soft_forget(settings),
+            type_soft_forget={t: soft_forget(settings.for_type(t)) for t in settings.types},
         )
         self.rebuilt_reason: str | None = None
         # Several processes may open a new (or broken) index at once: one creates or
@@ -268,8 +271,13 @@ class Index:
 
     # -- searching -------------------------------------------------------------
     def search(
-        self, query: SearchQuery, now: dt.datetime, wait_for_vectors: float = 2.0
+        self,
+        query: SearchQuery,
+        now: dt.datetime,
+        wait_for_vectors: float = 2.0,
+        usage: Callable[[list[str]], Mapping[str, Access]] | None = None,
     ) -> list[SearchHit]:
+        """Ranked hits; ``usage`` gives the candidates' access statistics (soft forgetting)."""
         self.store.refresh()
         docs = self.store.docs
         filters = query.filters
@@ -295,6 +303,8 @@ class Index:
             else:
                 vector = self._nearest_to_query(embedder, query.text, keep)
         reach = self._keyword_reach(query.text, [*keyword, *vector]) if vector else {}
+        ids = [i for i in dict.fromkeys([*keyword, *vector]) if i in docs]
+        seen = usage(ids) if usage else {}
         candidates = [
             Candidate(
                 id=i,
@@ -305,9 +315,10 @@ class Index:
                 keyword=keyword.get(i) if keyword else None,
                 vector=vector.get(i) if vector else None,
                 keyword_reach=reach.get(i, 1.0),
+                hits=seen[i].hits if i in seen else 0,
+                last_seen=last_seen(docs[i], seen.get(i)),
             )
-            for i in dict.fromkeys([*keyword, *vector])
-            if i in docs
+            for i in ids
         ]
         ranked_hits = rank(candidates, self.weights, now)[: query.k]
         return [
@@ -400,6 +411,12 @@ class Index:
         if self.rebuilt_reason:
             state["rebuilt"] = self.rebuilt_reason
         return state
+
+
+def soft_forget(settings: Settings) -> SoftForget:
+    return SoftForget(
+        settings.soft_forget_hits, settings.soft_forget_days, settings.soft_forget_factor
+    )
 
 
 def _raw(doc_id: str, keyword: dict[str, float], vector: dict[str, float]) -> dict[str, Any]:

@@ -7,7 +7,19 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..models import CORE_IMPORTANCE
+
 RRF_K = 60.0
+
+
+@dataclass(frozen=True)
+class SoftForget:
+    """A memory returned to clients at most ``hits`` times and neither accessed nor changed
+    for ``days`` days scores ``factor`` times less."""
+
+    hits: int = 2
+    days: float = 90.0
+    factor: float = 0.3
 
 
 @dataclass(frozen=True)
@@ -20,6 +32,8 @@ class Weights:
     decay_per_day_episode: float = 0.01
     fusion: str = "weighted"  # weighted | rrf
     type_decay: Mapping[str, float] = field(default_factory=dict)  # per-type overrides
+    soft_forget: SoftForget = SoftForget()
+    type_soft_forget: Mapping[str, SoftForget] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -35,6 +49,8 @@ class Candidate:
     # rest of the keyword weight goes to the vector leg: BM25 cannot match a Chinese
     # question to an English memory, so its silence there is no evidence against it.
     keyword_reach: float = 1.0
+    hits: int = 0  # times returned to a client
+    last_seen: dt.datetime | None = None  # last access or change, whichever is later
 
 
 @dataclass(frozen=True)
@@ -48,6 +64,16 @@ def decay_rate(memory_type: str, weights: Weights) -> float:
     if memory_type in weights.type_decay:
         return weights.type_decay[memory_type]
     return weights.decay_per_day_episode if memory_type == "episode" else weights.decay_per_day
+
+
+def forgotten(c: Candidate, weights: Weights, now: dt.datetime) -> float:
+    """The soft-forgetting multiplier of a candidate: ``factor`` when it was rarely
+    returned and long idle, else 1 (core memories and unknown dates: always 1)."""
+    rule = weights.type_soft_forget.get(c.type, weights.soft_forget)
+    if c.importance >= CORE_IMPORTANCE or c.hits > rule.hits or c.last_seen is None:
+        return 1.0
+    idle = (now - c.last_seen).total_seconds() / 86400.0
+    return rule.factor if idle >= rule.days else 1.0
 
 
 def recency(when: dt.datetime | None, now: dt.datetime, rate: float) -> float:
@@ -105,7 +131,10 @@ def rank(candidates: list[Candidate], weights: Weights, now: dt.datetime) -> lis
             "recency": weights.recency * recency(c.when, now, decay_rate(c.type, weights)),
             "importance": weights.importance * c.importance * c.confidence,
         }
-        score = sum(parts.values())
-        out.append(Ranked(c.id, score, {k: round(v, 4) for k, v in parts.items()}))
+        why = {k: round(v, 4) for k, v in parts.items()}
+        factor = forgotten(c, weights, now)
+        if factor != 1.0:
+            why["soft_forget"] = factor  # score = sum of the parts x this
+        out.append(Ranked(c.id, sum(parts.values()) * factor, why))
     out.sort(key=lambda r: (-r.score, r.id))
     return out

@@ -17,7 +17,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus
 
-from .. import __version__
+from .. import __version__, lifecycle
 from ..errors import MemvaultError
 from ..service import MemoryService
 from ..text import warm_up
@@ -95,6 +95,8 @@ def serve(
     warm.daemon = True
     warm.start()
     watcher = _start_watcher(service) if watch else None
+    stop_forgetting = threading.Event()  # consolidate_every_hours > 0: archive by policy
+    lifecycle.schedule(service, stop_forgetting)
     log.info("memvault serving %s over %s", service.root, "HTTP" if http else "stdio")
     try:
         if http:
@@ -104,6 +106,7 @@ def serve(
         else:
             mcp.run("stdio")
     finally:
+        stop_forgetting.set()
         if watcher is not None:
             watcher.stop()
         service.close()

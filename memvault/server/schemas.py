@@ -75,6 +75,8 @@ class MemoryOut(BaseModel):
     problems: list[str]
     links: list[LinkOut]
     backlinks: list[LinkOut]
+    hits: int  # times returned to a client before this read
+    last_accessed: str | None
 
 
 class MemorySummary(BaseModel):
@@ -86,6 +88,8 @@ class MemorySummary(BaseModel):
     status: str
     importance: float
     updated: str | None
+    hits: int
+    last_accessed: str | None
 
 
 class ListOut(BaseModel):
@@ -118,12 +122,13 @@ class ProfileOut(BaseModel):
 
 
 class ForgetOut(BaseModel):
-    id: str
-    path: str
+    id: str | None = None
+    path: str | None = None
     action: str
     commit: str | None
     warning: str | None = None
     erased: list[str] = []
+    archived: list[str] = []  # forget(scope=...): the ids archived
 
 
 class CommitOut(BaseModel):

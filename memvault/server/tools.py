@@ -14,7 +14,7 @@ import datetime as dt
 import inspect
 import logging
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
@@ -27,7 +27,16 @@ from .. import changes, lifecycle, profile, reports
 from ..errors import InvalidInputError, MemvaultError, explain_unexpected
 from ..history import CLONE_WARNING
 from ..links import Graph, graph_of, linked_among
-from ..models import Filters, Memory, RememberResult, WriteResult, jsonable, parse_time
+from ..models import (
+    Access,
+    Archival,
+    Filters,
+    Memory,
+    RememberResult,
+    WriteResult,
+    jsonable,
+    parse_time,
+)
 from ..service import MemoryService, current_client
 from .notify import Notifier
 from .resources import note_uri
@@ -67,6 +76,7 @@ Tags = Annotated[list[str] | None, Field(description="with all these tags")]
 Folder = Annotated[str | None, Field(description="under this folder")]
 Scope = Annotated[list[str] | None, Field(description="only these scopes")]
 Archived = Annotated[bool, Field(description="also archived ones")]
+When = Annotated[str | None, Field(description="ISO date/time")]
 Unit = Annotated[float, Field(description="0..1")]
 Sort = Literal["updated", "created", "importance", "path"]
 Status = Literal["active", "superseded", "archived"]
@@ -88,23 +98,15 @@ def remember(
     source: Annotated[str, Field(description="where it came from")] = "conversation",
     supersedes: Annotated[list[str] | None, Field(description="ids this corrects")] = None,
     links: Links = None,
+    expires: When = None,
+    valid_from: When = None,
+    valid_until: When = None,
 ) -> RememberOut:
     """Store a durable preference, fact or decision in the user's words; trivial text and
     near-duplicates are refused, `similar` flags contradictions."""
-    result = service.remember(
-        content,
-        type=type,
-        tags=tags or [],
-        importance=importance,
-        confidence=confidence,
-        title=title,
-        folder=folder,
-        scope=scope or [],
-        source=source,
-        supersedes=supersedes or [],
-        links=links or [],
-    )
-    return _remember_out(result)
+    args = dict(locals())  # the tool's arguments, taken as the service takes them
+    del args["service"]
+    return _remember_out(service.remember(**_remember_args(args)))
 
 
 def recall(
@@ -118,12 +120,15 @@ def recall(
     since: Annotated[str | None, Field(description="ISO date: changed since")] = None,
     until: Annotated[str | None, Field(description="ISO date: changed before")] = None,
     include_archived: Archived = False,
+    include_expired: Annotated[bool, Field(description="also expired ones")] = False,
 ) -> RecallOut:
     """Search memory by keywords and meaning before answering what may depend on the
     user's preferences, history or facts."""
     filters = _filters(types, tags, folder, scope, since, until, include_archived)
+    filters = replace(filters, include_expired=include_expired)
     hits = service.recall(query, k=k, filters=filters)
     among = linked_among(service.records, [h.id for h in hits])
+    service.access.hit(h.id for h in hits)  # returned to a client: counted
     return RecallOut(
         results=[
             RecallHit.model_validate({**asdict(h), "links": among.get(h.id, [])}) for h in hits
@@ -134,7 +139,8 @@ def recall(
 def get_memory(service: MemoryService, id: Id) -> MemoryOut:
     """One memory in full: links, backlinks, and the `revision` for update_memory."""
     memory = service.get(id)
-    return _memory_out(memory, graph_of(service.records, memory.info()))
+    seen = service.access.hit([memory.id])[memory.id]
+    return _memory_out(memory, graph_of(service.records, memory.info()), seen)
 
 
 def list_memories(
@@ -151,7 +157,10 @@ def list_memories(
     """Browse memories without a query (newest first)."""
     filters = _filters(types, tags, folder, scope, None, None, include_archived)
     page = service.list_memories(filters, sort, limit, cursor)
-    memories = [MemorySummary.model_validate(m.summary()) for m in page.memories]
+    seen = service.access.of(m.id for m in page.memories)
+    memories = [
+        MemorySummary.model_validate(m.summary() | asdict(seen[m.id])) for m in page.memories
+    ]
     return ListOut(memories=memories, total=page.total, next_cursor=page.next_cursor)
 
 
@@ -167,11 +176,15 @@ def update_memory(
     status: Annotated[Status | None, Field(description="new status")] = None,
     expected_revision: Annotated[str | None, Field(description="revision you read")] = None,
     links: Links = None,
+    expires: When = None,
+    valid_from: When = None,
+    valid_until: When = None,
 ) -> WriteOut:
     """Change a memory's text or fields, keeping the rest of the file; a stale
     expected_revision is refused."""
     fields = {"type": type, "tags": tags, "importance": importance}
-    fields |= {"confidence": confidence, "status": status}
+    fields |= {"confidence": confidence, "status": status, "expires": expires}
+    fields |= {"valid_from": valid_from, "valid_until": valid_until}
     result = service.update(
         id, content, fields, title, expected_revision=expected_revision, links=links or []
     )
@@ -180,12 +193,15 @@ def update_memory(
 
 def forget(
     service: MemoryService,
-    id: Id,
+    id: Annotated[str | None, Field(description="id or vault path")] = None,
     mode: Annotated[Mode, Field(description="how to forget")] = "archive",
     reason: Annotated[str | None, Field(description="why (in the commit)")] = None,
+    scope: Annotated[str | None, Field(description="session:<id>: archive all")] = None,
 ) -> ForgetOut:
     """archive (restorable), delete (history keeps it) or purge (erase from all history;
     only if the user asks)."""
+    if scope is not None or id is None:
+        return _scope_out(lifecycle.forget_scope(service, _only_scope(id, scope, mode), reason))
     result = service.forget(id, mode, reason)
     memory, warning = result.memory, CLONE_WARNING if mode == "purge" else None
     return ForgetOut(
@@ -251,8 +267,8 @@ def consolidate(
     service: MemoryService,
     dry_run: Annotated[bool, Field(description="false: apply")] = True,
 ) -> ConsolidateOut:
-    """Propose merging near-duplicates and archiving expired tasks; dry_run=false applies
-    (revertible)."""
+    """Propose merging near-duplicates and archiving expired or unused memories;
+    dry_run=false applies each as a revertible commit."""
     proposals = [
         ProposalOut.model_validate(asdict(p)) for p in lifecycle.consolidate(service, dry_run)
     ]
@@ -340,6 +356,28 @@ def _when(value: str | None, name: str) -> dt.datetime | None:
     return moment
 
 
+def _only_scope(id: str | None, scope: str | None, mode: str) -> str:
+    if scope is None or id is not None:
+        raise InvalidInputError("give either id (one memory) or scope (a session's memories)")
+    if mode != "archive":
+        raise InvalidInputError(f"a scope is forgotten by archive only, not {mode}")
+    return scope
+
+
+def _scope_out(result: Archival) -> ForgetOut:
+    archived = [m.id for m in result.memories]
+    warning = None if archived else "no active memory has this scope: nothing archived"
+    action = "archived" if archived else "unchanged"
+    return ForgetOut(action=action, commit=result.commit, warning=warning, archived=archived)
+
+
+def _remember_args(args: dict[str, Any]) -> dict[str, Any]:
+    """remember's arguments for MemoryService.remember: no None lists, dates together."""
+    dates = {key: args.pop(key) for key in ("expires", "valid_from", "valid_until")}
+    lists = {key: args[key] or [] for key in ("tags", "scope", "supersedes", "links")}
+    return args | lists | {"dates": dates}
+
+
 def _remember_out(result: RememberResult) -> RememberOut:
     memory = result.memory
     return RememberOut(
@@ -353,7 +391,7 @@ def _remember_out(result: RememberResult) -> RememberOut:
     )
 
 
-def _memory_out(memory: Memory, graph: Graph) -> MemoryOut:
+def _memory_out(memory: Memory, graph: Graph, seen: Access) -> MemoryOut:
     links = [
         LinkOut(id=o.memory.id, title=o.memory.title)
         if o.memory
@@ -374,6 +412,8 @@ def _memory_out(memory: Memory, graph: Graph) -> MemoryOut:
         problems=list(memory.problems),
         links=links,
         backlinks=backlinks,
+        hits=seen.hits,
+        last_accessed=seen.last_accessed,
     )
 
 
