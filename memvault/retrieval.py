@@ -35,6 +35,9 @@ class Retrieval:
             raise InvalidInputError("query is empty: say what to look for")
         if not 1 <= k <= 100:
             raise InvalidInputError(f"k must be between 1 and 100, got {k}")
+        floor = filters.min_relevance if filters else None
+        if floor is not None and not 0.0 <= floor <= 1.0:
+            raise InvalidInputError(f"min_relevance must be between 0 and 1, got {floor}")
         ready = self.indexing.ensure(wait=False)
         index = self.indexing.index
         hits = index.search(SearchQuery(query, k, filters or Filters(), mode), self.clock())
@@ -53,7 +56,8 @@ class Retrieval:
                 memory = self.vault.read(hit.doc.path)
             except (MemoryNotFoundError, MalformedMemoryError):
                 continue  # changed under us since it was indexed; the watcher will catch up
-            out.append(Hit.of(memory, snippet(memory.body, query), round(hit.score, 4), hit.why))
+            text = snippet(memory.body, query)
+            out.append(Hit.of(memory, text, round(hit.score, 4), hit.why, round(hit.relevance, 3)))
         return out
 
     def similar(
