@@ -18,6 +18,16 @@ from .vault import Vault
 SEARCH_MODES = ("hybrid", "bm25", "vector")
 
 
+def no_match_note(floor: float) -> str:
+    """The one line that says a search found nothing relevant (for an empty result)."""
+    if floor <= 0:
+        return "no memory matches this query"
+    return (
+        f"no relevant memory: no memory reached relevance {floor:g} "
+        "(min_relevance=0 shows the closest ones)"
+    )
+
+
 class Retrieval:
     """Reads through the index (kept in step by ``indexing``) and confirms with the files."""
 

@@ -294,18 +294,8 @@ class Index:
             else:
                 vector, cosines = self._nearest_to_query(embedder, query.text, keep, keyword)
         reach = self._keyword_reach(query.text, [*keyword, *vector]) if vector else {}
+        scored = _relevance(query, keyword, cosines if vector else None, reach)
         floor = self._min_relevance(filters)
-        terms = len(set(tokens(query.text)))
-        scored = {
-            i: relevance(
-                keyword.get(i, 0.0) if query.mode != "vector" else None,
-                cosines.get(i) if vector else None,
-                terms,
-                reach.get(i, 1.0),
-            )
-            for i in dict.fromkeys([*keyword, *vector])
-            if i in docs
-        }
         candidates = [
             Candidate(
                 id=i,
@@ -318,21 +308,15 @@ class Index:
                 keyword_reach=reach.get(i, 1.0),
             )
             for i, level in scored.items()
-            if level >= floor
+            if i in docs and level >= floor
         ]
         ranked_hits = rank(candidates, self.weights, now)[: query.k]
+        why = {
+            r.id: {**_raw(r.id, keyword, cosines), "relevance": round(scored[r.id], 3)}
+            for r in ranked_hits
+        }
         return [
-            SearchHit(
-                docs[r.id],
-                r.score,
-                {
-                    **r.why,
-                    **_raw(r.id, keyword, cosines),
-                    "relevance": round(scored[r.id], 3),
-                    **notes,
-                },
-                scored[r.id],
-            )
+            SearchHit(docs[r.id], r.score, {**r.why, **why[r.id], **notes}, scored[r.id])
             for r in ranked_hits
         ]
 
@@ -433,6 +417,25 @@ class Index:
         if self.rebuilt_reason:
             state["rebuilt"] = self.rebuilt_reason
         return state
+
+
+def _relevance(
+    query: SearchQuery,
+    keyword: dict[str, float],
+    cosines: dict[str, float] | None,
+    reach: dict[str, float],
+) -> dict[str, float]:
+    """Each candidate's absolute relevance (rank.relevance) from the legs that ran."""
+    terms = len(set(tokens(query.text)))
+    return {
+        i: relevance(
+            keyword.get(i, 0.0) if query.mode != "vector" else None,
+            cosines.get(i) if cosines is not None else None,
+            terms,
+            reach.get(i, 1.0),
+        )
+        for i in dict.fromkeys([*keyword, *(cosines or {})])
+    }
 
 
 def _raw(doc_id: str, keyword: dict[str, float], vector: dict[str, float]) -> dict[str, Any]:

@@ -41,10 +41,12 @@ class RecallHit(BaseModel):
     why: dict[str, Any]
     created: str | None
     updated: str | None
+    relevance: float
 
 
 class RecallOut(BaseModel):
     results: list[RecallHit]
+    note: str | None = None
 
 
 class MemoryOut(BaseModel):

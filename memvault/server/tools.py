@@ -14,7 +14,7 @@ import datetime as dt
 import inspect
 import logging
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
@@ -27,6 +27,7 @@ from .. import lifecycle, reports
 from ..errors import InvalidInputError, MemvaultError, explain_unexpected
 from ..history import CLONE_WARNING
 from ..models import Filters, Memory, RememberResult, WriteResult, jsonable, parse_time
+from ..retrieval import no_match_note
 from ..service import MemoryService, current_client
 from .notify import Notifier
 from .resources import note_uri
@@ -109,12 +110,20 @@ def recall(
     since: Annotated[str | None, Field(description="ISO date: changed since")] = None,
     until: Annotated[str | None, Field(description="ISO date: changed before")] = None,
     include_archived: Archived = False,
+    min_relevance: Annotated[float | None, Field(description="0..1; 0 keeps all")] = None,
 ) -> RecallOut:
     """Search memory by keywords and meaning before answering anything that may depend on
     the user's preferences, history or facts."""
-    filters = _filters(types, tags, folder, scope, since, until, include_archived)
+    filters = replace(
+        _filters(types, tags, folder, scope, since, until, include_archived),
+        min_relevance=min_relevance,
+    )
     hits = service.recall(query, k=k, filters=filters)
-    return RecallOut(results=[RecallHit.model_validate(asdict(h)) for h in hits])
+    floor = service.settings.min_relevance if min_relevance is None else min_relevance
+    return RecallOut(
+        results=[RecallHit.model_validate(asdict(h)) for h in hits],
+        note=None if hits else no_match_note(floor),
+    )
 
 
 def get_memory(service: MemoryService, id: Id) -> MemoryOut:
