@@ -18,8 +18,10 @@ from . import ids
 from .errors import InvalidInputError, MalformedMemoryError, MemoryNotFoundError, MemvaultError
 from .index import text_doc
 from .index.fulltext import FullText
+from .index.rank import relevance
 from .models import Filters, Hit, Memory, MemoryInfo
 from .note import parse_time, snippet
+from .text import tokens
 
 if TYPE_CHECKING:
     from .service import MemoryService
@@ -106,7 +108,10 @@ def recall(
             text.close()
     why = {"as_of": f"full text only, over the vault at commit {sha[:12]}"}
     ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))[:k]
-    return [
-        Hit.of(found[i], snippet(found[i].body, query), round(s, 4), {**why, "bm25": round(s, 4)})
-        for i, s in ranked
-    ]
+    terms = len(set(tokens(query)))
+    out = []
+    for i, score in ranked:
+        level = relevance(score, None, terms)
+        detail = {**why, "bm25": round(score, 4), "relevance": round(level, 3)}
+        out.append(Hit.of(found[i], snippet(found[i].body, query), round(score, 4), detail, level))
+    return out

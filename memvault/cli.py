@@ -17,6 +17,7 @@ from . import __version__
 from .config import default_vault_path, load_settings
 from .errors import MemvaultError, explain_unexpected
 from .models import Filters, MemoryInfo, jsonable
+from .retrieval import no_match_note
 
 log = logging.getLogger("memvault")
 
@@ -289,6 +290,12 @@ def update(
 @click.option("--include-archived", is_flag=True, help="Also search archived/superseded.")
 @click.option("--include-expired", is_flag=True, help="Also search memories past expires.")
 @click.option("--explain", is_flag=True, help="Show why each result ranked where it did.")
+@click.option(
+    "--min-relevance",
+    type=click.FloatRange(0.0, 1.0),
+    default=None,
+    help="Drop results less relevant than this (0..1; 0 keeps all). Default: the setting.",
+)
 @pass_ctx
 def search(
     ctx: Ctx,
@@ -301,25 +308,32 @@ def search(
     include_archived: bool,
     include_expired: bool,
     explain: bool,
+    min_relevance: float | None,
 ) -> None:
-    """Hybrid search (BM25 + vectors + recency/importance)."""
+    """Hybrid search (BM25 + vectors + recency/importance); each result shows its
+    relevance (0..1, absolute) and its score (rank among this query's results)."""
     filters = Filters(
         types=_split(types),
         tags=_split(tags),
         folder=folder,
         include_archived=include_archived,
         include_expired=include_expired,
+        min_relevance=min_relevance,
     )
     with _errors(ctx):
         service = _service(ctx, recover=False)
         results = service.recall(query, k=k, filters=filters, mode=mode)
         service.access.hit(r.id for r in results)  # shown to a person: counted
+        floor = service.settings.min_relevance if min_relevance is None else min_relevance
 
     def human() -> None:
         if not results:
-            click.echo("no results")
+            click.echo(no_match_note(floor))
         for n, r in enumerate(results, 1):
-            click.echo(f"{n:>2}. {r.score:.3f}  {r.title}  [{r.type}] {r.path}")
+            click.echo(
+                f"{n:>2}. relevance {r.relevance:.2f}  score {r.score:.3f}  "
+                f"{r.title}  [{r.type}] {r.path}"
+            )
             click.echo(f"      {r.snippet}")
             if explain:
                 click.echo(f"      why: {json.dumps(r.why, ensure_ascii=False)}")

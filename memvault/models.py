@@ -206,6 +206,8 @@ class Filters:
     since: dt.datetime | None = None
     until: dt.datetime | None = None
     include_archived: bool = False
+    # search and recall only: drop hits less relevant than this (None: the setting)
+    min_relevance: float | None = None
     include_expired: bool = False
     now: dt.datetime | None = None  # what "expired" is judged against (the service's clock)
 
@@ -277,13 +279,16 @@ class Hit:
     type: str
     tags: tuple[str, ...]
     snippet: str
-    score: float
+    score: float  # rank among this query's hits (relative)
     why: dict[str, Any]
     created: str | None
     updated: str | None
+    relevance: float = 1.0  # absolute, 0..1: how likely it answers the query at all
 
     @classmethod
-    def of(cls, memory: Memory, snippet: str, score: float, why: dict[str, Any]) -> Hit:
+    def of(
+        cls, memory: Memory, snippet: str, score: float, why: dict[str, Any], relevance: float
+    ) -> Hit:
         return cls(
             memory.id,
             memory.path,
@@ -295,6 +300,7 @@ class Hit:
             why,
             memory.created,
             memory.updated,
+            relevance,
         )
 
 

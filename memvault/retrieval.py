@@ -19,6 +19,16 @@ from .vault import Vault
 SEARCH_MODES = ("hybrid", "bm25", "vector")
 
 
+def no_match_note(floor: float) -> str:
+    """The one line that says a search found nothing relevant (for an empty result)."""
+    if floor <= 0:
+        return "no memory matches this query"
+    return (
+        f"no relevant memory: no memory reached relevance {floor:g} "
+        "(min_relevance=0 shows the closest ones)"
+    )
+
+
 class Retrieval:
     """Reads through the index (kept in step by ``indexing``) and confirms with the files."""
 
@@ -43,6 +53,9 @@ class Retrieval:
             raise InvalidInputError("query is empty: say what to look for")
         if not 1 <= k <= 100:
             raise InvalidInputError(f"k must be between 1 and 100, got {k}")
+        floor = filters.min_relevance if filters else None
+        if floor is not None and not 0.0 <= floor <= 1.0:
+            raise InvalidInputError(f"min_relevance must be between 0 and 1, got {floor}")
         ready = self.indexing.ensure(wait=False)
         index = self.indexing.index
         now = self.clock()
@@ -63,7 +76,8 @@ class Retrieval:
                 memory = self.vault.read(hit.doc.path)
             except (MemoryNotFoundError, MalformedMemoryError):
                 continue  # changed under us since it was indexed; the watcher will catch up
-            out.append(Hit.of(memory, snippet(memory.body, query), round(hit.score, 4), hit.why))
+            text = snippet(memory.body, query)
+            out.append(Hit.of(memory, text, round(hit.score, 4), hit.why, round(hit.relevance, 3)))
         return out
 
     def similar(

@@ -286,7 +286,10 @@ class MemoryService:
         """Write a new memory and commit it (a supersession in the same commit). Trivial text
         is rejected; a near-duplicate is reported, not written twice; contradictions are in
         ``similar``. ``dates``: expires, valid_from, valid_until."""
-        content, when = with_links(content.strip(), links, self.records), validate.dates(dates or {})
+        content, when = (
+            with_links(content.strip(), links, self.records),
+            validate.dates(dates or {}),
+        )
         target_folder = guard.check_new(
             self.settings, self.vault, content, title, tags, type, source, scope, folder
         )

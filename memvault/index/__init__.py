@@ -24,9 +24,10 @@ from ..config import Settings
 from ..errors import LockTimeoutError
 from ..models import Access, Filters, Memory, MemoryInfo, last_seen
 from ..note import parse_time, strip_title
+from ..text import tokens
 from .fulltext import FullText, TextDoc, commit_lock
 from .language import cjk_share, language_means, script_overlap
-from .rank import Candidate, SoftForget, Weights, rank
+from .rank import Candidate, SoftForget, Weights, rank, relevance
 from .store import Store
 from .vectors import Embedder, EmbedderLoader, chunks
 
@@ -93,6 +94,7 @@ class SearchHit:
     doc: MemoryInfo
     score: float
     why: dict[str, Any] = field(default_factory=dict)
+    relevance: float = 1.0  # absolute, in [0, 1]: see rank.relevance
 
 
 def when_text(created: str | None) -> str:
@@ -293,6 +295,7 @@ class Index:
             limit = NARROW_KEYWORD_CANDIDATES if narrow else KEYWORD_CANDIDATES
             keyword = {i: s for i, s in self.text.search(query.text, limit).items() if keep(i)}
         vector: dict[str, float] = {}
+        cosines: dict[str, float] = {}  # vector candidates and keyword-only ones
         if query.mode in ("hybrid", "vector"):
             embedder = self.loader.get(timeout=wait_for_vectors)
             if embedder is None:
@@ -301,9 +304,11 @@ class Index:
                     f" ({state['reason']})" if state.get("reason") else ""
                 )
             else:
-                vector = self._nearest_to_query(embedder, query.text, keep)
+                vector, cosines = self._nearest_to_query(embedder, query.text, keep, keyword)
         reach = self._keyword_reach(query.text, [*keyword, *vector]) if vector else {}
-        ids = [i for i in dict.fromkeys([*keyword, *vector]) if i in docs]
+        scored = _relevance(query, keyword, cosines if vector else None, reach)
+        floor = self._min_relevance(filters)
+        ids = [i for i, level in scored.items() if i in docs and level >= floor]
         seen = usage(ids) if usage else {}
         candidates = [
             Candidate(
@@ -321,22 +326,38 @@ class Index:
             for i in ids
         ]
         ranked_hits = rank(candidates, self.weights, now)[: query.k]
+        why = {
+            r.id: {**_raw(r.id, keyword, cosines), "relevance": round(scored[r.id], 3)}
+            for r in ranked_hits
+        }
         return [
-            SearchHit(docs[r.id], r.score, {**r.why, **_raw(r.id, keyword, vector), **notes})
+            SearchHit(docs[r.id], r.score, {**r.why, **why[r.id], **notes}, scored[r.id])
             for r in ranked_hits
         ]
 
+    def _min_relevance(self, filters: Filters | None) -> float:
+        """The filters' floor, else the setting's (0 keeps every candidate)."""
+        if filters is not None and filters.min_relevance is not None:
+            return filters.min_relevance
+        return self.settings.min_relevance
+
     def _nearest_to_query(
-        self, embedder: Embedder, text: str, keep: Callable[[str], bool]
-    ) -> dict[str, float]:
-        """Vector candidates; with ``crosslingual``, cosines without the language in them."""
+        self, embedder: Embedder, text: str, keep: Callable[[str], bool], also: Iterable[str]
+    ) -> tuple[dict[str, float], dict[str, float]]:
+        """Vector candidates, and the cosines of those plus of ``also`` (the keyword
+        candidates: relevance needs every hit's cosine). With ``crosslingual``, cosines
+        without the language in them."""
         query_vector = self._query_vector(embedder, text)
         means = language_means(embedder.name) if self.settings.crosslingual else None
-        if means is None:
-            return self.store.nearest(query_vector, VECTOR_CANDIDATES, keep)
-        return self.store.nearest(
-            means.query(query_vector), VECTOR_CANDIDATES, keep, means.passages
-        )
+        transform = means.passages if means is not None else None
+        if means is not None:
+            query_vector = means.query(query_vector)
+        found = self.store.nearest(query_vector, VECTOR_CANDIDATES, keep, transform)
+        rest = {i for i in also if i not in found}
+        if not rest:
+            return found, found
+        more = self.store.nearest(query_vector, len(rest), rest.__contains__, transform)
+        return found, {**found, **more}
 
     def _keyword_reach(self, text: str, ids: list[str]) -> dict[str, float]:
         """Per candidate, how far the question's words can reach its script (judged by
@@ -417,6 +438,25 @@ def soft_forget(settings: Settings) -> SoftForget:
     return SoftForget(
         settings.soft_forget_hits, settings.soft_forget_days, settings.soft_forget_factor
     )
+
+
+def _relevance(
+    query: SearchQuery,
+    keyword: dict[str, float],
+    cosines: dict[str, float] | None,
+    reach: dict[str, float],
+) -> dict[str, float]:
+    """Each candidate's absolute relevance (rank.relevance) from the legs that ran."""
+    terms = len(set(tokens(query.text)))
+    return {
+        i: relevance(
+            keyword.get(i, 0.0) if query.mode != "vector" else None,
+            cosines.get(i) if cosines is not None else None,
+            terms,
+            reach.get(i, 1.0),
+        )
+        for i in dict.fromkeys([*keyword, *(cosines or {})])
+    }
 
 
 def _raw(doc_id: str, keyword: dict[str, float], vector: dict[str, float]) -> dict[str, Any]:

@@ -41,11 +41,13 @@ class RecallHit(BaseModel):
     why: dict[str, Any]
     created: str | None
     updated: str | None
+    relevance: float
     links: list[str] = Field(default_factory=list, exclude_if=lambda v: not v)  # other hits
 
 
 class RecallOut(BaseModel):
     results: list[RecallHit]
+    note: str | None = None
 
 
 def _plain(schema: dict[str, Any]) -> None:

@@ -37,6 +37,7 @@ from ..models import (
     jsonable,
     parse_time,
 )
+from ..retrieval import no_match_note
 from ..service import MemoryService, current_client
 from .notify import Notifier
 from .resources import note_uri
@@ -121,18 +122,21 @@ def recall(
     until: Annotated[str | None, Field(description="ISO date: changed before")] = None,
     include_archived: Archived = False,
     include_expired: Annotated[bool, Field(description="also expired ones")] = False,
+    min_relevance: Annotated[float | None, Field(description="0..1; 0 keeps all")] = None,
 ) -> RecallOut:
     """Search memory by keywords and meaning before answering what may depend on the
     user's preferences, history or facts."""
     filters = _filters(types, tags, folder, scope, since, until, include_archived)
-    filters = replace(filters, include_expired=include_expired)
+    filters = replace(filters, include_expired=include_expired, min_relevance=min_relevance)
     hits = service.recall(query, k=k, filters=filters)
     among = linked_among(service.records, [h.id for h in hits])
     service.access.hit(h.id for h in hits)  # returned to a client: counted
+    floor = service.settings.min_relevance if min_relevance is None else min_relevance
     return RecallOut(
         results=[
             RecallHit.model_validate({**asdict(h), "links": among.get(h.id, [])}) for h in hits
-        ]
+        ],
+        note=None if hits else no_match_note(floor),
     )
 
 

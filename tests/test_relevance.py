@@ -1,0 +1,124 @@
+"""Relevance: an absolute 0..1 signal per hit, and an honest "no match" below the floor."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memvault.index.rank import relevance
+from memvault.models import Filters
+from memvault.server.tools import recall
+from memvault.service import MemoryService
+
+FLOOR = 0.5  # the calibrated cut (docs/benchmarks.md); the default is still 0
+MEMORIES = (
+    "Dentist appointment with Dr. Okafor on Thursday at 3pm.",
+    "The user prefers dark mode in every editor.",
+    "The user's dog is a beagle named Pepper.",
+    "We chose PostgreSQL for the billing service.",
+    "Weekly status emails go out on Friday morning.",
+)
+
+
+def _fill(service: MemoryService) -> dict[str, str]:
+    ids = {}
+    for text in MEMORIES:
+        result = service.remember(text, type="fact")
+        assert result.memory is not None
+        ids[text] = result.memory.id
+    return ids
+
+
+def test_an_unrelated_query_gets_no_results_and_a_note_saying_so(service: MemoryService) -> None:
+    _fill(service)
+    out = recall(service, "Kubernetes cluster upgrade schedule", min_relevance=FLOOR)
+    assert out.results == []
+    assert out.note is not None and "no relevant memory" in out.note
+    assert service.recall("favourite football team", filters=Filters(min_relevance=FLOOR)) == []
+
+
+def test_a_relevant_query_returns_its_memory_with_relevance_above_the_floor(
+    service: MemoryService,
+) -> None:
+    ids = _fill(service)
+    out = recall(service, "when is my dentist appointment", min_relevance=FLOOR)
+    assert out.note is None
+    assert out.results[0].id == ids[MEMORIES[0]]
+    assert FLOOR <= out.results[0].relevance <= 1.0
+    assert out.results[0].why["relevance"] == round(out.results[0].relevance, 3)
+    assert all(hit.relevance >= FLOOR for hit in out.results)
+
+
+def test_min_relevance_zero_returns_every_candidate_as_before(service: MemoryService) -> None:
+    _fill(service)
+    everything = service.recall(
+        "Kubernetes cluster upgrade", k=10, filters=Filters(min_relevance=0)
+    )
+    assert len(everything) == len(MEMORIES)  # the vector leg reaches every memory
+    assert all(0.0 <= hit.relevance < FLOOR for hit in everything)
+    assert [h.score for h in everything] == sorted((h.score for h in everything), reverse=True)
+
+
+def test_an_archived_memory_asked_for_gives_no_match_rather_than_junk(
+    service: MemoryService,
+) -> None:
+    ids = _fill(service)
+    assert recall(service, "dentist", min_relevance=FLOOR).results[0].id == ids[MEMORIES[0]]
+    service.forget(ids[MEMORIES[0]], reason="done")
+    out = recall(service, "dentist", min_relevance=FLOOR)
+    assert out.results == [] and out.note is not None
+    archived = recall(service, "dentist", include_archived=True, min_relevance=FLOOR)
+    assert [hit.id for hit in archived.results] == [ids[MEMORIES[0]]]
+
+
+def test_an_exact_phrase_is_more_relevant_than_an_unrelated_memory(
+    service: MemoryService,
+) -> None:
+    ids = _fill(service)
+    hits = service.recall("a beagle named Pepper", k=10, filters=Filters(min_relevance=0))
+    level = {hit.id: hit.relevance for hit in hits}
+    dog = level[ids[MEMORIES[2]]]
+    assert dog >= FLOOR
+    assert all(dog > other + 0.3 for i, other in level.items() if i != ids[MEMORIES[2]])
+
+
+def test_full_text_only_still_judges_relevance_from_bm25(text_only: MemoryService) -> None:
+    ids = _fill(text_only)
+    found = recall(text_only, "dentist appointment", min_relevance=FLOOR)
+    assert [hit.id for hit in found.results] == [ids[MEMORIES[0]]]
+    assert found.results[0].relevance >= FLOOR
+    assert recall(text_only, "Kubernetes cluster upgrade", min_relevance=FLOOR).note is not None
+    weak = text_only.recall("the user", k=10, filters=Filters(min_relevance=0))
+    assert weak and all(hit.relevance < found.results[0].relevance for hit in weak)
+
+
+def test_a_min_relevance_outside_zero_to_one_is_refused(service: MemoryService) -> None:
+    import pytest
+
+    from memvault.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="min_relevance"):
+        service.recall("dentist", filters=Filters(min_relevance=1.5))
+
+
+@given(
+    st.floats(0, 60),
+    st.floats(0, 60),
+    st.floats(-1, 1),
+    st.floats(-1, 1),
+    st.integers(1, 20),
+)
+def test_relevance_is_in_unit_range_and_grows_with_each_signal(
+    low_bm25: float, high_bm25: float, low_cos: float, high_cos: float, terms: int
+) -> None:
+    low_bm25, high_bm25 = sorted((low_bm25, high_bm25))
+    low_cos, high_cos = sorted((low_cos, high_cos))
+    for legs in ((True, True), (True, False), (False, True)):
+
+        def level(b: float, c: float, legs: tuple[bool, bool] = legs) -> float:
+            return relevance(b if legs[0] else None, c if legs[1] else None, terms)
+
+        low, high = level(low_bm25, low_cos), level(high_bm25, high_cos)
+        assert 0.0 <= low <= high <= 1.0 and not math.isnan(low)
