@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import tempfile
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -88,6 +89,12 @@ def records(service: MemoryService, as_of: str, filters: Filters | None = None) 
     filters = filters or Filters()
     sha = resolve(service, as_of)
     return [i for i in (m.info() for m in memories(service, sha)) if filters.accepts(i)]
+
+
+def records_of(service: MemoryService, as_of: str) -> Callable[[Filters], list[MemoryInfo]]:
+    """The records of ``as_of`` as a function of filters (what link resolution asks for)."""
+    everything = records(service, as_of, Filters(include_archived=True))
+    return lambda filters: [i for i in everything if filters.accepts(i)]
 
 
 def recall(

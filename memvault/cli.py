@@ -16,7 +16,7 @@ import click
 from . import __version__
 from .config import default_vault_path, load_settings
 from .errors import MemvaultError, explain_unexpected
-from .models import Filters, MemoryInfo, jsonable
+from .models import Access, Filters, MemoryInfo, Page, jsonable, sort_infos
 from .retrieval import no_match_note
 
 log = logging.getLogger("memvault")
@@ -296,6 +296,7 @@ def update(
     default=None,
     help="Drop results less relevant than this (0..1; 0 keeps all). Default: the setting.",
 )
+@click.option("--as-of", default=None, help="As the vault was then: ISO time or commit.")
 @pass_ctx
 def search(
     ctx: Ctx,
@@ -309,6 +310,7 @@ def search(
     include_expired: bool,
     explain: bool,
     min_relevance: float | None,
+    as_of: str | None,
 ) -> None:
     """Hybrid search (BM25 + vectors + recency/importance); each result shows its
     relevance (0..1, absolute) and its score (rank among this query's results)."""
@@ -321,9 +323,14 @@ def search(
         min_relevance=min_relevance,
     )
     with _errors(ctx):
-        service = _service(ctx, recover=False)
-        results = service.recall(query, k=k, filters=filters, mode=mode)
-        service.access.hit(r.id for r in results)  # shown to a person: counted
+        service = _service(ctx, recover=False, embedder=as_of is None)
+        if as_of is not None:  # full text over that commit's files
+            from .asof import recall
+
+            results = recall(service, query, as_of, k, filters)
+        else:
+            results = service.recall(query, k=k, filters=filters, mode=mode)
+            service.access.hit(r.id for r in results)  # shown to a person: counted
         floor = service.settings.min_relevance if min_relevance is None else min_relevance
 
     def human() -> None:
@@ -343,13 +350,19 @@ def search(
 
 @cli.command()
 @click.argument("id_or_path")
+@click.option("--as-of", default=None, help="As the vault was then: ISO time or commit.")
 @pass_ctx
-def show(ctx: Ctx, id_or_path: str) -> None:
-    """A memory with its metadata."""
+def show(ctx: Ctx, id_or_path: str, as_of: str | None) -> None:
+    """A memory with its metadata (or as it was at --as-of)."""
     with _errors(ctx):
         service = _service(ctx, recover=False, embedder=False)
-        memory = service.get(id_or_path)
-        seen = service.access.hit([memory.id])[memory.id]  # as it was before this read
+        if as_of is not None:
+            from .asof import get
+
+            memory, seen = get(service, id_or_path, as_of), Access()
+        else:
+            memory = service.get(id_or_path)
+            seen = service.access.hit([memory.id])[memory.id]  # as it was before this read
     data = {**memory.summary(), **asdict(seen), "meta": jsonable(memory.meta), "body": memory.body}
     if memory.problems:
         data["problems"] = list(memory.problems)
@@ -411,6 +424,7 @@ def links(ctx: Ctx, id_or_path: str, depth: int) -> None:
 )
 @click.option("--include-archived", is_flag=True)
 @click.option("--include-expired", is_flag=True, help="Also memories past expires.")
+@click.option("--as-of", default=None, help="As the vault was then: ISO time or commit.")
 @pass_ctx
 def list_(
     ctx: Ctx,
@@ -421,6 +435,7 @@ def list_(
     sort: str,
     include_archived: bool,
     include_expired: bool,
+    as_of: str | None,
 ) -> None:
     """Memories, newest first; unreadable files are reported on stderr."""
     filters = Filters(
@@ -432,7 +447,12 @@ def list_(
     )
     with _errors(ctx):
         service = _service(ctx, recover=False, embedder=False)
-        page = service.list_memories(filters, sort=sort, limit=limit)
+        if as_of is not None:
+            from .asof import records
+
+            page = Page.of(sort_infos(records(service, as_of, filters), sort), limit, None)
+        else:
+            page = service.list_memories(filters, sort=sort, limit=limit)
         seen = service.access.of(m.id for m in page.memories)
     for problem in page.unreadable:
         click.echo(f"warning: {problem.message}", err=True)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from click.testing import CliRunner
 
 from memvault import asof
+from memvault.cli import cli
 from memvault.errors import InvalidInputError, MemoryNotFoundError
 from memvault.service import MemoryService
 
 from .helpers import git
+from .test_links import tool
 
 Story = tuple[MemoryService, str, str, str]
 
@@ -70,3 +75,29 @@ def test_a_memory_that_did_not_exist_yet_and_a_bad_as_of_are_clear_errors(story:
         asof.get(service, later.memory.id, v1)
     with pytest.raises(InvalidInputError, match="neither a time"):
         asof.get(service, later.memory.id, "not-a-rev")
+
+
+def test_the_tools_answer_as_of_a_commit_over_mcp(story: Story) -> None:
+    service, memory_id, v1, _ = story
+    then = tool(service, "get_memory", {"id": memory_id, "as_of": v1})
+    assert "Elm Street" in then["body"] and then["path"].startswith("facts/")
+    now = tool(service, "get_memory", {"id": memory_id})
+    assert "Oak Street" in now["body"] and now["path"] == "people/dentist.md"
+    listed = tool(service, "list_memories", {"as_of": v1})
+    assert [m["id"] for m in listed["memories"]] == [memory_id]
+    found = tool(service, "recall", {"query": "Elm Street", "as_of": v1})
+    assert [h["id"] for h in found["results"]] == [memory_id]
+    assert "full text only" in found["results"][0]["why"]["as_of"]
+
+
+def test_the_command_line_shows_and_searches_as_of(story: Story) -> None:
+    service, memory_id, v1, _ = story
+    runner = CliRunner()
+    base = ["--vault", str(service.root), "--json"]
+    shown = runner.invoke(cli, [*base, "show", memory_id, "--as-of", v1])
+    assert shown.exit_code == 0, shown.output
+    assert "Elm Street" in json.loads(shown.stdout)["body"]
+    found = runner.invoke(cli, [*base, "search", "Elm", "--as-of", v1])
+    assert [r["id"] for r in json.loads(found.stdout)] == [memory_id]
+    bad = runner.invoke(cli, ["--vault", str(service.root), "show", memory_id, "--as-of", "x"])
+    assert bad.exit_code == 1 and "neither a time" in bad.stderr

@@ -23,7 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from .. import changes, lifecycle, profile, reports
+from .. import asof, changes, lifecycle, profile, reports
 from ..errors import InvalidInputError, MemvaultError, explain_unexpected
 from ..history import CLONE_WARNING
 from ..links import Graph, graph_of, linked_among
@@ -31,11 +31,14 @@ from ..models import (
     Access,
     Archival,
     Filters,
+    Hit,
     Memory,
+    Page,
     RememberResult,
     WriteResult,
     jsonable,
     parse_time,
+    sort_infos,
 )
 from ..retrieval import no_match_note
 from ..service import MemoryService, current_client
@@ -78,6 +81,7 @@ Folder = Annotated[str | None, Field(description="under this folder")]
 Scope = Annotated[list[str] | None, Field(description="only these scopes")]
 Archived = Annotated[bool, Field(description="also archived ones")]
 When = Annotated[str | None, Field(description="ISO date/time")]
+AsOf = Annotated[str | None, Field(description="as it was then: ISO time or commit")]
 Unit = Annotated[float, Field(description="0..1")]
 Sort = Literal["updated", "created", "importance", "path"]
 Status = Literal["active", "superseded", "archived"]
@@ -123,25 +127,25 @@ def recall(
     include_archived: Archived = False,
     include_expired: Annotated[bool, Field(description="also expired ones")] = False,
     min_relevance: Annotated[float | None, Field(description="0..1; 0 keeps all")] = None,
+    as_of: AsOf = None,
 ) -> RecallOut:
     """Search memory by keywords and meaning before answering what may depend on the
     user's preferences, history or facts."""
     filters = _filters(types, tags, folder, scope, since, until, include_archived)
     filters = replace(filters, include_expired=include_expired, min_relevance=min_relevance)
+    if as_of:
+        return _recall_out(service, asof.recall(service, query, as_of, k, filters), None)
     hits = service.recall(query, k=k, filters=filters)
-    among = linked_among(service.records, [h.id for h in hits])
     service.access.hit(h.id for h in hits)  # returned to a client: counted
     floor = service.settings.min_relevance if min_relevance is None else min_relevance
-    return RecallOut(
-        results=[
-            RecallHit.model_validate({**asdict(h), "links": among.get(h.id, [])}) for h in hits
-        ],
-        note=None if hits else no_match_note(floor),
-    )
+    return _recall_out(service, hits, None if hits else no_match_note(floor))
 
 
-def get_memory(service: MemoryService, id: Id) -> MemoryOut:
+def get_memory(service: MemoryService, id: Id, as_of: AsOf = None) -> MemoryOut:
     """One memory in full: links, backlinks, and the `revision` for update_memory."""
+    if as_of:  # links resolve among the memories of that time; no access counted
+        memory = asof.get(service, id, as_of)
+        return _memory_out(memory, graph_of(asof.records_of(service, as_of), memory.info()))
     memory = service.get(id)
     seen = service.access.hit([memory.id])[memory.id]
     return _memory_out(memory, graph_of(service.records, memory.info()), seen)
@@ -157,10 +161,14 @@ def list_memories(
     sort: Annotated[Sort, Field(description="order")] = "updated",
     limit: Annotated[int, Field(ge=1, le=500, description="page size")] = 50,
     cursor: Annotated[str | None, Field(description="last next_cursor")] = None,
+    as_of: AsOf = None,
 ) -> ListOut:
     """Browse memories without a query (newest first)."""
     filters = _filters(types, tags, folder, scope, None, None, include_archived)
-    page = service.list_memories(filters, sort, limit, cursor)
+    if as_of:
+        page = Page.of(sort_infos(asof.records(service, as_of, filters), sort), limit, cursor)
+    else:
+        page = service.list_memories(filters, sort, limit, cursor)
     seen = service.access.of(m.id for m in page.memories)
     memories = [
         MemorySummary.model_validate(m.summary() | asdict(seen[m.id])) for m in page.memories
@@ -395,7 +403,14 @@ def _remember_out(result: RememberResult) -> RememberOut:
     )
 
 
-def _memory_out(memory: Memory, graph: Graph, seen: Access) -> MemoryOut:
+def _recall_out(service: MemoryService, hits: list[Hit], note: str | None) -> RecallOut:
+    among = linked_among(service.records, [h.id for h in hits])
+    results = [RecallHit.model_validate({**asdict(h), "links": among.get(h.id, [])}) for h in hits]
+    return RecallOut(results=results, note=note)
+
+
+def _memory_out(memory: Memory, graph: Graph, seen: Access | None = None) -> MemoryOut:
+    seen = seen or Access()
     links = [
         LinkOut(id=o.memory.id, title=o.memory.title)
         if o.memory
