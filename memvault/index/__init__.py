@@ -294,17 +294,7 @@ class Index:
             narrow = filters is not None and filters.narrowing
             limit = NARROW_KEYWORD_CANDIDATES if narrow else KEYWORD_CANDIDATES
             keyword = {i: s for i, s in self.text.search(query.text, limit).items() if keep(i)}
-        vector: dict[str, float] = {}
-        cosines: dict[str, float] = {}  # vector candidates and keyword-only ones
-        if query.mode in ("hybrid", "vector"):
-            embedder = self.loader.get(timeout=wait_for_vectors)
-            if embedder is None:
-                state = self.loader.state()
-                notes["note"] = f"full text only: embedder {state['state']}" + (
-                    f" ({state['reason']})" if state.get("reason") else ""
-                )
-            else:
-                vector, cosines = self._nearest_to_query(embedder, query.text, keep, keyword)
+        vector, cosines = self._vector_leg(query, keep, keyword, wait_for_vectors, notes)
         reach = self._keyword_reach(query.text, [*keyword, *vector]) if vector else {}
         scored = _relevance(query, keyword, cosines if vector else None, reach)
         floor = self._min_relevance(filters)
@@ -334,6 +324,27 @@ class Index:
             SearchHit(docs[r.id], r.score, {**r.why, **why[r.id], **notes}, scored[r.id])
             for r in ranked_hits
         ]
+
+    def _vector_leg(
+        self,
+        query: SearchQuery,
+        keep: Callable[[str], bool],
+        keyword: dict[str, float],
+        wait: float,
+        notes: dict[str, Any],
+    ) -> tuple[dict[str, float], dict[str, float]]:
+        """(vector candidates, cosines of those and of keyword-only ones); a note in
+        ``notes`` when no embedder is there to run it."""
+        if query.mode not in ("hybrid", "vector"):
+            return {}, {}
+        embedder = self.loader.get(timeout=wait)
+        if embedder is None:
+            state = self.loader.state()
+            notes["note"] = f"full text only: embedder {state['state']}" + (
+                f" ({state['reason']})" if state.get("reason") else ""
+            )
+            return {}, {}
+        return self._nearest_to_query(embedder, query.text, keep, keyword)
 
     def _min_relevance(self, filters: Filters | None) -> float:
         """The filters' floor, else the setting's (0 keeps every candidate)."""
