@@ -37,9 +37,13 @@ TRAILER_OPS = {
     "forget-delete": "deleted",
     "forget-purge": "deleted",
     "revert": "reverted",
+    "archive": "archived",  # consolidate's steps
+    "merge": "superseded",
+    "supersede": "superseded",
 }
 PERSON_OPS = ("", "external")  # no memvault op: a person's commit (by hand, obsidian-git)
 ONE_MEMORY_OPS = ("update", "forget-archive", "forget-delete", "forget-purge", "revert")
+ONE_MEMORY_OPS += ("archive", "merge", "supersede")
 QUIET_FIELDS = frozenset({"updated"})  # changes with every rewrite: says nothing
 
 

@@ -140,13 +140,19 @@ def _texts(service: MemoryService, infos: Iterable[MemoryInfo]) -> dict[str, str
 
 
 def _apply(service: MemoryService, proposal: Proposal) -> Proposal:
+    """One proposal as one commit named for what it does (``merge:``, ``supersede:``,
+    ``archive:``). A memory the user stated (``source: user``) is never superseded or
+    merged away without them: that proposal is left for a person to confirm."""
     try:
         if proposal.kind in ("merge", "supersede"):
             keep, drop = proposal.ids
+            if str(service.get(drop).meta.get("source") or "") == "user":
+                note = "the user stated it: confirm with update_memory(status=superseded)"
+                return replace(proposal, reason=f"{proposal.reason} (not applied: {note})")
             fields = {"status": "superseded", "superseded_by": keep}
-            result = service.update(drop, fields=fields)
+            result = service.update(drop, fields=fields, op=proposal.kind)
         else:
-            result = service.forget(proposal.ids[0], "archive", proposal.reason)
+            result = service.forget(proposal.ids[0], "archive", proposal.reason, op="archive")
     except MemvaultError as exc:
         return replace(proposal, reason=f"{proposal.reason} (not applied: {exc})")
     return replace(proposal, applied=True, commit=result.commit)

@@ -336,6 +336,7 @@ class MemoryService:
         title: str | None = None,
         expected_revision: str | None = None,
         links: Sequence[str] = (),
+        op: str = "update",  # the commit's subject and Memvault-Op (consolidate: merge...)
     ) -> WriteResult:
         """Change a memory's body and/or frontmatter, keeping everything else of the file."""
         guard.check_update(self.settings, content, title, fields or {}, expected_revision)
@@ -357,7 +358,7 @@ class MemoryService:
                 raise InvalidInputError("nothing to update: give content, title or fields")
             self._rewrite(memory, changes, body)
             sha = self.history.commit(
-                [memory.path], f"update: {memory.path}", self._trailers("update", memory.id)
+                [memory.path], f"{op}: {memory.path}", self._trailers(op, memory.id)
             )
         fresh = self.vault.read(memory.path)
         self.indexing.upsert([fresh])
@@ -370,7 +371,7 @@ class MemoryService:
         self.vault.rewrite(memory, changes, body, self.clock().replace(microsecond=0))
 
     def forget(
-        self, id_or_path: str, mode: str = "archive", reason: str | None = None
+        self, id_or_path: str, mode: str = "archive", reason: str | None = None, op: str = ""
     ) -> WriteResult:
         """archive (default, reversible: status + move to archive/), delete, or purge."""
         if mode not in FORGET_MODES:
@@ -398,7 +399,8 @@ class MemoryService:
                     new_path = self.vault.free_path("archive", _stem_path(memory.path))
                     self.vault.move(memory.path, new_path)
                 paths = [memory.path, new_path]
-            sha = self.history.commit(paths, f"forget: {memory.path} ({mode})", trailers)
+            subject = f"{op}: {memory.path}" if op else f"forget: {memory.path} ({mode})"
+            sha = self.history.commit(paths, subject, trailers)
         if new_path:  # replaced in place (same id): never absent from the index meanwhile
             fresh = self.vault.read(new_path)
             self.indexing.upsert([fresh])

@@ -478,3 +478,29 @@ def test_a_vault_that_enables_scheduled_forgetting_gets_its_expired_memories_arc
     finally:
         stop.set()
         service.close()
+
+
+def test_consolidation_commits_say_what_they_do_and_never_supersede_what_the_user_stated(
+    service: MemoryService,
+) -> None:
+    kept = service.remember(
+        "The user's favourite editor is Neovim.", type="preference", importance=0.9
+    )
+    stated = service.remember(
+        "The user's favourite editor is Neovim.",
+        type="preference",
+        importance=0.4,
+        source="user",
+        check_similar=False,
+    )
+    assert kept.memory and stated.memory
+    commits = commit_count(service.root)
+    (proposal,) = [p for p in lifecycle.consolidate(service, dry_run=False) if p.kind == "merge"]
+    assert not proposal.applied and "the user stated it" in proposal.reason
+    assert service.get(stated.memory.id).status == "active"
+    assert commit_count(service.root) == commits
+    service.update(stated.memory.id, fields={"source": "conversation"})
+    (done,) = [p for p in lifecycle.consolidate(service, dry_run=False) if p.kind == "merge"]
+    assert done.applied and service.get(stated.memory.id).status == "superseded"
+    assert git(service.root, "log", "-1", "--format=%s").startswith("merge: ")
+    assert "Memvault-Op: merge" in git(service.root, "log", "-1", "--format=%B")

@@ -204,7 +204,7 @@ def test_consolidate_proposes_then_applies_merges_as_separate_commits(
     applied = run(service, mode, body)
     assert applied["proposals"][0]["applied"] is True
     assert service.get(b.memory.id).status == "superseded"
-    assert git(service.vault.root, "log", "-1", "--format=%s").startswith("update: ")
+    assert git(service.vault.root, "log", "-1", "--format=%s").startswith("merge: ")
 
 
 @pytest.mark.parametrize("mode", MODES)
