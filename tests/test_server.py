@@ -67,7 +67,8 @@ def test_every_tool_has_a_description_schema_and_annotations(
             assert t.annotations is not None
         assert tools["recall"].annotations.read_only_hint is True
         assert tools["forget"].annotations.destructive_hint is True
-        assert tools["remember"].annotations.read_only_hint is False
+        assert not tools["remember"].annotations.read_only_hint  # false by default (MCP)
+        assert tools["remember"].annotations.destructive_hint is False
 
     run(service, mode, body)
 

@@ -122,8 +122,8 @@ def recall(
     tags: Tags = None,
     folder: Folder = None,
     scope: Scope = None,
-    since: Annotated[str | None, Field(description="ISO date: changed since")] = None,
-    until: Annotated[str | None, Field(description="ISO date: changed before")] = None,
+    since: Annotated[str | None, Field(description="ISO date: created since")] = None,
+    until: Annotated[str | None, Field(description="ISO date: created before")] = None,
     include_archived: Archived = False,
     include_expired: Annotated[bool, Field(description="also expired ones")] = False,
     min_relevance: Annotated[float | None, Field(description="0..1; 0 keeps all")] = None,
@@ -317,8 +317,8 @@ def vault_status(service: MemoryService) -> StatusOut:
 # Only what differs from the spec's defaults (not read-only, destructive, not idempotent),
 # but for the read-only flag of writers: hosts show it.
 READ = ToolAnnotations(read_only_hint=True)
-WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False)
-DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True)
+WRITE = ToolAnnotations(destructive_hint=False)  # readOnlyHint defaults to false (MCP)
+DESTRUCTIVE = ToolAnnotations(destructive_hint=True)
 TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
     (remember, WRITE),
     (recall, READ),
