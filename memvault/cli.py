@@ -498,10 +498,64 @@ def status(ctx: Ctx) -> None:
             f"index: {idx['memories']} indexed, {idx['with_vectors']} with vectors; "
             f"embedder {idx['embedder']} ({idx['state']}{reason})"
         )
+        if data.sync:
+            last = data.sync
+            state = f"not synced: {last['error']}" if last.get("error") else last["action"]
+            click.echo(f"last sync ({last['time']}, {last['remote']}): {state}")
+        for path in data.conflicts:
+            click.echo(f"conflict: {path}")
         for c in data.last_commits:
             click.echo(f"  {c['commit'][:10]} {c['date'][:19]} {c['subject']}")
 
     _emit(ctx, asdict(data), human)
+
+
+@cli.command()
+@click.option("--remote", default=None, help="Git remote (default: the branch's, else origin).")
+@pass_ctx
+def sync(ctx: Ctx, remote: str | None) -> None:
+    """Commit pending edits, fetch, integrate and push through a git remote.
+
+    Same memory changed on both sides: both texts are kept and the memory is flagged
+    `conflict` (see `resolve`). A remote that cannot be reached is reported, not an error.
+    """
+    from .syncing import sync as sync_vault
+
+    with _errors(ctx):
+        result = sync_vault(_service(ctx), remote)
+
+    def human() -> None:
+        where = f"{result.remote}/{result.branch}"
+        changed = f"{len(result.changed)} memory file(s) changed here"
+        click.echo(f"{where}: {result.action}; {changed}; {result.pushed} commit(s) pushed")
+        for path in result.conflicts:
+            click.echo(f"conflict: {path} (both versions kept: `memvault resolve {path} --keep`)")
+        if result.error:
+            click.echo(f"not synced: {result.error}")
+
+    _emit(ctx, asdict(result), human)
+
+
+@cli.command()
+@click.argument("id_or_path")
+@click.option(
+    "--keep",
+    type=click.Choice(["ours", "theirs", "both"]),
+    required=True,
+    help="ours: this vault's text; theirs: the other side's; both: one after the other.",
+)
+@pass_ctx
+def resolve(ctx: Ctx, id_or_path: str, keep: str) -> None:
+    """Settle a memory a sync left in conflict (one commit)."""
+    from .syncing import resolve_conflict
+
+    with _errors(ctx):
+        result = resolve_conflict(_service(ctx), id_or_path, keep)
+    _emit(
+        ctx,
+        {"id": result.memory.id, "path": result.memory.path, "commit": result.commit},
+        lambda: click.echo(f"resolved {result.memory.path} (kept {keep}): {result.commit}"),
+    )
 
 
 @cli.command()

@@ -23,6 +23,8 @@ def check_files(vault: Vault) -> list[Problem]:
     memories, problems = vault.scan()
     seen: dict[str, str] = {}
     for memory in memories:
+        if memory.status == "conflict":
+            problems.append(_conflict(memory.path))
         if memory.id_derived:
             continue
         if memory.id in seen:
@@ -37,6 +39,16 @@ def check_files(vault: Vault) -> list[Problem]:
         else:
             seen[memory.id] = memory.path
     return problems
+
+
+def _conflict(path: str) -> Problem:
+    return Problem(
+        path,
+        "conflict",
+        f"{path} holds two versions from a sync: keep one with `memvault resolve {path} "
+        "--keep ours|theirs|both`, or edit the file by hand and remove the `## Conflicting "
+        "version` section and `status: conflict`",
+    )
 
 
 def check_uncommitted(history: History) -> list[Problem]:

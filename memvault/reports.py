@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from . import views
+from . import syncing, views
 from .errors import InvalidInputError, MemvaultError
 from .models import ChangeEvent, MemoryInfo, Status, jsonable
 from .note import strip_title, timestamp
@@ -43,6 +43,8 @@ def status(service: MemoryService, wait_for_embedder: float | None = None) -> St
         uncommitted=len(service.history.uncommitted()),
         last_commits=[c.brief() for c in service.history.log(limit=5)],
         index=service.index_status(),
+        conflicts=[m.path for m in memories if m.status == "conflict"],
+        sync=syncing.last_sync(service),
     )
 
 

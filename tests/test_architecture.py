@@ -37,6 +37,8 @@ INNER = [
     "guard",
     "views",
     "sync",
+    "syncing",
+    "merging",
     "retrieval",
     "service",
     "lifecycle",
@@ -49,6 +51,7 @@ INNER = [
 ]
 FORBIDDEN = ("mcp", "click", "memvault.server", "memvault.cli", "uvicorn")
 PURE = ["frontmatter", "ids", "note", "text", "models", "policy", "facts", "index/rank", "views"]
+PURE += ["merging"]
 SERVER = sorted(f"server/{p.stem}" for p in (PACKAGE / "server").glob("*.py"))
 ADAPTERS = ["cli", "watcher", *SERVER]
 # What a pure module must not drag in, even indirectly: index engines, databases, numeric

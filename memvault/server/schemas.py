@@ -145,3 +145,5 @@ class StatusOut(BaseModel):
     uncommitted: int
     last_commits: list[dict[str, Any]]
     index: dict[str, Any]
+    conflicts: list[str] = []
+    sync: dict[str, Any] | None = None
