@@ -3,13 +3,16 @@ from it (real git, real files, real Whoosh); no network, file-path remotes only.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import json
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from mcp import Client
 
 from memvault import frontmatter, merging
 from memvault.config import Settings
@@ -17,11 +20,12 @@ from memvault.doctor import run_checks
 from memvault.errors import InvalidInputError
 from memvault.models import ChangeEvent
 from memvault.reports import status
+from memvault.server import build_server
 from memvault.service import MemoryService
 from memvault.syncing import resolve_conflict, sync
 from memvault.template import create_vault
 
-from .helpers import git, run_memvault
+from .helpers import call_tool, git, run_memvault, watching
 
 EARLY = dt.datetime(2026, 11, 1, 9, 0, tzinfo=dt.UTC)
 LATE = dt.datetime(2026, 11, 2, 9, 0, tzinfo=dt.UTC)
@@ -276,6 +280,62 @@ def test_sync_commits_a_persons_pending_edit_before_integrating(pair: Pair) -> N
     assert sync(pair.b).pushed == 1
     sync(pair.a)
     assert "Added by hand." in (pair.a.root / path).read_text(encoding="utf-8")
+
+
+def test_sync_while_the_watcher_runs_adds_no_commit_of_its_own(pair: Pair) -> None:
+    written = pair.a.remember("The build server is named osprey", type="fact").memory
+    assert written is not None
+    sync(pair.a)
+    with watching(pair.b) as (_, watcher, _events):
+        result = sync(pair.b)
+        assert result.action == "fast-forward"
+        assert watcher.wait_for(lambda: watcher.batches >= 1)
+    # stopping the watcher processed and committed everything it saw: nothing to commit
+    assert watcher.commits == 0 and watcher.errors == []
+    assert git(pair.b.root, "rev-parse", "HEAD") == git(pair.a.root, "rev-parse", "HEAD")
+    assert git(pair.b.root, "status", "--porcelain") == ""
+    assert [h.id for h in pair.b.recall("build server osprey")][:1] == [written.id]
+
+
+def test_the_sync_tool_answers_an_mcp_client_even_when_offline(pair: Pair) -> None:
+    written = pair.a.remember("Invoices go out on the first of the month", type="fact")
+    sync(pair.a)
+    server, notifier = build_server(pair.b)
+
+    async def main() -> tuple[dict[str, object], dict[str, object]]:
+        async with Client(server, mode="legacy") as client:
+            online = await call_tool(client, "sync", {})
+            shutil.rmtree(pair.remote)
+            offline = await call_tool(client, "sync", {"remote": "origin"})
+            return online, offline
+
+    try:
+        online, offline = asyncio.run(main())
+    finally:
+        pair.b.listeners.remove(notifier.on_change)
+    assert written.memory is not None and online["changed"] == [written.memory.path]
+    assert online["action"] == "fast-forward" and online["error"] is None
+    assert offline["action"] == "offline" and "could not fetch" in str(offline["error"])
+
+
+def test_the_command_line_syncs_and_resolves_a_conflict(pair: Pair) -> None:
+    memory_id = _shared(pair)
+    pair.a.update(memory_id, content="Reports are written in British English, no Oxford comma")
+    pair.b.update(memory_id, content="Reports are written in American English since March")
+    sync(pair.a)
+    vault = ["--vault", str(pair.b.root)]
+    done = run_memvault(*vault, "--json", "sync")
+    assert done.returncode == 0, done.stderr
+    path = pair.b.get(memory_id).path
+    assert json.loads(done.stdout)["conflicts"] == [path]
+    doctor = run_memvault(*vault, "doctor")
+    assert doctor.returncode == 1 and f"conflict      {path} holds two versions" in doctor.stdout
+    settled = run_memvault(*vault, "resolve", memory_id, "--keep", "theirs")
+    assert settled.returncode == 0, settled.stderr
+    assert "no Oxford comma" in pair.b.get(memory_id).body
+    again = run_memvault(*vault, "resolve", memory_id, "--keep", "theirs")
+    assert again.returncode == 1 and again.stderr.startswith("error: ")
+    assert "not in conflict" in again.stderr and "Traceback" not in again.stderr
 
 
 # -- the merge of two versions (pure) ----------------------------------------------------

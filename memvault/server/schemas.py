@@ -136,6 +136,19 @@ class ConsolidateOut(BaseModel):
     message: str
 
 
+class SyncOut(BaseModel):
+    remote: str
+    branch: str
+    action: str
+    fetched: bool
+    pushed: int
+    changed: list[str]
+    conflicts: list[str]
+    error: str | None = None
+    commit: str | None = None
+    time: str
+
+
 class StatusOut(BaseModel):
     vault: str
     memories: int

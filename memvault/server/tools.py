@@ -23,7 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from .. import changes, lifecycle, reports
+from .. import changes, lifecycle, reports, syncing
 from ..errors import InvalidInputError, MemvaultError, explain_unexpected
 from ..history import CLONE_WARNING
 from ..models import Filters, Memory, RememberResult, WriteResult, jsonable, parse_time
@@ -46,6 +46,7 @@ from .schemas import (
     RememberOut,
     SimilarOut,
     StatusOut,
+    SyncOut,
     WriteOut,
 )
 from .surface import MemvaultTool
@@ -229,6 +230,14 @@ def vault_status(service: MemoryService) -> StatusOut:
     return StatusOut.model_validate(asdict(reports.status(service)))
 
 
+def sync(
+    service: MemoryService,
+    remote: Annotated[str | None, Field(description="default origin")] = None,
+) -> SyncOut:
+    """Sync with the git remote; a memory changed on both sides keeps both texts."""
+    return SyncOut.model_validate(asdict(syncing.sync(service, remote)))
+
+
 # Only what differs from the spec's defaults (not read-only, destructive, not idempotent),
 # but for the read-only flag of writers: hosts show it.
 READ = ToolAnnotations(read_only_hint=True)
@@ -247,6 +256,7 @@ TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
     (revert_memory, WRITE),
     (consolidate, WRITE),
     (vault_status, READ),
+    (sync, WRITE),
 ]
 
 
