@@ -179,7 +179,7 @@ def _rebase(history: History, onto: str) -> bool:
         history.run("rebase", "--quiet", "--no-autostash", onto)
     except GitError as exc:
         log.info("rebase did not apply cleanly, merging instead: %s", _short(exc))
-        history.run("rebase", "--abort", check=False)
+        _undo(history, "rebase")
         return False
     return True
 
@@ -202,12 +202,25 @@ def _merge(service: MemoryService, remote: str, branch: str, theirs: str) -> tup
         message = format_message(f"sync: merge {remote}/{branch}", trailers)
         history.run("commit", "-q", "--no-verify", "-F", "-", input_text=message)
     except (MemvaultError, OSError) as exc:
-        history.run("merge", "--abort", check=False)
+        _undo(history, "merge")
         raise MemvaultError(
             f"sync could not merge {remote}/{branch} ({exc}); the merge was undone and the "
             "vault is as it was: run `memvault doctor`, then merge by hand with git"
         ) from exc
     return conflicts
+
+
+def _undo(history: History, what: str) -> None:
+    """Abort a rebase or merge; if even that fails, say so (never a silent half-way)."""
+    try:
+        history.run(what, "--abort")
+    except GitError as exc:
+        if what == "merge" and not (history.root / ".git" / "MERGE_HEAD").exists():
+            return  # the merge never started: nothing to undo
+        raise MemvaultError(
+            f"sync could not undo a {what} it started ({_short(exc)}): the vault is mid-{what};"
+            f" run `git -C {history.root} {what} --abort`, fix what it reports, then sync"
+        ) from exc
 
 
 def _settle(service: MemoryService, remote: str, theirs: str) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from mcp import Client
 from memvault import frontmatter, merging
 from memvault.config import Settings
 from memvault.doctor import run_checks
-from memvault.errors import InvalidInputError
+from memvault.errors import InvalidInputError, MemvaultError
 from memvault.models import ChangeEvent
 from memvault.reports import status
 from memvault.server import build_server
@@ -336,6 +336,43 @@ def test_the_command_line_syncs_and_resolves_a_conflict(pair: Pair) -> None:
     again = run_memvault(*vault, "resolve", memory_id, "--keep", "theirs")
     assert again.returncode == 1 and again.stderr.startswith("error: ")
     assert "not in conflict" in again.stderr and "Traceback" not in again.stderr
+
+
+def test_a_conflict_is_also_settled_by_an_ordinary_update(pair: Pair) -> None:
+    memory_id = _shared(pair)
+    pair.a.update(memory_id, content="Reports are written in British English, no Oxford comma")
+    pair.b.update(memory_id, content="Reports are written in American English since March")
+    sync(pair.a)
+    sync(pair.b)
+    pair.b.update(memory_id, content="Reports: American English", fields={"status": "active"})
+    assert pair.b.get(memory_id).status == "active"
+    assert _problems(pair.b) == []
+
+
+def test_a_merge_that_cannot_finish_is_undone_and_reported(pair: Pair, tmp_path: Path) -> None:
+    """A required git clean filter (as git-crypt or LFS set up) that refuses the merged
+    file: memvault cannot stage it, and nothing is left half-way."""
+    memory_id = _shared(pair)
+    pair.a.update(memory_id, content="Reports are written in British English, no Oxford comma")
+    pair.b.update(memory_id, content="Reports are written in American English since March")
+    sync(pair.a)
+    seal = tmp_path / "seal.sh"
+    seal.write_text(
+        '#!/bin/sh\nt=$(mktemp); cat > "$t"\n'
+        'if grep -q "Conflicting version" "$t"; then rm "$t"; exit 1; fi\ncat "$t"; rm "$t"\n'
+    )
+    seal.chmod(0o755)
+    git(pair.b.root, "config", "filter.seal.clean", str(seal))
+    git(pair.b.root, "config", "filter.seal.smudge", "cat")
+    git(pair.b.root, "config", "filter.seal.required", "true")
+    (pair.b.root / ".git" / "info" / "attributes").write_text("*.md filter=seal\n")
+    head = git(pair.b.root, "rev-parse", "HEAD")
+    with pytest.raises(MemvaultError, match="the merge was undone"):
+        sync(pair.b)
+    git_dir = pair.b.root / ".git"
+    assert not any((git_dir / f).exists() for f in ("MERGE_HEAD", "rebase-merge", "rebase-apply"))
+    assert git(pair.b.root, "rev-parse", "HEAD") == head
+    assert git(pair.b.root, "status", "--porcelain", "--untracked-files=all") == ""
 
 
 # -- the merge of two versions (pure) ----------------------------------------------------
