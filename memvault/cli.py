@@ -142,12 +142,16 @@ def cli(click_ctx: click.Context, vault: Path | None, as_json: bool, debug: bool
 
 @cli.command()
 @click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.option("--clone", "url", default=None, help="Start from this git remote (any git URL).")
 @pass_ctx
-def init(ctx: Ctx, path: Path | None) -> None:
-    """Create a vault from the template (git init + first commit)."""
+def init(ctx: Ctx, path: Path | None, url: str | None) -> None:
+    """Create a vault from the template (git init + first commit), or clone one."""
     from .template import create_vault
 
     target = (path or ctx.vault).expanduser()
+    if url:
+        _clone(ctx, url, target)
+        return
     with _errors(ctx):
         created = create_vault(target)
     state = "created" if created else "exists"
@@ -158,6 +162,24 @@ def init(ctx: Ctx, path: Path | None) -> None:
             f"{'Created vault' if created else 'Vault already exists'} at {target.resolve()}"
         ),
     )
+
+
+def _clone(ctx: Ctx, url: str, target: Path) -> None:
+    from .service import MemoryService
+    from .syncing import clone_vault
+
+    with _errors(ctx):
+        state = clone_vault(url, target)
+        service = MemoryService.open(target, load_settings(target))
+        indexed = service.sync_index()
+        service.close()
+    where = target.resolve()
+    lines = {
+        "cloned": f"Cloned {url} into {where}: {indexed} memories indexed",
+        "created": f"{url} is empty: created a vault at {where}; `memvault sync` fills it",
+    }
+    data = {"vault": str(where), "state": state, "remote": url, "indexed": indexed}
+    _emit(ctx, data, lambda: click.echo(lines[state]))
 
 
 @cli.command()

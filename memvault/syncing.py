@@ -16,16 +16,20 @@ import datetime as dt
 import json
 import logging
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import frontmatter, merging, recovery
+from .config import Settings
 from .errors import GitError, InvalidInputError, MemvaultError
 from .history import History, format_message
 from .models import ChangeEvent, WriteResult
+from .template import create_vault, exclude_state_dir
 
 if TYPE_CHECKING:
     from .service import MemoryService
@@ -383,6 +387,32 @@ def last_sync(service: MemoryService) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+# -- starting from a remote ---------------------------------------------------------
+def clone_vault(url: str, root: Path, settings: Settings | None = None) -> str:
+    """Make ``root`` (new or empty) a vault cloned from ``url``: "cloned", or "created"
+    when the remote is empty (the template, with ``url`` as origin for the first sync)."""
+    root = root.expanduser().absolute()
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise InvalidInputError(f"{root} exists and is not empty: clone into a new folder")
+    settings = settings or Settings()
+    root.parent.mkdir(parents=True, exist_ok=True)
+    outside = History(root.parent, settings.author_name, settings.author_email)
+    try:
+        outside.run("clone", "--quiet", "--", url, str(root))
+    except GitError as exc:
+        raise MemvaultError(
+            f"could not clone {url} ({_short(exc)}): check the URL and that this machine can "
+            "reach it (ssh keys, tokens), then retry"
+        ) from exc
+    if History(root).head() is not None:
+        exclude_state_dir(root)
+        return "cloned"
+    shutil.rmtree(root)  # an empty remote: this vault starts it
+    create_vault(root, settings=settings)
+    History(root, settings.author_name, settings.author_email).run("remote", "add", "origin", url)
+    return "created"
 
 
 # -- settling a conflict -------------------------------------------------------------

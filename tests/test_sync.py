@@ -375,6 +375,47 @@ def test_a_merge_that_cannot_finish_is_undone_and_reported(pair: Pair, tmp_path:
     assert git(pair.b.root, "status", "--porcelain", "--untracked-files=all") == ""
 
 
+def test_init_clone_sets_up_a_vault_from_a_remote_with_ids_and_index(
+    pair: Pair, tmp_path: Path
+) -> None:
+    written = pair.a.remember("The team calendar lives in the shared drive", type="fact")
+    assert written.memory is not None
+    sync(pair.a)
+    target = tmp_path / "laptop" / "vault"
+    done = run_memvault("--json", "init", str(target), "--clone", str(pair.remote))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["state"] == "cloned"
+    assert json.loads(done.stdout)["indexed"] == 1
+    clone = _open(target)
+    try:
+        assert clone.get(written.memory.id).path == written.memory.path
+        assert [r.id for r in clone.records()] == [written.memory.id]
+        assert git(target, "status", "--porcelain") == ""  # .memvault/ stays out of git
+        assert sync(clone).action == "up to date"
+    finally:
+        clone.close()
+
+
+def test_init_clone_of_an_empty_remote_starts_it_and_refuses_a_used_folder(
+    tmp_path: Path,
+) -> None:
+    remote = tmp_path / "empty.git"
+    git(tmp_path, "init", "--bare", "-q", "--initial-branch=main", str(remote))
+    done = run_memvault("--json", "init", str(tmp_path / "v"), "--clone", str(remote))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["state"] == "created"
+    service = _open(tmp_path / "v")
+    try:
+        assert sync(service).pushed == 1
+    finally:
+        service.close()
+    again = run_memvault("init", str(tmp_path / "v"), "--clone", str(remote))
+    assert again.returncode == 1 and "exists and is not empty" in again.stderr
+    missing = run_memvault("init", str(tmp_path / "w"), "--clone", str(tmp_path / "nowhere"))
+    assert missing.returncode == 1 and "could not clone" in missing.stderr
+    assert "Traceback" not in missing.stderr and not (tmp_path / "w").exists()
+
+
 # -- the merge of two versions (pure) ----------------------------------------------------
 def test_tags_merge_as_a_union_less_what_either_side_removed() -> None:
     base = {"tags": ["a", "b"], "importance": 0.5}
