@@ -48,6 +48,11 @@ SETTINGS_TABLE: tuple[Setting, ...] = (
     Setting("decay_per_day_episode", 0.01, "Recency decay rate per day for episodes."),
     Setting("debounce_seconds", 2.0, "Quiet period before a person's edits are committed."),
     Setting(
+        "sync_interval",
+        0.0,
+        "Seconds between syncs with the vault's git remote while `serve` runs; 0: off.",
+    ),
+    Setting(
         "allow_secrets",
         False,
         "Store text that looks like a credential (API key, token, private key); "
@@ -77,6 +82,7 @@ class Settings:
     decay_per_day: float = _D["decay_per_day"]
     decay_per_day_episode: float = _D["decay_per_day_episode"]
     debounce_seconds: float = _D["debounce_seconds"]
+    sync_interval: float = _D["sync_interval"]
     allow_secrets: bool = _D["allow_secrets"]
 
 

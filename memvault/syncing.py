@@ -18,9 +18,9 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +37,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STATE_FILE = "sync.json"
+Pause = Callable[[], AbstractContextManager[Any]]  # held while git rewrites the tree
 ATTEMPTS = 2  # a push refused because the remote moved meanwhile: fetch and integrate again
+MOVED = "the remote moved meanwhile"
 
 
 @dataclass(frozen=True)
@@ -62,22 +64,29 @@ class _Integrated:
     conflicts: tuple[str, ...] = ()
 
 
-def sync(service: MemoryService, remote: str | None = None) -> SyncResult:
-    """Commit pending edits, fetch, integrate and push; re-index what changed."""
+def sync(
+    service: MemoryService, remote: str | None = None, pause: Pause | None = None
+) -> SyncResult:
+    """Commit pending edits, fetch, integrate and push; re-index what changed.
+
+    ``pause`` (e.g. the watcher's) is held while git rewrites the tree."""
     history = service.history
     branch = _branch(history)
     name = _remote(history, branch, remote)
-    before = history.head()
-    result = None
+    changed: list[str] = []
     for _ in range(ATTEMPTS):
-        result = _round(service, name, branch)
-        if result.error is None or not result.fetched or "rejected" not in result.error:
+        result = _round(service, name, branch, pause or nullcontext)
+        changed += result.changed
+        if result.error is None or MOVED not in result.error:
             break
-    assert result is not None
-    return _finish(service, result, _after(service, before))
+    final = replace(result, changed=tuple(dict.fromkeys(changed)))
+    save_state(service, final)
+    if final.error:
+        log.warning("%s", final.error)
+    return final
 
 
-def _round(service: MemoryService, remote: str, branch: str) -> SyncResult:
+def _round(service: MemoryService, remote: str, branch: str, pause: Pause) -> SyncResult:
     """One fetch, integrate (under the write lock), push."""
     history = service.history
     now = service.clock().replace(microsecond=0).isoformat()
@@ -88,16 +97,21 @@ def _round(service: MemoryService, remote: str, branch: str) -> SyncResult:
         with service._writing():
             _commit_pending(service)
         return SyncResult(remote, branch, "offline", False, 0, error=why + _LATER, time=now)
-    with service._writing():
-        _commit_pending(service)
-        integrated = _integrate(service, remote, branch)
+    with pause():
+        with service._writing():
+            _commit_pending(service)
+            before = history.head()
+            integrated = _integrate(service, remote, branch)
+        event = _after(service, before)  # before the watcher looks again
     pushed, error = _push(history, remote, branch)
+    files = (*event.changed, *event.added, *event.removed)
     return SyncResult(
         remote,
         branch,
         integrated.action,
         True,
         pushed,
+        changed=tuple(p for p in files if service.vault.is_memory_path(p)),
         conflicts=integrated.conflicts,
         error=error,
         commit=history.head(),
@@ -334,7 +348,8 @@ def _push(history: History, remote: str, branch: str) -> tuple[int, str | None]:
     try:
         history.run(*args)
     except GitError as exc:
-        why = "rejected: the remote moved meanwhile" if "rejected" in exc.stderr else _short(exc)
+        moved = any(m in exc.stderr for m in ("fetch first", "non-fast-forward"))
+        why = MOVED if moved else _short(exc)
         return 0, f"could not push to {remote} ({why}): the commits stay here{_LATER}"
     return count, None
 
@@ -345,7 +360,7 @@ def _after(service: MemoryService, before: str | None) -> ChangeEvent:
     history = service.history
     after = history.head()
     if not before or not after or before == after:
-        service.refresh_provenance()
+        service.refresh_provenance()  # the pending edits just committed
         return ChangeEvent()
     out = history.run("diff", "--name-status", "--no-renames", "-z", before, after)
     tokens = [t for t in out.split("\0") if t]
@@ -360,16 +375,6 @@ def _after(service: MemoryService, before: str | None) -> ChangeEvent:
     if pairs:
         service.publish(event)
     return event
-
-
-def _finish(service: MemoryService, result: SyncResult, event: ChangeEvent) -> SyncResult:
-    files = (*event.changed, *event.added, *event.removed)
-    memories = tuple(p for p in files if service.vault.is_memory_path(p))
-    final = SyncResult(**{**asdict(result), "changed": memories, "commit": service.history.head()})
-    save_state(service, final)
-    if final.error:
-        log.warning("%s", final.error)
-    return final
 
 
 def save_state(service: MemoryService, result: SyncResult) -> None:

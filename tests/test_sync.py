@@ -7,6 +7,7 @@ import asyncio
 import datetime as dt
 import json
 import shutil
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from memvault.doctor import run_checks
 from memvault.errors import InvalidInputError, MemvaultError
 from memvault.models import ChangeEvent
 from memvault.reports import status
-from memvault.server import build_server
+from memvault.server import build_server, start_sync_schedule
 from memvault.service import MemoryService
 from memvault.syncing import resolve_conflict, sync
 from memvault.template import create_vault
@@ -295,6 +296,44 @@ def test_sync_while_the_watcher_runs_adds_no_commit_of_its_own(pair: Pair) -> No
     assert git(pair.b.root, "rev-parse", "HEAD") == git(pair.a.root, "rev-parse", "HEAD")
     assert git(pair.b.root, "status", "--porcelain") == ""
     assert [h.id for h in pair.b.recall("build server osprey")][:1] == [written.id]
+
+
+def test_sync_with_the_watcher_paused_is_not_taken_for_a_persons_edit(pair: Pair) -> None:
+    written = pair.a.remember("The build server is named osprey", type="fact").memory
+    assert written is not None
+    sync(pair.a)
+    with watching(pair.b) as (_, watcher, events):
+        result = sync(pair.b, pause=watcher.paused)
+        assert result.action == "fast-forward" and result.changed == (written.path,)
+    # stopping the watcher processed everything it saw: nothing new to it
+    assert watcher.batches == 0 and watcher.commits == 0 and watcher.errors == []
+    assert [e.added for e in events] == [(written.path,)]  # the sync's own notice, once
+
+
+def test_a_persons_edit_during_a_paused_sync_is_still_seen(pair: Pair) -> None:
+    memory_id = _shared(pair)
+    path = pair.b.get(memory_id).path
+    with watching(pair.b) as (_, watcher, _events):
+        with watcher.paused():
+            file = pair.b.root / path
+            file.write_text(file.read_text(encoding="utf-8") + "\nBy hand.\n", encoding="utf-8")
+        assert watcher.wait_for(lambda: watcher.commits == 1, timeout=30)
+    assert "By hand." in git(pair.b.root, "show", f"HEAD:{path}")
+
+
+def test_serve_syncs_on_its_interval(pair: Pair) -> None:
+    written = pair.a.remember("Lunch orders close at eleven", type="fact").memory
+    assert written is not None
+    sync(pair.a)
+    arrived = threading.Event()
+    pair.b.listeners.append(lambda e: arrived.set() if written.path in e.added else None)
+    stop = start_sync_schedule(pair.b, 0.05)
+    try:
+        assert arrived.wait(timeout=60)
+    finally:
+        stop()
+    assert pair.b.get(written.id).path == written.path
+    assert pair.b.settings.sync_interval == 0.0  # off unless set
 
 
 def test_the_sync_tool_answers_an_mcp_client_even_when_offline(pair: Pair) -> None:
