@@ -69,13 +69,14 @@ def sync(
 ) -> SyncResult:
     """Commit pending edits, fetch, integrate and push; re-index what changed.
 
-    ``pause`` (e.g. the watcher's) is held while git rewrites the tree."""
+    ``pause`` (default: ``service.pause``, the running watcher's) is held while git
+    rewrites the tree."""
     history = service.history
     branch = _branch(history)
     name = _remote(history, branch, remote)
     changed: list[str] = []
     for _ in range(ATTEMPTS):
-        result = _round(service, name, branch, pause or nullcontext)
+        result = _round(service, name, branch, pause or service.pause or nullcontext)
         changed += result.changed
         if result.error is None or MOVED not in result.error:
             break

@@ -93,7 +93,7 @@ def serve(
     warm.daemon = True
     warm.start()
     watcher = _start_watcher(service) if watch else None
-    stop_syncing = start_sync_schedule(service, service.settings.sync_interval, watcher)
+    stop_syncing = start_sync_schedule(service, service.settings.sync_interval)
     log.info("memvault serving %s over %s", service.root, "HTTP" if http else "stdio")
     try:
         if http:
@@ -109,20 +109,17 @@ def serve(
         service.close()
 
 
-def start_sync_schedule(
-    service: MemoryService, interval: float, watcher: Any = None
-) -> Callable[[], None]:
+def start_sync_schedule(service: MemoryService, interval: float) -> Callable[[], None]:
     """Sync with the git remote every ``interval`` seconds (none when 0), the watcher
     paused while git rewrites the tree; returns the function that stops it."""
     stop = threading.Event()
     if interval <= 0:
         return stop.set
-    pause = watcher.paused if watcher is not None else None
 
     def loop() -> None:
         while not stop.wait(interval):
             try:
-                result = syncing.sync(service, pause=pause)
+                result = syncing.sync(service)
                 log.info("scheduled sync: %s", result.error or result.action)
             except MemvaultError as exc:  # no remote yet, a merge to finish by hand: retried
                 log.warning("scheduled sync failed (retried in %.0fs): %s", interval, exc)
@@ -144,6 +141,7 @@ def _start_watcher(service: MemoryService) -> Any:
 
     watcher = Watcher(service)
     watcher.start()
+    service.pause = watcher.paused  # every sync (tool or schedule) holds the watcher off
     return watcher
 
 
