@@ -92,7 +92,7 @@ def _round(service: MemoryService, remote: str, branch: str, pause: Pause) -> Sy
     history = service.history
     now = service.clock().replace(microsecond=0).isoformat()
     try:
-        history.run("fetch", "--quiet", "--prune", remote)
+        history.run("fetch", "--quiet", "--prune", remote, env=_network_env(history))
     except GitError as exc:
         why = f"could not fetch from {remote} ({_short(exc)}): the vault works as before"
         with service._writing():
@@ -128,6 +128,14 @@ def _commit_pending(service: MemoryService) -> None:
     _, pending = recovery.commit_leftovers(service.vault, service.history, service._op_trailers)
     if pending:
         service.sync_index(pending)
+
+
+def _network_env(history: History) -> dict[str, str]:
+    """ssh that fails instead of asking (no terminal behind a server), unless the
+    repository configures its own ssh command."""
+    if history.run("config", "--get", "core.sshCommand", check=False).strip():
+        return {}
+    return {"GIT_SSH_COMMAND": "ssh -o BatchMode=yes"}
 
 
 def _short(exc: GitError) -> str:
@@ -347,7 +355,7 @@ def _push(history: History, remote: str, branch: str) -> tuple[int, str | None]:
     upstream = history.run("config", "--get", f"branch.{branch}.remote", check=False).strip()
     args = ["push", "--quiet", *([] if upstream else ["-u"]), remote, f"{branch}:{branch}"]
     try:
-        history.run(*args)
+        history.run(*args, env=_network_env(history))
     except GitError as exc:
         moved = any(m in exc.stderr for m in ("fetch first", "non-fast-forward"))
         why = MOVED if moved else _short(exc)
@@ -406,7 +414,7 @@ def clone_vault(url: str, root: Path, settings: Settings | None = None) -> str:
     root.parent.mkdir(parents=True, exist_ok=True)
     outside = History(root.parent, settings.author_name, settings.author_email)
     try:
-        outside.run("clone", "--quiet", "--", url, str(root))
+        outside.run("clone", "--quiet", "--", url, str(root), env=_network_env(outside))
     except GitError as exc:
         raise MemvaultError(
             f"could not clone {url} ({_short(exc)}): check the URL and that this machine can "
