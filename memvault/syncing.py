@@ -305,8 +305,16 @@ def _unmerged(history: History) -> dict[str, dict[int, str]]:
         head, tab, path = entry.partition("\t")
         parts = head.split()
         if tab and len(parts) == 3:
+            if parts[0] not in _FILE_MODES:
+                raise MemvaultError(
+                    f"{path} is a symbolic link or submodule changed on both sides, which "
+                    "memvault does not merge"
+                )
             out.setdefault(path, {})[int(parts[2])] = parts[1]
     return out
+
+
+_FILE_MODES = ("100644", "100755")
 
 
 def _when(history: History, rev: str, path: str) -> str:

@@ -415,6 +415,30 @@ def test_a_merge_that_cannot_finish_is_undone_and_reported(pair: Pair, tmp_path:
     assert git(pair.b.root, "status", "--porcelain", "--untracked-files=all") == ""
 
 
+def test_a_symlink_changed_on_both_sides_is_left_to_a_person_not_turned_into_a_file(
+    pair: Pair,
+) -> None:
+    def relink(service: MemoryService, target: str) -> None:
+        link = service.root / "facts" / "link.md"
+        link.unlink(missing_ok=True)
+        link.symlink_to(target)
+        git(service.root, "add", "facts/link.md")
+        git(service.root, "-c", "user.name=p", "-c", "user.email=p@x", "commit", "-qm", "link")
+
+    relink(pair.a, "../README.md")
+    sync(pair.a)
+    sync(pair.b)
+    relink(pair.a, "../inbox/.gitkeep")
+    relink(pair.b, "../tasks/.gitkeep")
+    sync(pair.a)
+    head = git(pair.b.root, "rev-parse", "HEAD")
+    with pytest.raises(MemvaultError, match="symbolic link or submodule changed on both sides"):
+        sync(pair.b)
+    assert not (pair.b.root / ".git" / "MERGE_HEAD").exists()
+    assert git(pair.b.root, "rev-parse", "HEAD") == head
+    assert (pair.b.root / "facts" / "link.md").is_symlink()
+
+
 def test_init_clone_sets_up_a_vault_from_a_remote_with_ids_and_index(
     pair: Pair, tmp_path: Path
 ) -> None:
