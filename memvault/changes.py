@@ -42,8 +42,8 @@ TRAILER_OPS = {
     "supersede": "superseded",
 }
 PERSON_OPS = ("", "external")  # no memvault op: a person's commit (by hand, obsidian-git)
-ONE_MEMORY_OPS = ("update", "forget-archive", "forget-delete", "forget-purge", "revert")
-ONE_MEMORY_OPS += ("archive", "merge", "supersede")
+ONE_MEMORY_OPS: tuple[str, ...] = ("update", "forget-archive", "forget-delete", "forget-purge")
+ONE_MEMORY_OPS += ("revert", "archive", "merge", "supersede")
 QUIET_FIELDS = frozenset({"updated"})  # changes with every rewrite: says nothing
 
 

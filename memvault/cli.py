@@ -143,12 +143,16 @@ def cli(click_ctx: click.Context, vault: Path | None, as_json: bool, debug: bool
 
 @cli.command()
 @click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.option("--clone", "url", default=None, help="Start from this git remote (any git URL).")
 @pass_ctx
-def init(ctx: Ctx, path: Path | None) -> None:
-    """Create a vault from the template (git init + first commit)."""
+def init(ctx: Ctx, path: Path | None, url: str | None) -> None:
+    """Create a vault from the template (git init + first commit), or clone one."""
     from .template import create_vault
 
     target = (path or ctx.vault).expanduser()
+    if url:
+        _clone(ctx, url, target)
+        return
     with _errors(ctx):
         created = create_vault(target)
     state = "created" if created else "exists"
@@ -159,6 +163,24 @@ def init(ctx: Ctx, path: Path | None) -> None:
             f"{'Created vault' if created else 'Vault already exists'} at {target.resolve()}"
         ),
     )
+
+
+def _clone(ctx: Ctx, url: str, target: Path) -> None:
+    from .service import MemoryService
+    from .syncing import clone_vault
+
+    with _errors(ctx):
+        state = clone_vault(url, target)
+        service = MemoryService.open(target, load_settings(target))
+        indexed = service.sync_index()
+        service.close()
+    where = target.resolve()
+    lines = {
+        "cloned": f"Cloned {url} into {where}: {indexed} memories indexed",
+        "created": f"{url} is empty: created a vault at {where}; `memvault sync` fills it",
+    }
+    data = {"vault": str(where), "state": state, "remote": url, "indexed": indexed}
+    _emit(ctx, data, lambda: click.echo(lines[state]))
 
 
 @cli.command()
@@ -736,10 +758,64 @@ def status(ctx: Ctx) -> None:
             f"index: {idx['memories']} indexed, {idx['with_vectors']} with vectors; "
             f"embedder {idx['embedder']} ({idx['state']}{reason})"
         )
+        if data.sync:
+            last = data.sync
+            state = f"not synced: {last['error']}" if last.get("error") else last["action"]
+            click.echo(f"last sync ({last['time']}, {last['remote']}): {state}")
+        for path in data.conflicts:
+            click.echo(f"conflict: {path}")
         for c in data.last_commits:
             click.echo(f"  {c['commit'][:10]} {c['date'][:19]} {c['subject']}")
 
     _emit(ctx, asdict(data), human)
+
+
+@cli.command()
+@click.option("--remote", default=None, help="Git remote (default: the branch's, else origin).")
+@pass_ctx
+def sync(ctx: Ctx, remote: str | None) -> None:
+    """Commit pending edits, fetch, integrate and push through a git remote.
+
+    Same memory changed on both sides: both texts are kept and the memory is flagged
+    `conflict` (see `resolve`). A remote that cannot be reached is reported, not an error.
+    """
+    from .syncing import sync as sync_vault
+
+    with _errors(ctx):
+        result = sync_vault(_service(ctx), remote)
+
+    def human() -> None:
+        where = f"{result.remote}/{result.branch}"
+        changed = f"{len(result.changed)} memory file(s) changed here"
+        click.echo(f"{where}: {result.action}; {changed}; {result.pushed} commit(s) pushed")
+        for path in result.conflicts:
+            click.echo(f"conflict: {path} (both versions kept: `memvault resolve {path} --keep`)")
+        if result.error:
+            click.echo(f"not synced: {result.error}")
+
+    _emit(ctx, asdict(result), human)
+
+
+@cli.command()
+@click.argument("id_or_path")
+@click.option(
+    "--keep",
+    type=click.Choice(["ours", "theirs", "both"]),
+    required=True,
+    help="ours: this vault's text; theirs: the other side's; both: one after the other.",
+)
+@pass_ctx
+def resolve(ctx: Ctx, id_or_path: str, keep: str) -> None:
+    """Settle a memory a sync left in conflict (one commit)."""
+    from .syncing import resolve_conflict
+
+    with _errors(ctx):
+        result = resolve_conflict(_service(ctx), id_or_path, keep)
+    _emit(
+        ctx,
+        {"id": result.memory.id, "path": result.memory.path, "commit": result.commit},
+        lambda: click.echo(f"resolved {result.memory.path} (kept {keep}): {result.commit}"),
+    )
 
 
 @cli.command()

@@ -85,6 +85,11 @@ SETTINGS_TABLE: tuple[Setting, ...] = (
         "serve runs the forgetting policy this often and applies its archives (0: never).",
     ),
     Setting(
+        "sync_interval",
+        0.0,
+        "Seconds between syncs with the vault's git remote while `serve` runs; 0: off.",
+    ),
+    Setting(
         "allow_secrets",
         False,
         "Store text that looks like a credential (API key, token, private key); "
@@ -121,6 +126,7 @@ class Settings:
     hard_forget_days: float = _D["hard_forget_days"]
     hard_forget_confidence: float = _D["hard_forget_confidence"]
     consolidate_every_hours: float = _D["consolidate_every_hours"]
+    sync_interval: float = _D["sync_interval"]
     allow_secrets: bool = _D["allow_secrets"]
     # per-type overrides of PER_TYPE settings: ``[types.task]`` tables in .memvault.toml
     types: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, hash=False)

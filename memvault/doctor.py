@@ -28,6 +28,8 @@ def check_files(
     problems = list(problems)
     seen: dict[str, str] = {}
     for memory in memories:
+        if memory.status == "conflict":
+            problems.append(_conflict(memory.path))
         if memory.id_derived:
             continue
         if memory.id in seen:
@@ -56,6 +58,16 @@ def check_links(memories: list[Memory]) -> list[Problem]:
         )
         for record, target in graph.broken()
     ]
+
+
+def _conflict(path: str) -> Problem:
+    return Problem(
+        path,
+        "conflict",
+        f"{path} holds two versions from a sync: keep one with `memvault resolve {path} "
+        "--keep ours|theirs|both`, or edit the file by hand and remove the `## Conflicting "
+        "version` section and `status: conflict`",
+    )
 
 
 def check_uncommitted(history: History) -> list[Problem]:

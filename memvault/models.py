@@ -347,6 +347,8 @@ class Status:
     uncommitted: int
     last_commits: list[dict[str, Any]]
     index: dict[str, Any]
+    conflicts: list[str] = field(default_factory=list)  # memories a sync left with two versions
+    sync: dict[str, Any] | None = None  # the last sync's result, when there was one
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from . import profile, views
+from . import profile, syncing, views
 from .errors import InvalidInputError, MemvaultError
 from .models import ChangeEvent, MemoryInfo, Status, jsonable
 from .note import strip_title, timestamp
@@ -47,6 +47,8 @@ def status(service: MemoryService, wait_for_embedder: float | None = None) -> St
             uncommitted=len(uncommitted.result()),
             last_commits=[c.brief() for c in commits.result()],
             index=service.index_status(),
+            conflicts=[m.path for m in memories if m.status == "conflict"],
+            sync=syncing.last_sync(service),
         )
 
 

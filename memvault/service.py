@@ -77,6 +77,7 @@ class MemoryService:
     client: str | None = None
     clock: Callable[[], dt.datetime] = field(default=lambda: dt.datetime.now().astimezone())
     listeners: list[Callable[[ChangeEvent], None]] = field(default_factory=list)
+    pause: Callable[[], AbstractContextManager[Any]] | None = None  # the watcher's, for sync
     indexing: IndexSync = field(init=False)
     retrieval: Retrieval = field(init=False)
 

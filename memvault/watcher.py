@@ -22,7 +22,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -107,6 +108,7 @@ class Watcher:
         self._to_commit: set[str] = set()
         self._last_event = 0.0
         self._stopping = False
+        self._paused = 0  # > 0 while a sync rewrites the tree
         self._seen: dict[str, str] = {}
         self.batches = 0  # bursts processed (index + notify)
         self.commits = 0  # external commits made
@@ -241,6 +243,28 @@ class Watcher:
             self._last_event = time.monotonic()
             self._cond.notify_all()
 
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Hold off processing while git rewrites the tree (a sync); events are kept.
+
+        Afterwards, what the index holds is the baseline (the sync indexed every file it
+        changed), so those files, even when their events arrive late, are not taken for a
+        person's edits; anything else changed meanwhile is processed as usual.
+        """
+        with self._cond:
+            self._paused += 1
+        try:
+            yield
+        finally:
+            indexed = self.service.indexed_hashes()
+            with self._cond:
+                self._seen.update(indexed)
+                for rel in [r for r in self._seen if r not in indexed]:
+                    if not os.path.lexists(self.root / rel):
+                        del self._seen[rel]
+                self._paused -= 1
+                self._cond.notify_all()
+
     @property
     def pending(self) -> int:
         """Paths seen by the observer and not processed yet."""
@@ -322,6 +346,9 @@ class Watcher:
 
     def _next_work(self) -> tuple[set[str] | None, bool]:
         """Wait (holding the condition) until a batch settles or a commit is due."""
+        if self._paused and not self._stopping:
+            self._cond.wait(self.health_interval)
+            return None, False
         now = time.monotonic()
         quiet = now - self._last_event
         if self._pending and quiet >= self.settle:

@@ -38,6 +38,8 @@ INNER = [
     "guard",
     "views",
     "sync",
+    "syncing",
+    "merging",
     "retrieval",
     "service",
     "lifecycle",
@@ -52,6 +54,7 @@ INNER = [
 FORBIDDEN = ("mcp", "click", "memvault.server", "memvault.cli", "uvicorn")
 PURE = ["frontmatter", "ids", "note", "links", "text", "models", "policy", "facts", "index/rank"]
 PURE += ["views"]
+PURE += ["merging"]
 SERVER = sorted(f"server/{p.stem}" for p in (PACKAGE / "server").glob("*.py"))
 ADAPTERS = ["cli", "watcher", *SERVER]
 # What a pure module must not drag in, even indirectly: index engines, databases, numeric

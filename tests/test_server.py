@@ -61,6 +61,7 @@ def test_every_tool_has_a_description_schema_and_annotations(
             "set_profile",
             "get_profile",
             "vault_status",
+            "sync",
         }
         for t in tools.values():
             assert t.description and len(t.description) > 40

@@ -17,7 +17,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus
 
-from .. import __version__, lifecycle
+from .. import __version__, lifecycle, syncing
 from ..errors import MemvaultError
 from ..service import MemoryService
 from ..text import warm_up
@@ -97,6 +97,7 @@ def serve(
     watcher = _start_watcher(service) if watch else None
     stop_forgetting = threading.Event()  # consolidate_every_hours > 0: archive by policy
     lifecycle.schedule(service, stop_forgetting)
+    stop_syncing = start_sync_schedule(service, service.settings.sync_interval)
     log.info("memvault serving %s over %s", service.root, "HTTP" if http else "stdio")
     try:
         if http:
@@ -107,9 +108,37 @@ def serve(
             mcp.run("stdio")
     finally:
         stop_forgetting.set()
+        stop_syncing()
         if watcher is not None:
             watcher.stop()
         service.close()
+
+
+def start_sync_schedule(service: MemoryService, interval: float) -> Callable[[], None]:
+    """Sync with the git remote every ``interval`` seconds (none when 0), the watcher
+    paused while git rewrites the tree; returns the function that stops it."""
+    stop = threading.Event()
+    if interval <= 0:
+        return stop.set
+
+    def loop() -> None:
+        while not stop.wait(interval):
+            try:
+                result = syncing.sync(service)
+                log.info("scheduled sync: %s", result.error or result.action)
+            except MemvaultError as exc:  # no remote yet, a merge to finish by hand: retried
+                log.warning("scheduled sync failed (retried in %.0fs): %s", interval, exc)
+            except Exception:  # the server must outlive any sync
+                log.exception("scheduled sync failed")
+
+    thread = threading.Thread(target=loop, name="memvault-git-sync", daemon=True)
+    thread.start()
+
+    def halt() -> None:
+        stop.set()
+        thread.join(timeout=60)
+
+    return halt
 
 
 def _start_watcher(service: MemoryService) -> Any:
@@ -117,6 +146,7 @@ def _start_watcher(service: MemoryService) -> Any:
 
     watcher = Watcher(service)
     watcher.start()
+    service.pause = watcher.paused  # every sync (tool or schedule) holds the watcher off
     return watcher
 
 

@@ -187,6 +187,19 @@ class ConsolidateOut(BaseModel):
     message: str
 
 
+class SyncOut(BaseModel):
+    remote: str
+    branch: str
+    action: str
+    fetched: bool
+    pushed: int
+    changed: list[str]
+    conflicts: list[str]
+    error: str | None = None
+    commit: str | None = None
+    time: str
+
+
 class StatusOut(BaseModel):
     vault: str
     memories: int
@@ -196,3 +209,5 @@ class StatusOut(BaseModel):
     uncommitted: int
     last_commits: list[dict[str, Any]]
     index: dict[str, Any]
+    conflicts: list[str] = []
+    sync: dict[str, Any] | None = None

@@ -23,7 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from .. import asof, changes, lifecycle, profile, reports
+from .. import asof, changes, lifecycle, profile, reports, syncing
 from ..errors import InvalidInputError, MemvaultError, explain_unexpected
 from ..history import CLONE_WARNING
 from ..links import Graph, graph_of, linked_among
@@ -65,6 +65,7 @@ from .schemas import (
     RememberOut,
     SimilarOut,
     StatusOut,
+    SyncOut,
     WriteOut,
 )
 from .surface import MemvaultTool
@@ -314,6 +315,14 @@ def vault_status(service: MemoryService) -> StatusOut:
     return StatusOut.model_validate(asdict(reports.status(service)))
 
 
+def sync(
+    service: MemoryService,
+    remote: Annotated[str | None, Field(description="default origin")] = None,
+) -> SyncOut:
+    """Sync with the git remote; a memory changed on both sides keeps both texts."""
+    return SyncOut.model_validate(asdict(syncing.sync(service, remote)))
+
+
 # Only what differs from the spec's defaults (not read-only, destructive, not idempotent),
 # but for the read-only flag of writers: hosts show it.
 READ = ToolAnnotations(read_only_hint=True)
@@ -335,6 +344,7 @@ TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
     (set_profile, WRITE),
     (get_profile, READ),
     (vault_status, READ),
+    (sync, WRITE),
 ]
 
 

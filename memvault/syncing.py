@@ -1,0 +1,462 @@
+"""Sync through ordinary git remotes: commit pending edits, fetch, integrate, push.
+
+Fetch and push run outside the vault's write lock (they touch no file: a slow or absent
+network never holds up a write); integrating runs under it. Local commits are rebased
+onto the remote when that applies cleanly; otherwise the two histories are merged and
+every memory git cannot merge is merged here (:mod:`merging`), so no side is lost: the
+other side's text goes under a ``## Conflicting version`` heading and the memory's
+lifecycle becomes ``conflict`` until :func:`resolve_conflict` or a person settles it.
+A failure midway aborts the rebase or merge: the repository is never left half-way.
+Offline is normal: a failed fetch or push is reported (result and status), not raised.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import frontmatter, merging, recovery
+from .config import Settings
+from .errors import GitError, InvalidInputError, MemvaultError
+from .history import History, format_message
+from .models import ChangeEvent, WriteResult
+from .template import create_vault, exclude_state_dir
+
+if TYPE_CHECKING:
+    from .service import MemoryService
+
+log = logging.getLogger(__name__)
+
+STATE_FILE = "sync.json"
+Pause = Callable[[], AbstractContextManager[Any]]  # held while git rewrites the tree
+ATTEMPTS = 2  # a push refused because the remote moved meanwhile: fetch and integrate again
+MOVED = "the remote moved meanwhile"
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    """What one sync did."""
+
+    remote: str
+    branch: str
+    action: str  # up to date | fast-forward | rebased | merged | pushed only | offline
+    fetched: bool
+    pushed: int  # commits sent to the remote
+    changed: tuple[str, ...] = ()  # files the remote's commits changed here
+    conflicts: tuple[str, ...] = ()  # memories now holding both versions (status: conflict)
+    error: str | None = None  # why fetching or pushing failed (the vault is fine)
+    commit: str | None = None  # HEAD after the sync
+    time: str = ""
+
+
+@dataclass(frozen=True)
+class _Integrated:
+    action: str
+    conflicts: tuple[str, ...] = ()
+
+
+def sync(
+    service: MemoryService, remote: str | None = None, pause: Pause | None = None
+) -> SyncResult:
+    """Commit pending edits, fetch, integrate and push; re-index what changed.
+
+    ``pause`` (default: ``service.pause``, the running watcher's) is held while git
+    rewrites the tree."""
+    history = service.history
+    branch = _branch(history)
+    name = _remote(history, branch, remote)
+    changed: list[str] = []
+    for _ in range(ATTEMPTS):
+        result = _round(service, name, branch, pause or service.pause or nullcontext)
+        changed += result.changed
+        if result.error is None or MOVED not in result.error:
+            break
+    final = replace(result, changed=tuple(dict.fromkeys(changed)))
+    save_state(service, final)
+    if final.error:
+        log.warning("%s", final.error)
+    return final
+
+
+def _round(service: MemoryService, remote: str, branch: str, pause: Pause) -> SyncResult:
+    """One fetch, integrate (under the write lock), push."""
+    history = service.history
+    now = service.clock().replace(microsecond=0).isoformat()
+    try:
+        history.run("fetch", "--quiet", "--prune", remote, env=_network_env(history))
+    except GitError as exc:
+        why = f"could not fetch from {remote} ({_short(exc)}): the vault works as before"
+        with service._writing():
+            _commit_pending(service)
+        return SyncResult(remote, branch, "offline", False, 0, error=why + _LATER, time=now)
+    with pause():
+        with service._writing():
+            _commit_pending(service)
+            before = history.head()
+            integrated = _integrate(service, remote, branch)
+        event = _after(service, before)  # before the watcher looks again
+    pushed, error = _push(history, remote, branch)
+    files = (*event.changed, *event.added, *event.removed)
+    return SyncResult(
+        remote,
+        branch,
+        integrated.action,
+        True,
+        pushed,
+        changed=tuple(p for p in files if service.vault.is_memory_path(p)),
+        conflicts=integrated.conflicts,
+        error=error,
+        commit=history.head(),
+        time=now,
+    )
+
+
+_LATER = "; sync again when the remote can be reached"
+
+
+def _commit_pending(service: MemoryService) -> None:
+    service.history.clear_stale_locks()
+    _, pending = recovery.commit_leftovers(service.vault, service.history, service._op_trailers)
+    if pending:
+        service.sync_index(pending)
+
+
+def _network_env(history: History) -> dict[str, str]:
+    """ssh that fails instead of asking (no terminal behind a server), unless the
+    repository configures its own ssh command."""
+    if history.run("config", "--get", "core.sshCommand", check=False).strip():
+        return {}
+    return {"GIT_SSH_COMMAND": "ssh -o BatchMode=yes"}
+
+
+def _short(exc: GitError) -> str:
+    lines = [line for line in exc.stderr.splitlines() if line.strip()]
+    return lines[-1].strip() if lines else f"exit code {exc.returncode}"
+
+
+# -- which remote, which branch ------------------------------------------------------
+def _branch(history: History) -> str:
+    name = history.run("symbolic-ref", "--quiet", "--short", "HEAD", check=False).strip()
+    if not name:
+        raise InvalidInputError(
+            "the vault is not on a branch (detached HEAD): check out its branch, e.g. "
+            "`git switch main`, then sync"
+        )
+    git_dir = history.root / ".git"
+    if any((git_dir / f).exists() for f in ("MERGE_HEAD", "rebase-merge", "rebase-apply")):
+        raise InvalidInputError(
+            "a git merge or rebase is in progress in the vault: finish or abort it "
+            "(`git merge --abort` / `git rebase --abort`), then sync"
+        )
+    return name
+
+
+def _remote(history: History, branch: str, wanted: str | None) -> str:
+    remotes = history.run("remote").split()
+    if wanted:
+        if wanted not in remotes:
+            known = ", ".join(remotes) or "none"
+            raise InvalidInputError(f"no git remote named {wanted!r} (known: {known})")
+        return wanted
+    upstream = history.run("config", "--get", f"branch.{branch}.remote", check=False).strip()
+    for candidate in (upstream, "origin"):
+        if candidate in remotes:
+            return candidate
+    if len(remotes) == 1:
+        return remotes[0]
+    if not remotes:
+        raise InvalidInputError(
+            f"the vault has no git remote: add one with `git -C {history.root} remote add "
+            "origin URL` (any git host or a bare repository), or start from one with "
+            "`memvault init --clone URL`"
+        )
+    raise InvalidInputError(f"the vault has several remotes ({', '.join(remotes)}): pick one")
+
+
+# -- integrating ---------------------------------------------------------------------
+def _integrate(service: MemoryService, remote: str, branch: str) -> _Integrated:
+    history = service.history
+    theirs = history.commit_of(f"refs/remotes/{remote}/{branch}")
+    ours = history.head()
+    if theirs is None or ours is None or history.is_ancestor(theirs, ours):
+        return _Integrated("up to date" if theirs else "nothing on the remote yet")
+    if history.is_ancestor(ours, theirs):
+        history.run("merge", "--ff-only", "--quiet", theirs)
+        return _Integrated("fast-forward")
+    if not history.run("rev-list", "--merges", f"{theirs}..{ours}").strip() and _rebase(
+        history, theirs
+    ):
+        return _Integrated("rebased")
+    return _Integrated("merged", _merge(service, remote, branch, theirs))
+
+
+def _rebase(history: History, onto: str) -> bool:
+    """Replay local commits on ``onto``; False (and nothing changed) when it does not
+    apply cleanly."""
+    try:
+        history.run("rebase", "--quiet", "--no-autostash", onto)
+    except GitError as exc:
+        log.info("rebase did not apply cleanly, merging instead: %s", _short(exc))
+        _undo(history, "rebase")
+        return False
+    return True
+
+
+def _merge(service: MemoryService, remote: str, branch: str, theirs: str) -> tuple[str, ...]:
+    """Merge ``theirs``, settling every file git cannot; one commit. Aborted on failure."""
+    history = service.history
+    try:
+        try:
+            history.run("merge", "--no-ff", "--no-commit", "--quiet", theirs)
+        except GitError:
+            if not _unmerged(history):
+                raise  # not a conflict (e.g. an untracked file in the way)
+        conflicts = _settle(service, remote, theirs)
+        if history.run("ls-files", "-u").strip():
+            raise MemvaultError("files remained unmerged after settling the conflicts")
+        trailers = service._op_trailers("sync")
+        if conflicts:
+            trailers["Memvault-Conflicts"] = str(len(conflicts))
+        message = format_message(f"sync: merge {remote}/{branch}", trailers)
+        history.run("commit", "-q", "--no-verify", "-F", "-", input_text=message)
+    except (MemvaultError, OSError) as exc:
+        _undo(history, "merge")
+        raise MemvaultError(
+            f"sync could not merge {remote}/{branch} ({exc}); the merge was undone and the "
+            "vault is as it was: run `memvault doctor`, then merge by hand with git"
+        ) from exc
+    return conflicts
+
+
+def _undo(history: History, what: str) -> None:
+    """Abort a rebase or merge; if even that fails, say so (never a silent half-way)."""
+    try:
+        history.run(what, "--abort")
+    except GitError as exc:
+        if what == "merge" and not (history.root / ".git" / "MERGE_HEAD").exists():
+            return  # the merge never started: nothing to undo
+        raise MemvaultError(
+            f"sync could not undo a {what} it started ({_short(exc)}): the vault is mid-{what};"
+            f" run `git -C {history.root} {what} --abort`, fix what it reports, then sync"
+        ) from exc
+
+
+def _settle(service: MemoryService, remote: str, theirs: str) -> tuple[str, ...]:
+    """Write a merged file for each path git left unmerged; the memories in conflict."""
+    history = service.history
+    stages = _unmerged(history)
+    if not stages:
+        return ()
+    blobs = history.blob_bytes(b for by_stage in stages.values() for b in by_stage.values())
+    conflicts = []
+    for path, by_stage in stages.items():
+        base, ours, theirs_blob = (by_stage.get(n) for n in (1, 2, 3))
+        texts = [blobs.get(b) if b else None for b in (base, ours, theirs_blob)]
+        data, conflict = _settle_one(service, remote, theirs, path, texts)
+        service.vault.write(path, data)
+        history.run("add", "--", path)
+        if conflict:
+            conflicts.append(path)
+    return tuple(conflicts)
+
+
+def _settle_one(
+    service: MemoryService,
+    remote: str,
+    theirs: str,
+    path: str,
+    texts: list[bytes | None],
+) -> tuple[bytes, bool]:
+    """The bytes to keep at ``path`` and whether both versions were kept for a person."""
+    base, ours, other = texts
+    if ours is None or other is None:  # deleted on one side, edited on the other: keep it
+        kept = ours if ours is not None else other
+        assert kept is not None
+        return kept, False
+    if not service.vault.is_memory_path(path):
+        log.warning("%s changed on both sides and is not a memory: kept this side's", path)
+        return ours, False
+    try:
+        decoded = [t.decode("utf-8") if t is not None else None for t in (base, ours, other)]
+    except UnicodeDecodeError:
+        return ours, False
+    when = _when(service.history, theirs, path)
+    mine, their_text = decoded[1], decoded[2]
+    assert mine is not None and their_text is not None
+    merged = merging.merge_memory(
+        decoded[0], mine, their_text, remote, when, _line_merge(service.history)
+    )
+    return merged.text.encode("utf-8"), merged.conflict
+
+
+def _unmerged(history: History) -> dict[str, dict[int, str]]:
+    """path -> stage (1 base, 2 ours, 3 theirs) -> blob, of every unmerged file."""
+    out: dict[str, dict[int, str]] = {}
+    for entry in history.run("ls-files", "-u", "-z").split("\0"):
+        head, tab, path = entry.partition("\t")
+        parts = head.split()
+        if tab and len(parts) == 3:
+            if parts[0] not in _FILE_MODES:
+                raise MemvaultError(
+                    f"{path} is a symbolic link or submodule changed on both sides, which "
+                    "memvault does not merge"
+                )
+            out.setdefault(path, {})[int(parts[2])] = parts[1]
+    return out
+
+
+_FILE_MODES = ("100644", "100755")
+
+
+def _when(history: History, rev: str, path: str) -> str:
+    """When the other side last changed ``path`` (its author date, minutes)."""
+    fmt = ["--date=format:%Y-%m-%d %H:%M", "--format=%ad"]
+    out = history.run("log", "-1", *fmt, rev, "--", path, check=False).strip()
+    return out or dt.date.today().isoformat()
+
+
+def _line_merge(history: History) -> merging.LineMerge:
+    """A three-way line merge of two bodies with ``git merge-file``; None on overlap."""
+
+    def merge(base: str, ours: str, theirs: str) -> str | None:
+        with _temp_files(history, ours, base, theirs) as names:
+            try:
+                return history.run("merge-file", "-p", "--quiet", *names)
+            except GitError:
+                return None  # overlapping changes (exit code: how many)
+
+    return merge
+
+
+@contextmanager
+def _temp_files(history: History, *texts: str) -> Iterator[list[str]]:
+    names = []
+    try:
+        for text in texts:
+            fd, name = tempfile.mkstemp(prefix="memvault-merge-", dir=history.root / ".git")
+            names.append(name)
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+                handle.write(text)
+        yield names
+    finally:
+        for name in names:
+            os.unlink(name)
+
+
+# -- pushing -------------------------------------------------------------------------
+def _push(history: History, remote: str, branch: str) -> tuple[int, str | None]:
+    """Send local commits: (how many, None) or (0, why it failed)."""
+    tracking = history.commit_of(f"refs/remotes/{remote}/{branch}")
+    ahead = history.run("rev-list", "--count", f"{tracking}..HEAD" if tracking else "HEAD")
+    count = int(ahead.strip() or 0)
+    if count == 0:
+        return 0, None
+    upstream = history.run("config", "--get", f"branch.{branch}.remote", check=False).strip()
+    args = ["push", "--quiet", *([] if upstream else ["-u"]), remote, f"{branch}:{branch}"]
+    try:
+        history.run(*args, env=_network_env(history))
+    except GitError as exc:
+        moved = any(m in exc.stderr for m in ("fetch first", "non-fast-forward"))
+        why = MOVED if moved else _short(exc)
+        return 0, f"could not push to {remote} ({why}): the commits stay here{_LATER}"
+    return count, None
+
+
+# -- afterwards: index, provenance, subscribers, status ----------------------------------
+def _after(service: MemoryService, before: str | None) -> ChangeEvent:
+    """Re-index exactly the files the sync changed; tell subscribers."""
+    history = service.history
+    after = history.head()
+    if not before or not after or before == after:
+        service.refresh_provenance()  # the pending edits just committed
+        return ChangeEvent()
+    out = history.run("diff", "--name-status", "--no-renames", "-z", before, after)
+    tokens = [t for t in out.split("\0") if t]
+    pairs = list(zip(tokens[::2], tokens[1::2], strict=False))
+    event = ChangeEvent(
+        changed=tuple(p for s, p in pairs if s.startswith("M")),
+        added=tuple(p for s, p in pairs if s.startswith("A")),
+        removed=tuple(p for s, p in pairs if s.startswith("D")),
+    )
+    service.sync_index([p for _, p in pairs])
+    service.refresh_provenance()
+    if pairs:
+        service.publish(event)
+    return event
+
+
+def save_state(service: MemoryService, result: SyncResult) -> None:
+    path = service.vault.state_dir / STATE_FILE
+    try:
+        path.write_text(json.dumps(asdict(result)), encoding="utf-8")
+    except OSError as exc:  # a report, not the vault: losing it loses nothing
+        log.warning("could not save %s: %s", path, exc)
+
+
+def last_sync(service: MemoryService) -> dict[str, Any] | None:
+    """The last sync's result as saved (for status), or None when there was none."""
+    try:
+        data = json.loads((service.vault.state_dir / STATE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+# -- starting from a remote ---------------------------------------------------------
+def clone_vault(url: str, root: Path, settings: Settings | None = None) -> str:
+    """Make ``root`` (new or empty) a vault cloned from ``url``: "cloned", or "created"
+    when the remote is empty (the template, with ``url`` as origin for the first sync)."""
+    root = root.expanduser().absolute()
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise InvalidInputError(f"{root} exists and is not empty: clone into a new folder")
+    settings = settings or Settings()
+    root.parent.mkdir(parents=True, exist_ok=True)
+    outside = History(root.parent, settings.author_name, settings.author_email)
+    try:
+        outside.run("clone", "--quiet", "--", url, str(root), env=_network_env(outside))
+    except GitError as exc:
+        raise MemvaultError(
+            f"could not clone {url} ({_short(exc)}): check the URL and that this machine can "
+            "reach it (ssh keys, tokens), then retry"
+        ) from exc
+    if History(root).head() is not None:
+        exclude_state_dir(root)
+        return "cloned"
+    shutil.rmtree(root)  # an empty remote: this vault starts it
+    create_vault(root, settings=settings)
+    History(root, settings.author_name, settings.author_email).run("remote", "add", "origin", url)
+    return "created"
+
+
+# -- settling a conflict -------------------------------------------------------------
+def resolve_conflict(service: MemoryService, id_or_path: str, keep: str) -> WriteResult:
+    """Settle a memory a sync left with two versions: keep ``ours`` (this vault's text),
+    ``theirs`` (the other side's) or ``both`` (one after the other); one commit."""
+    if keep not in merging.KEEP:
+        raise InvalidInputError(f"keep must be one of {', '.join(merging.KEEP)}, not {keep!r}")
+    with service._writing():
+        memory = service.get(id_or_path)
+        body = merging.resolved_body(memory.body, keep)
+        if body is None and memory.status != "conflict":
+            raise InvalidInputError(
+                f"{memory.path} is not in conflict: nothing to resolve (doctor lists conflicts)"
+            )
+        service._rewrite(memory, {"status": frontmatter.DELETE}, body)
+        sha = service.history.commit(
+            [memory.path],
+            f"resolve: {memory.path} (kept {keep})",
+            service._trailers("resolve", memory.id),
+        )
+    fresh = service.vault.read(memory.path)
+    service.indexing.upsert([fresh])
+    service.publish(ChangeEvent(changed=(memory.path,)))
+    return WriteResult(fresh, sha, "resolved", previous_revision=memory.content_hash)

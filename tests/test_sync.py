@@ -1,0 +1,509 @@
+"""Sync through ordinary git remotes: a bare repository in tmp_path and two vaults cloned
+from it (real git, real files, real Whoosh); no network, file-path remotes only."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import shutil
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from memvault import frontmatter, merging
+from memvault.config import Settings
+from memvault.doctor import run_checks
+from memvault.errors import InvalidInputError, MemvaultError
+from memvault.models import ChangeEvent
+from memvault.reports import status
+from memvault.server import build_server, start_sync_schedule
+from memvault.service import MemoryService
+from memvault.syncing import resolve_conflict, sync
+from memvault.template import create_vault
+
+from .helpers import call_tool, git, run_memvault, watching
+
+EARLY = dt.datetime(2026, 11, 1, 9, 0, tzinfo=dt.UTC)
+LATE = dt.datetime(2026, 11, 2, 9, 0, tzinfo=dt.UTC)
+
+
+@dataclass
+class Pair:
+    remote: Path
+    a: MemoryService
+    b: MemoryService
+
+
+def _open(root: Path) -> MemoryService:
+    return MemoryService.open(root, Settings(embedder="none"))
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[Pair]:
+    """A bare remote, vault A pushed to it, vault B cloned from it."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "--bare", "-q", "--initial-branch=main", str(remote))
+    create_vault(tmp_path / "a")
+    git(tmp_path / "a", "remote", "add", "origin", str(remote))
+    a = _open(tmp_path / "a")
+    first = sync(a)
+    assert first.error is None and first.pushed >= 1
+    git(tmp_path, "clone", "-q", str(remote), str(tmp_path / "b"))
+    b = _open(tmp_path / "b")
+    yield Pair(remote, a, b)
+    a.close()
+    b.close()
+
+
+def _log(service: MemoryService) -> list[str]:
+    return git(service.root, "log", "--format=%s%x09%an").splitlines()
+
+
+def _problems(service: MemoryService) -> list[tuple[str, str]]:
+    """What doctor reports (but that this test vault has no embedder)."""
+    found = run_checks(service.vault, service.history, "none")
+    return [(p.path, p.kind) for p in found if p.kind != "embedder"]
+
+
+def _shared(pair: Pair) -> str:
+    """A memory on both sides: written on A, synced to B."""
+    result = pair.a.remember("Reports are written in British English", type="preference")
+    assert result.memory is not None
+    sync(pair.a)
+    sync(pair.b)
+    return result.memory.id
+
+
+def test_writes_on_both_sides_reach_both_with_ids_and_commits_intact(pair: Pair) -> None:
+    on_a = pair.a.remember("The staging database is called heron", type="fact").memory
+    on_b = pair.b.remember("Deploys happen on Tuesdays after standup", type="fact").memory
+    assert on_a is not None and on_b is not None
+    assert sync(pair.a).pushed == 1
+    second = sync(pair.b)
+    assert second.action == "rebased" and second.pushed == 1 and second.error is None
+    assert on_a.path in second.changed
+    third = sync(pair.a)
+    assert third.action == "fast-forward" and on_b.path in third.changed
+    for service in (pair.a, pair.b):
+        assert service.get(on_a.id).path == on_a.path
+        assert service.get(on_b.id).path == on_b.path
+        assert {h.id for h in service.recall("staging database heron")} >= {on_a.id}
+        assert {h.id for h in service.recall("deploys tuesdays")} >= {on_b.id}
+    assert git(pair.a.root, "rev-parse", "HEAD") == git(pair.b.root, "rev-parse", "HEAD")
+    subjects = [line.split("\t")[0] for line in _log(pair.a)]
+    assert f"remember: {on_a.path}" in subjects and f"remember: {on_b.path}" in subjects
+    assert git(pair.a.root, "status", "--porcelain") == ""
+
+
+def test_sync_tells_subscribers_what_the_remote_changed(pair: Pair) -> None:
+    written = pair.a.remember("The office wifi is called kestrel", type="fact").memory
+    assert written is not None
+    sync(pair.a)
+    events: list[ChangeEvent] = []
+    pair.b.listeners.append(events.append)
+    sync(pair.b)
+    assert [e.added for e in events] == [(written.path,)]
+
+
+def test_a_memory_edited_on_both_sides_keeps_both_texts_and_is_flagged(pair: Pair) -> None:
+    memory_id = _shared(pair)
+    pair.a.update(memory_id, content="Reports are written in British English, no Oxford comma")
+    pair.b.update(memory_id, content="Reports are written in American English since March")
+    assert sync(pair.a).pushed == 1
+    result = sync(pair.b)
+    path = pair.b.get(memory_id).path
+    assert result.action == "merged" and result.conflicts == (path,) and result.error is None
+    text = (pair.b.root / path).read_text(encoding="utf-8")
+    assert "American English since March" in text and "no Oxford comma" in text
+    assert text.index("American") < text.index("## Conflicting version (from origin, ")
+    assert text.index("## Conflicting version") < text.index("no Oxford comma")
+    assert pair.b.get(memory_id).status == "conflict"
+    assert _problems(pair.b) == [(path, "conflict")]
+    assert status(pair.b).conflicts == [path]
+    assert git(pair.b.root, "status", "--porcelain") == ""
+    merge = _log(pair.b)[0]
+    assert merge.startswith("sync: merge origin/main")
+    trailers = git(pair.b.root, "log", "-1", "--format=%(trailers:only)")
+    assert "Memvault-Op: sync" in trailers
+    sync(pair.a)
+    assert pair.a.get(memory_id).status == "conflict"  # the other side sees it too
+
+
+@pytest.mark.parametrize(
+    ("keep", "present", "absent"),
+    [
+        ("ours", ["American English since March"], ["no Oxford comma"]),
+        ("theirs", ["no Oxford comma"], ["American English since March"]),
+        ("both", ["American English since March", "no Oxford comma"], []),
+    ],
+)
+def test_a_conflict_is_resolved_by_keeping_ours_theirs_or_both(
+    pair: Pair, keep: str, present: list[str], absent: list[str]
+) -> None:
+    memory_id = _shared(pair)
+    pair.a.update(memory_id, content="Reports are written in British English, no Oxford comma")
+    pair.b.update(memory_id, content="Reports are written in American English since March")
+    sync(pair.a)
+    sync(pair.b)
+    result = resolve_conflict(pair.b, memory_id, keep)
+    assert result.commit is not None and result.action == "resolved"
+    text = (pair.b.root / result.memory.path).read_text(encoding="utf-8")
+    for words in present:
+        assert words in text
+    for words in absent:
+        assert words not in text
+    assert "Conflicting version" not in text and "conflict" not in text
+    assert pair.b.get(memory_id).status == "active"
+    assert _problems(pair.b) == []
+    with pytest.raises(InvalidInputError, match="not in conflict"):
+        resolve_conflict(pair.b, memory_id, keep)
+
+
+def test_resolving_refuses_a_memory_that_is_not_in_conflict_without_a_commit(
+    pair: Pair,
+) -> None:
+    memory_id = _shared(pair)
+    head = git(pair.b.root, "rev-parse", "HEAD")
+    with pytest.raises(InvalidInputError, match="not in conflict"):
+        resolve_conflict(pair.b, memory_id, "ours")
+    with pytest.raises(InvalidInputError, match="keep must be one of"):
+        resolve_conflict(pair.b, memory_id, "mine")
+    assert git(pair.b.root, "rev-parse", "HEAD") == head
+    assert git(pair.b.root, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("deleted_first", [True, False])
+def test_a_memory_deleted_on_one_side_and_edited_on_the_other_is_kept_edited(
+    pair: Pair, deleted_first: bool
+) -> None:
+    memory_id = _shared(pair)
+    path = pair.a.get(memory_id).path
+    pair.a.forget(memory_id, mode="delete")
+    pair.b.update(memory_id, content="Reports are written in British English, always")
+    first, second = (pair.a, pair.b) if deleted_first else (pair.b, pair.a)
+    sync(first)
+    result = sync(second)
+    assert result.error is None and result.conflicts == ()
+    sync(first)
+    for service in (pair.a, pair.b):
+        assert service.get(memory_id).path == path
+        assert "British English, always" in (service.root / path).read_text(encoding="utf-8")
+        assert service.get(memory_id).status == "active"
+        assert [h.id for h in service.recall("British English always")][:1] == [memory_id]
+
+
+def test_edits_to_different_lines_of_one_memory_merge_without_a_conflict(pair: Pair) -> None:
+    content = "Owner: Ana\n\nSome filler line\n\nDeadline: March"
+    first = pair.a.remember(content, type="note", title="Project heron").memory
+    assert first is not None
+    sync(pair.a)
+    sync(pair.b)
+    pair.a.clock, pair.b.clock = (lambda: LATE), (lambda: EARLY)  # `updated` differs too
+    pair.a.update(first.id, content=content.replace("Ana", "Bea"))
+    pair.b.update(first.id, content=content.replace("March", "April"))
+    sync(pair.a)
+    result = sync(pair.b)
+    assert result.action == "merged" and result.conflicts == ()
+    body = pair.b.get(first.id).body
+    assert "Owner: Bea" in body and "Deadline: April" in body
+    assert pair.b.get(first.id).status == "active"
+
+
+def test_frontmatter_only_changes_on_both_sides_merge_field_by_field(pair: Pair) -> None:
+    memory_id = _shared(pair)
+    pair.a.clock = lambda: LATE
+    pair.b.clock = lambda: EARLY
+    pair.a.update(memory_id, fields={"tags": ["writing", "style"], "importance": 0.9})
+    pair.b.update(memory_id, fields={"tags": ["writing", "reports"], "importance": 0.2})
+    sync(pair.a)
+    result = sync(pair.b)
+    assert result.conflicts == () and result.error is None
+    memory = pair.b.get(memory_id)
+    assert set(memory.tags) == {"writing", "style", "reports"}
+    assert memory.importance == 0.9  # the later edit's value
+    assert memory.status == "active" and "Conflicting" not in memory.body
+    sync(pair.a)
+    assert pair.a.get(memory_id).content_hash == memory.content_hash
+
+
+def test_a_failed_push_or_fetch_is_reported_and_writes_go_on(pair: Pair) -> None:
+    shutil.rmtree(pair.remote)
+    written = pair.b.remember("The release train leaves every second Thursday", type="fact")
+    assert written.action == "created"
+    result = sync(pair.b)
+    assert result.action == "offline" and not result.fetched and result.pushed == 0
+    assert result.error is not None and "could not fetch from origin" in result.error
+    later = pair.b.remember("Retros are on Fridays at four", type="fact")
+    assert later.action == "created" and later.commit is not None
+    assert status(pair.b).sync is not None
+    assert status(pair.b).sync["error"] == result.error  # type: ignore[index]
+    cli = run_memvault("--vault", str(pair.b.root), "sync")
+    assert cli.returncode == 0, cli.stderr
+    assert "Traceback" not in cli.stderr and "could not fetch from origin" in cli.stdout
+
+
+def test_a_push_the_remote_refuses_is_reported_and_the_commit_stays(
+    pair: Pair, tmp_path: Path
+) -> None:
+    hooks = pair.remote / "hooks"
+    hook = hooks / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'read-only mirror' >&2\nexit 1\n", encoding="utf-8")
+    hook.chmod(0o755)
+    written = pair.b.remember("Standups are at nine thirty", type="fact")
+    result = sync(pair.b)
+    assert result.fetched and result.pushed == 0
+    assert result.error is not None and "could not push to origin" in result.error
+    assert written.commit == git(pair.b.root, "rev-parse", "HEAD").strip()
+
+
+def test_sync_without_a_remote_says_how_to_add_one(tmp_path: Path) -> None:
+    create_vault(tmp_path / "solo")
+    service = _open(tmp_path / "solo")
+    try:
+        with pytest.raises(InvalidInputError, match="remote add origin"):
+            sync(service)
+        with pytest.raises(InvalidInputError, match="no git remote named 'elsewhere'"):
+            sync(service, "elsewhere")
+    finally:
+        service.close()
+
+
+def test_sync_commits_a_persons_pending_edit_before_integrating(pair: Pair) -> None:
+    memory_id = _shared(pair)
+    path = pair.b.get(memory_id).path
+    file = pair.b.root / path
+    file.write_text(file.read_text(encoding="utf-8") + "\nAdded by hand.\n", encoding="utf-8")
+    assert sync(pair.b).pushed == 1
+    sync(pair.a)
+    assert "Added by hand." in (pair.a.root / path).read_text(encoding="utf-8")
+
+
+def test_sync_while_the_watcher_runs_adds_no_commit_of_its_own(pair: Pair) -> None:
+    written = pair.a.remember("The build server is named osprey", type="fact").memory
+    assert written is not None
+    sync(pair.a)
+    with watching(pair.b) as (_, watcher, _events):
+        result = sync(pair.b)
+        assert result.action == "fast-forward"
+        assert watcher.wait_for(lambda: watcher.batches >= 1)
+    # stopping the watcher processed and committed everything it saw: nothing to commit
+    assert watcher.commits == 0 and watcher.errors == []
+    assert git(pair.b.root, "rev-parse", "HEAD") == git(pair.a.root, "rev-parse", "HEAD")
+    assert git(pair.b.root, "status", "--porcelain") == ""
+    assert [h.id for h in pair.b.recall("build server osprey")][:1] == [written.id]
+
+
+def test_sync_with_the_watcher_paused_is_not_taken_for_a_persons_edit(pair: Pair) -> None:
+    written = pair.a.remember("The build server is named osprey", type="fact").memory
+    assert written is not None
+    sync(pair.a)
+    with watching(pair.b) as (_, watcher, events):
+        pair.b.pause = watcher.paused  # as `serve` sets it: every sync holds the watcher off
+        result = sync(pair.b)
+        assert result.action == "fast-forward" and result.changed == (written.path,)
+    # stopping the watcher processed everything it saw: nothing new to it
+    assert watcher.batches == 0 and watcher.commits == 0 and watcher.errors == []
+    assert [e.added for e in events] == [(written.path,)]  # the sync's own notice, once
+
+
+def test_a_persons_edit_during_a_paused_sync_is_still_seen(pair: Pair) -> None:
+    memory_id = _shared(pair)
+    path = pair.b.get(memory_id).path
+    with watching(pair.b) as (_, watcher, _events):
+        with watcher.paused():
+            file = pair.b.root / path
+            file.write_text(file.read_text(encoding="utf-8") + "\nBy hand.\n", encoding="utf-8")
+        assert watcher.wait_for(lambda: watcher.commits == 1, timeout=30)
+    assert "By hand." in git(pair.b.root, "show", f"HEAD:{path}")
+
+
+def test_serve_syncs_on_its_interval(pair: Pair) -> None:
+    written = pair.a.remember("Lunch orders close at eleven", type="fact").memory
+    assert written is not None
+    sync(pair.a)
+    arrived = threading.Event()
+    pair.b.listeners.append(lambda e: arrived.set() if written.path in e.added else None)
+    stop = start_sync_schedule(pair.b, 0.05)
+    try:
+        assert arrived.wait(timeout=60)
+    finally:
+        stop()
+    assert pair.b.get(written.id).path == written.path
+    assert pair.b.settings.sync_interval == 0.0  # off unless set
+
+
+def test_the_sync_tool_answers_an_mcp_client_even_when_offline(pair: Pair) -> None:
+    written = pair.a.remember("Invoices go out on the first of the month", type="fact")
+    sync(pair.a)
+    server, notifier = build_server(pair.b)
+
+    async def main() -> tuple[dict[str, object], dict[str, object]]:
+        async with Client(server, mode="legacy") as client:
+            online = await call_tool(client, "sync", {})
+            shutil.rmtree(pair.remote)
+            offline = await call_tool(client, "sync", {"remote": "origin"})
+            return online, offline
+
+    try:
+        online, offline = asyncio.run(main())
+    finally:
+        pair.b.listeners.remove(notifier.on_change)
+    assert written.memory is not None and online["changed"] == [written.memory.path]
+    assert online["action"] == "fast-forward" and online["error"] is None
+    assert offline["action"] == "offline" and "could not fetch" in str(offline["error"])
+
+
+def test_the_command_line_syncs_and_resolves_a_conflict(pair: Pair) -> None:
+    memory_id = _shared(pair)
+    pair.a.update(memory_id, content="Reports are written in British English, no Oxford comma")
+    pair.b.update(memory_id, content="Reports are written in American English since March")
+    sync(pair.a)
+    vault = ["--vault", str(pair.b.root)]
+    done = run_memvault(*vault, "--json", "sync")
+    assert done.returncode == 0, done.stderr
+    path = pair.b.get(memory_id).path
+    assert json.loads(done.stdout)["conflicts"] == [path]
+    doctor = run_memvault(*vault, "doctor")
+    assert doctor.returncode == 1 and f"conflict      {path} holds two versions" in doctor.stdout
+    settled = run_memvault(*vault, "resolve", memory_id, "--keep", "theirs")
+    assert settled.returncode == 0, settled.stderr
+    assert "no Oxford comma" in pair.b.get(memory_id).body
+    again = run_memvault(*vault, "resolve", memory_id, "--keep", "theirs")
+    assert again.returncode == 1 and again.stderr.startswith("error: ")
+    assert "not in conflict" in again.stderr and "Traceback" not in again.stderr
+
+
+def test_a_conflict_is_also_settled_by_an_ordinary_update(pair: Pair) -> None:
+    memory_id = _shared(pair)
+    pair.a.update(memory_id, content="Reports are written in British English, no Oxford comma")
+    pair.b.update(memory_id, content="Reports are written in American English since March")
+    sync(pair.a)
+    sync(pair.b)
+    pair.b.update(memory_id, content="Reports: American English", fields={"status": "active"})
+    assert pair.b.get(memory_id).status == "active"
+    assert _problems(pair.b) == []
+
+
+def test_a_merge_that_cannot_finish_is_undone_and_reported(pair: Pair, tmp_path: Path) -> None:
+    """A required git clean filter (as git-crypt or LFS set up) that refuses the merged
+    file: memvault cannot stage it, and nothing is left half-way."""
+    memory_id = _shared(pair)
+    pair.a.update(memory_id, content="Reports are written in British English, no Oxford comma")
+    pair.b.update(memory_id, content="Reports are written in American English since March")
+    sync(pair.a)
+    seal = tmp_path / "seal.sh"
+    seal.write_text(
+        '#!/bin/sh\nt=$(mktemp); cat > "$t"\n'
+        'if grep -q "Conflicting version" "$t"; then rm "$t"; exit 1; fi\ncat "$t"; rm "$t"\n'
+    )
+    seal.chmod(0o755)
+    git(pair.b.root, "config", "filter.seal.clean", str(seal))
+    git(pair.b.root, "config", "filter.seal.smudge", "cat")
+    git(pair.b.root, "config", "filter.seal.required", "true")
+    (pair.b.root / ".git" / "info" / "attributes").write_text("*.md filter=seal\n")
+    head = git(pair.b.root, "rev-parse", "HEAD")
+    with pytest.raises(MemvaultError, match="the merge was undone"):
+        sync(pair.b)
+    git_dir = pair.b.root / ".git"
+    assert not any((git_dir / f).exists() for f in ("MERGE_HEAD", "rebase-merge", "rebase-apply"))
+    assert git(pair.b.root, "rev-parse", "HEAD") == head
+    assert git(pair.b.root, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_a_symlink_changed_on_both_sides_is_left_to_a_person_not_turned_into_a_file(
+    pair: Pair,
+) -> None:
+    def relink(service: MemoryService, target: str) -> None:
+        link = service.root / "facts" / "link.md"
+        link.unlink(missing_ok=True)
+        link.symlink_to(target)
+        git(service.root, "add", "facts/link.md")
+        git(service.root, "-c", "user.name=p", "-c", "user.email=p@x", "commit", "-qm", "link")
+
+    relink(pair.a, "../README.md")
+    sync(pair.a)
+    sync(pair.b)
+    relink(pair.a, "../inbox/.gitkeep")
+    relink(pair.b, "../tasks/.gitkeep")
+    sync(pair.a)
+    head = git(pair.b.root, "rev-parse", "HEAD")
+    with pytest.raises(MemvaultError, match="symbolic link or submodule changed on both sides"):
+        sync(pair.b)
+    assert not (pair.b.root / ".git" / "MERGE_HEAD").exists()
+    assert git(pair.b.root, "rev-parse", "HEAD") == head
+    assert (pair.b.root / "facts" / "link.md").is_symlink()
+
+
+def test_init_clone_sets_up_a_vault_from_a_remote_with_ids_and_index(
+    pair: Pair, tmp_path: Path
+) -> None:
+    written = pair.a.remember("The team calendar lives in the shared drive", type="fact")
+    assert written.memory is not None
+    sync(pair.a)
+    target = tmp_path / "laptop" / "vault"
+    done = run_memvault("--json", "init", str(target), "--clone", str(pair.remote))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["state"] == "cloned"
+    assert json.loads(done.stdout)["indexed"] == 1
+    clone = _open(target)
+    try:
+        assert clone.get(written.memory.id).path == written.memory.path
+        assert [r.id for r in clone.records()] == [written.memory.id]
+        assert git(target, "status", "--porcelain") == ""  # .memvault/ stays out of git
+        assert sync(clone).action == "up to date"
+    finally:
+        clone.close()
+
+
+def test_init_clone_of_an_empty_remote_starts_it_and_refuses_a_used_folder(
+    tmp_path: Path,
+) -> None:
+    remote = tmp_path / "empty.git"
+    git(tmp_path, "init", "--bare", "-q", "--initial-branch=main", str(remote))
+    done = run_memvault("--json", "init", str(tmp_path / "v"), "--clone", str(remote))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["state"] == "created"
+    service = _open(tmp_path / "v")
+    try:
+        assert sync(service).pushed == 1
+    finally:
+        service.close()
+    again = run_memvault("init", str(tmp_path / "v"), "--clone", str(remote))
+    assert again.returncode == 1 and "exists and is not empty" in again.stderr
+    missing = run_memvault("init", str(tmp_path / "w"), "--clone", str(tmp_path / "nowhere"))
+    assert missing.returncode == 1 and "could not clone" in missing.stderr
+    assert "Traceback" not in missing.stderr and not (tmp_path / "w").exists()
+
+
+# -- the merge of two versions (pure) ----------------------------------------------------
+def test_tags_merge_as_a_union_less_what_either_side_removed() -> None:
+    base = {"tags": ["a", "b"], "importance": 0.5}
+    ours = {"tags": ["a"], "importance": 0.5}
+    theirs = {"tags": ["a", "b", "c"], "importance": 0.7}
+    assert merging.merge_fields(base, ours, theirs) == {"tags": ["a", "c"], "importance": 0.7}
+
+
+def test_a_value_changed_on_both_sides_takes_the_later_side() -> None:
+    base = {"type": "note", "updated": "2026-11-01T00:00:00+00:00"}
+    ours = {"type": "fact", "updated": "2026-11-03T00:00:00+00:00"}
+    theirs = {"type": "task", "updated": "2026-11-02T00:00:00+00:00"}
+    assert merging.merge_fields(base, ours, theirs) == {}
+    assert merging.merge_fields(base, theirs, ours) == {
+        "type": "fact",
+        "updated": "2026-11-03T00:00:00+00:00",
+    }
+
+
+def test_a_person_status_is_kept_and_the_conflict_goes_under_lifecycle() -> None:
+    base = "---\nstatus: draft\n---\n# T\n\nbase\n"
+    ours = "---\nstatus: draft\n---\n# T\n\nours\n"
+    theirs = "---\nstatus: draft\n---\n# T\n\ntheirs\n"
+    merged = merging.merge_memory(base, ours, theirs, "laptop", "2026-11-02 09:00")
+    meta = frontmatter.parse(merged.text).meta
+    assert merged.conflict and meta["status"] == "draft" and meta["lifecycle"] == "conflict"
+    assert "## Conflicting version (from laptop, 2026-11-02 09:00)\n\n# T\n\ntheirs" in merged.text
