@@ -43,6 +43,7 @@ INNER = [
     "lifecycle",
     "profile",
     "reports",
+    "context",
     "index/__init__",
     "index/rank",
     "index/store",
