@@ -189,3 +189,18 @@ class StatusOut(BaseModel):
     uncommitted: int
     last_commits: list[dict[str, Any]]
     index: dict[str, Any]
+
+
+class ContextSectionOut(BaseModel):
+    name: str
+    ids: list[str]
+    tokens: int
+    left_out: list[str]
+
+
+class ContextOut(BaseModel):
+    text: str
+    used_tokens: int
+    budget_tokens: int
+    over_budget: bool
+    sections: list[ContextSectionOut]

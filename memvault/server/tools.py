@@ -23,7 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from .. import changes, lifecycle, profile, reports
+from .. import changes, context, lifecycle, profile, reports
 from ..errors import InvalidInputError, MemvaultError, explain_unexpected
 from ..history import CLONE_WARNING
 from ..links import Graph, graph_of, linked_among
@@ -35,6 +35,8 @@ from .schemas import (
     ChangesOut,
     CommitOut,
     ConsolidateOut,
+    ContextOut,
+    ContextSectionOut,
     DiffOut,
     ForgetOut,
     HistoryOut,
@@ -281,6 +283,31 @@ def get_profile(service: MemoryService) -> ProfileOut:
     return ProfileOut(fields=fields, unset=list(found.unset), problems=list(found.problems))
 
 
+def build_context(
+    service: MemoryService,
+    topic: Annotated[str, Field(description="the task")],
+    budget_tokens: Annotated[int, Field(description="max tokens")] = 1500,
+) -> ContextOut:
+    """Profile, preferences, memories and episodes for a topic, with ids, in a token budget."""
+    found = context.build_context(service, topic, budget_tokens)
+    sections = [
+        ContextSectionOut(
+            name=s.name,
+            ids=[i.id for i in s.items],
+            tokens=s.tokens,
+            left_out=[i.id for i in s.left_out],
+        )
+        for s in found.sections
+    ]
+    return ContextOut(
+        text=found.text,
+        used_tokens=found.used_tokens,
+        budget_tokens=found.budget_tokens,
+        over_budget=found.over_budget,
+        sections=sections,
+    )
+
+
 def vault_status(service: MemoryService) -> StatusOut:
     """Counts, index and embedder state, problems, last commits."""
     return StatusOut.model_validate(asdict(reports.status(service)))
@@ -306,6 +333,7 @@ TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
     (consolidate, WRITE),
     (set_profile, WRITE),
     (get_profile, READ),
+    (build_context, READ),
     (vault_status, READ),
 ]
 
