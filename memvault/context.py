@@ -27,7 +27,7 @@ from . import profile
 from .errors import InvalidInputError, MemvaultError
 from .links import graph_of
 from .models import Context, ContextItem, ContextSection, Filters, Memory, MemoryInfo
-from .note import cut, newest_first, strip_title
+from .note import cut, newest_first, strip_title, timestamp
 
 if TYPE_CHECKING:
     from .service import MemoryService
@@ -238,7 +238,9 @@ def _linked(service: MemoryService, memories: Sequence[Memory]) -> list[MemoryIn
 
 def _episodes(service: MemoryService) -> list[Memory]:
     episodes = service.records(Filters(types=("episode",)))
-    newest = sorted(episodes, key=lambda r: (newest_first(r.updated), r.id))[:RECENT_EPISODES]
+    # newest first; in the same second, the later id (ids grow with time) first
+    newest = sorted(episodes, key=lambda r: (timestamp(r.updated), r.id), reverse=True)
+    newest = newest[:RECENT_EPISODES]
     return _read(service, [r.path for r in newest])
 
 
