@@ -663,6 +663,24 @@ def consolidate(ctx: Ctx, apply: bool) -> None:
     _emit(ctx, {"applied": apply, "proposals": [asdict(p) for p in proposals]}, human)
 
 
+@cli.command()
+@click.argument("topic")
+@click.option("--budget", default=1500, show_default=True, help="Tokens at most (estimated).")
+@pass_ctx
+def context(ctx: Ctx, topic: str, budget: int) -> None:
+    """What memory knows about TOPIC: profile, preferences, memories, episodes, with ids."""
+    from .context import build_context
+
+    with _errors(ctx):
+        found = build_context(_service(ctx, recover=False), topic, budget)
+    data = {**asdict(found), "ids": list(found.ids)}
+    _emit(ctx, data, lambda: click.echo(found.text, nl=False))
+    if not ctx.json:
+        left = f", {len(found.left_out)} left out" if found.left_out else ""
+        over = " (over: the profile alone is larger)" if found.over_budget else ""
+        click.echo(f"about {found.used_tokens} of {budget} tokens{left}{over}", err=True)
+
+
 @cli.command(name="import")
 @click.argument("source", type=click.Path(exists=True, path_type=Path))
 @pass_ctx

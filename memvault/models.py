@@ -500,6 +500,50 @@ def last_seen(info: MemoryInfo, access: Access | None) -> dt.datetime | None:
     return max(known) if known else None
 
 
+@dataclass(frozen=True)
+class ContextItem:
+    """One memory (or profile field) in an assembled context, as one line of text."""
+
+    id: str
+    title: str
+    text: str  # the line as rendered, id included
+    tokens: int  # estimated tokens of ``text`` (see context.estimate_tokens)
+
+
+@dataclass(frozen=True)
+class ContextSection:
+    """One section of a context: what was put in, and what matched but did not fit."""
+
+    name: str  # profile | preferences | memories | episodes
+    items: tuple[ContextItem, ...]
+    tokens: int  # estimated tokens of the section's text (heading and items)
+    left_out: tuple[ContextItem, ...] = ()
+
+
+@dataclass(frozen=True)
+class Context:
+    """What memory knows that bears on a topic, within a token budget (build_context)."""
+
+    topic: str
+    budget_tokens: int
+    text: str  # the sections rendered, with ids to cite
+    sections: tuple[ContextSection, ...]
+    used_tokens: int  # estimated tokens of ``text``
+    # True only when what is always carried (heading, the whole profile, the left-out note)
+    # is alone over the budget: then nothing else is put in
+    over_budget: bool = False
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """The ids of every memory in the context, in order, each once."""
+        return tuple(item.id for section in self.sections for item in section.items)
+
+    @property
+    def left_out(self) -> tuple[ContextItem, ...]:
+        """What matched but was left out for the budget."""
+        return tuple(item for section in self.sections for item in section.left_out)
+
+
 def as_str_list(value: Any) -> list[str]:
     if value is None:
         return []
@@ -547,6 +591,9 @@ __all__ = [
     "Archival",
     "ChangeEvent",
     "Commit",
+    "Context",
+    "ContextItem",
+    "ContextSection",
     "Filters",
     "Hit",
     "ImportReport",

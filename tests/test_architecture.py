@@ -45,6 +45,7 @@ INNER = [
     "lifecycle",
     "profile",
     "reports",
+    "context",
     "index/__init__",
     "index/rank",
     "index/store",

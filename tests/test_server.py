@@ -60,6 +60,7 @@ def test_every_tool_has_a_description_schema_and_annotations(
             "consolidate",
             "set_profile",
             "get_profile",
+            "build_context",
             "vault_status",
             "sync",
         }

@@ -1,5 +1,6 @@
 """MCP resources and prompts: the aggregate views, one template for every memory file, and
-two prompts. What each view shows is decided in ``reports``; this module only serves it."""
+three prompts. What each view shows is decided in ``reports``, what a context holds in
+``context``; this module only serves them."""
 
 from __future__ import annotations
 
@@ -9,9 +10,13 @@ from urllib.parse import quote
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 
-from .. import changes, reports
+from .. import changes, context, profile, reports
 from ..errors import MemvaultError
+from ..models import Context
+from ..profile import FieldSpec, Profile, Schema
 from ..service import MemoryService
 
 NOTE_PREFIX = "memory://note/"
@@ -55,8 +60,36 @@ def register(mcp: MCPServer, service: MemoryService) -> None:
         return await _read(lambda: service.read_text(path))
 
     mcp.resource("memory://note/{+path}", mime_type="text/markdown")(note)
+    register_prompts(mcp, service)
+
+
+def register_prompts(mcp: MCPServer, service: MemoryService) -> None:
+    """recall_context and onboarding read the vault; extract_memories only instructs."""
+
+    def recall_context(topic: str, budget_tokens: int = context.DEFAULT_BUDGET) -> str:
+        """What memory knows about a topic (profile, preferences, memories, episodes, with
+        ids), within a token budget, to read before working on it."""
+        return _prompt(lambda: context_prompt(context.build_context(service, topic, budget_tokens)))
+
+    def onboarding() -> str:
+        """For a new vault: ask the person the few questions that fill their profile and
+        first preferences, then store the answers."""
+        return _prompt(
+            lambda: onboarding_prompt(profile.load_schema(service), profile.read(service))
+        )
+
     mcp.prompt()(recall_context)
+    mcp.prompt()(onboarding)
     mcp.prompt()(extract_memories)
+
+
+def _prompt(render: Callable[[], str]) -> str:
+    """A prompt's text (the SDK runs it in a worker thread); memvault errors as the
+    request's error, with their message (the SDK would only say the prompt failed)."""
+    try:
+        return render()
+    except MemvaultError as exc:
+        raise MCPError(INVALID_PARAMS, f"{exc.code}: {exc}") from exc
 
 
 async def _read(render: Callable[[], str]) -> str:
@@ -74,14 +107,48 @@ def _aggregate(service: MemoryService, uri: str) -> Callable[[], Awaitable[str]]
     return read
 
 
-def recall_context(topic: str) -> str:
-    """Gather what memory knows about a topic before working on it."""
+def context_prompt(found: Context) -> str:
+    """The recall_context prompt: how to use the context, then the context."""
     return (
-        f"Before working on '{topic}', call the `recall` tool with query {topic!r} "
-        "(and, if useful, read memory://preferences). Summarise what the user prefers and "
-        "what is already known that bears on this topic, citing memory ids. If memories "
-        "conflict, say so and prefer the most recent, highest-confidence one."
+        f"Before working on '{found.topic}', read what memory knows about it below "
+        f"(about {found.used_tokens} of {found.budget_tokens} tokens). Follow the user's "
+        "preferences and respect the profile, health facts above all. Cite the [ids] of "
+        "what you use; if memories conflict, say so and prefer the most recent, "
+        "highest-confidence one; correct what is wrong with `update_memory` or "
+        "`set_profile`. For more, call `recall`.\n\n" + found.text
     )
+
+
+def onboarding_prompt(schema: Schema, found: Profile) -> str:
+    """The onboarding prompt: the unset profile fields as questions to ask, then how to
+    store the answers."""
+    done = {entry.field for entry in found.fields}
+    todo = [spec for spec in schema.fields if spec.name not in done]
+    lines = [f"- {_ask(spec)}" for spec in todo] or ["- (every field is set already)"]
+    already = f"Already set: {', '.join(sorted(done))}.\n\n" if done else ""
+    return (
+        "Help the person set up their memory. Ask a few short questions, a related group "
+        "at a time (who they are; how to answer them; health and diet; family and work; "
+        "interests), in their language, in about five rounds at most. Every question may "
+        "be skipped (health questions above all): never guess or fill in an answer.\n\n"
+        f"Profile fields not set yet:\n{chr(10).join(lines)}\n\n{already}"
+        "Then ask for two or three first preferences: how they like answers, tools, "
+        "habits, things to avoid.\n\n"
+        'Store each answer as it comes: `set_profile(field, value, source="user")` for a '
+        "profile field (a list field takes a list; an enum exactly one of its values: map "
+        'their words to it, or ask), and `remember(content, type="preference", '
+        'confidence=1.0, source="user")` for each preference, one self-contained sentence '
+        'each (`type="fact"` for other facts about them). If a call reports an error, fix '
+        "the value and retry. End by calling `get_profile` and summarising what was stored."
+    )
+
+
+def _ask(spec: FieldSpec) -> str:
+    kinds = {"date": " (a date, like 2019-04-23)", "bool": " (yes or no)", "number": " (a number)"}
+    allowed = f" (one of: {', '.join(spec.values)})" if spec.values else kinds.get(spec.type, "")
+    if spec.type == "list":
+        allowed = f" (a list of: {', '.join(spec.values)})" if spec.values else " (a list)"
+    return f"{spec.name}: {spec.description}{allowed}"
 
 
 def extract_memories(conversation: str) -> str:

@@ -211,3 +211,18 @@ class StatusOut(BaseModel):
     index: dict[str, Any]
     conflicts: list[str] = []
     sync: dict[str, Any] | None = None
+
+
+class ContextSectionOut(BaseModel):
+    name: str
+    ids: list[str]
+    tokens: int
+    left_out: list[str]
+
+
+class ContextOut(BaseModel):
+    text: str
+    used_tokens: int
+    budget_tokens: int
+    over_budget: bool
+    sections: list[ContextSectionOut]

@@ -23,7 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from .. import asof, changes, lifecycle, profile, reports, syncing
+from .. import asof, changes, context, lifecycle, profile, reports, syncing
 from ..errors import InvalidInputError, MemvaultError, explain_unexpected
 from ..history import CLONE_WARNING
 from ..links import Graph, graph_of, linked_among
@@ -48,6 +48,8 @@ from .schemas import (
     ChangesOut,
     CommitOut,
     ConsolidateOut,
+    ContextOut,
+    ContextSectionOut,
     DiffOut,
     ForgetOut,
     HistoryOut,
@@ -77,12 +79,12 @@ T = TypeVar("T")
 Id = Annotated[str, Field(description="id or path")]
 Rev = Annotated[str, Field(description="a memory_history commit")]
 Types = Annotated[list[str] | None, Field(description="only these types")]
-Tags = Annotated[list[str] | None, Field(description="with all these tags")]
+Tags = Annotated[list[str] | None, Field(description="all of these")]
 Folder = Annotated[str | None, Field(description="under this folder")]
 Scope = Annotated[list[str] | None, Field(description="only these scopes")]
 Archived = Annotated[bool, Field(description="also archived ones")]
-When = Annotated[str | None, Field(description="ISO date/time")]
-AsOf = Annotated[str | None, Field(description="as it was then: ISO time or commit")]
+When = Annotated[str | None, Field(description="ISO time")]
+AsOf = Annotated[str | None, Field(description="past ISO time or commit")]
 Unit = Annotated[float, Field(description="0..1")]
 Sort = Literal["updated", "created", "importance", "path"]
 Status = Literal["active", "superseded", "archived"]
@@ -93,23 +95,23 @@ Links = Annotated[list[str] | None, Field(description="ids or titles")]
 # -- the tools ------------------------------------------------------------------------------
 def remember(
     service: MemoryService,
-    content: Annotated[str, Field(description="the text to remember")],
+    content: Annotated[str, Field(description="the text")],
     type: Annotated[str, Field(description="preference|fact|episode|summary|task|note")] = "note",
     tags: Annotated[list[str] | None, Field(description="topic tags")] = None,
     importance: Unit = 0.5,
     confidence: Annotated[float, Field(description="0..1 (1 if the user said it)")] = 0.8,
-    title: Annotated[str | None, Field(description="default: from the text")] = None,
+    title: Annotated[str | None, Field(description="default: first line")] = None,
     folder: Annotated[str | None, Field(description="default: by type")] = None,
     scope: Annotated[list[str] | None, Field(description="e.g. user:me")] = None,
-    source: Annotated[str, Field(description="where it came from")] = "conversation",
+    source: Annotated[str, Field(description="e.g. user")] = "conversation",
     supersedes: Annotated[list[str] | None, Field(description="ids this corrects")] = None,
     links: Links = None,
     expires: When = None,
     valid_from: When = None,
     valid_until: When = None,
 ) -> RememberOut:
-    """Store a durable preference, fact or decision in the user's words; trivial text and
-    near-duplicates are refused, `similar` flags contradictions."""
+    """Store a durable preference, fact or decision in the user's words; near-duplicates
+    are refused, `similar` flags contradictions."""
     args = dict(locals())  # the tool's arguments, taken as the service takes them
     del args["service"]
     return _remember_out(service.remember(**_remember_args(args)))
@@ -123,8 +125,8 @@ def recall(
     tags: Tags = None,
     folder: Folder = None,
     scope: Scope = None,
-    since: Annotated[str | None, Field(description="ISO date: created since")] = None,
-    until: Annotated[str | None, Field(description="ISO date: created before")] = None,
+    since: Annotated[str | None, Field(description="created since (ISO)")] = None,
+    until: Annotated[str | None, Field(description="created before (ISO)")] = None,
     include_archived: Archived = False,
     include_expired: Annotated[bool, Field(description="also expired ones")] = False,
     min_relevance: Annotated[float | None, Field(description="0..1; 0 keeps all")] = None,
@@ -143,7 +145,7 @@ def recall(
 
 
 def get_memory(service: MemoryService, id: Id, as_of: AsOf = None) -> MemoryOut:
-    """One memory in full: links, backlinks, and the `revision` for update_memory."""
+    """One memory in full, with links, backlinks and `revision`."""
     if as_of:  # links resolve among the memories of that time; no access counted
         memory = asof.get(service, id, as_of)
         return _memory_out(memory, graph_of(asof.records_of(service, as_of), memory.info()))
@@ -193,8 +195,8 @@ def update_memory(
     valid_from: When = None,
     valid_until: When = None,
 ) -> WriteOut:
-    """Change a memory's text or fields, keeping the rest of the file; a stale
-    expected_revision is refused."""
+    """Change a memory's text or fields, keeping the rest of the file; refuses a stale
+    expected_revision."""
     fields = {"type": type, "tags": tags, "importance": importance}
     fields |= {"confidence": confidence, "status": status, "expires": expires}
     fields |= {"valid_from": valid_from, "valid_until": valid_until}
@@ -206,7 +208,7 @@ def update_memory(
 
 def forget(
     service: MemoryService,
-    id: Annotated[str | None, Field(description="id or vault path")] = None,
+    id: Annotated[str | None, Field(description="id or path")] = None,
     mode: Annotated[Mode, Field(description="how to forget")] = "archive",
     reason: Annotated[str | None, Field(description="why (in the commit)")] = None,
     scope: Annotated[str | None, Field(description="session:<id>: archive all")] = None,
@@ -238,19 +240,19 @@ def memory_changes(
     service: MemoryService,
     since: Annotated[str | None, Field(description="cursor or ISO time")] = None,
 ) -> ChangesOut:
-    """Memory changes since `since`, by a person or memvault; pass `cursor` next time."""
+    """What changed since `since`, and by whom; pass `cursor` next time."""
     feed = changes.feed(service, since)
     found = [asdict(c) for c in feed.changes]
     return ChangesOut(changes=found, cursor=feed.cursor, more=feed.more)
 
 
 def memory_diff(service: MemoryService, id: Id, rev: Rev) -> DiffOut:
-    """Unified diff of a memory from revision `rev` to now."""
+    """Unified diff of a memory from `rev` to now."""
     return DiffOut(diff=service.diff(id, rev) or "(no difference)")
 
 
 def revert_memory(service: MemoryService, id: Id, rev: Rev) -> WriteOut:
-    """Restore a memory's text as of `rev`, as a new commit."""
+    """Restore a memory as of `rev` (a new commit)."""
     return _write_out(service.revert(id, rev))
 
 
@@ -281,7 +283,7 @@ def consolidate(
     dry_run: Annotated[bool, Field(description="false: apply")] = True,
 ) -> ConsolidateOut:
     """Propose merging near-duplicates and archiving expired or unused memories;
-    dry_run=false applies each as a revertible commit."""
+    dry_run=false applies them (revertible)."""
     proposals = [
         ProposalOut.model_validate(asdict(p)) for p in lifecycle.consolidate(service, dry_run)
     ]
@@ -296,9 +298,9 @@ def set_profile(
     field: Annotated[str, Field(description="e.g. health.allergies")],
     value: Annotated[Any, Field(description="text, number, true/false or list")],
     reason: Annotated[str | None, Field(description="why (in the commit)")] = None,
-    source: Annotated[str | None, Field(description="where it came from")] = None,
+    source: Annotated[str | None, Field(description="e.g. user")] = None,
 ) -> WriteOut:
-    """Set a field of the user's profile; errors list the fields or allowed values."""
+    """Set one field of the user's profile (checked against its schema)."""
     result = profile.set_field(service, field, value, reason, source or "conversation")
     return _write_out(result)
 
@@ -308,6 +310,31 @@ def get_profile(service: MemoryService) -> ProfileOut:
     found = profile.read(service)
     fields = [ProfileFieldOut.model_validate(asdict(e)) for e in found.fields]
     return ProfileOut(fields=fields, unset=list(found.unset), problems=list(found.problems))
+
+
+def build_context(
+    service: MemoryService,
+    topic: Annotated[str, Field(description="the task")],
+    budget_tokens: Annotated[int, Field(description="max tokens")] = 1500,
+) -> ContextOut:
+    """Profile, preferences, memories and episodes for a topic, with ids, in a token budget."""
+    found = context.build_context(service, topic, budget_tokens)
+    sections = [
+        ContextSectionOut(
+            name=s.name,
+            ids=[i.id for i in s.items],
+            tokens=s.tokens,
+            left_out=[i.id for i in s.left_out],
+        )
+        for s in found.sections
+    ]
+    return ContextOut(
+        text=found.text,
+        used_tokens=found.used_tokens,
+        budget_tokens=found.budget_tokens,
+        over_budget=found.over_budget,
+        sections=sections,
+    )
 
 
 def vault_status(service: MemoryService) -> StatusOut:
@@ -343,6 +370,7 @@ TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
     (consolidate, WRITE),
     (set_profile, WRITE),
     (get_profile, READ),
+    (build_context, READ),
     (vault_status, READ),
     (sync, WRITE),
 ]
