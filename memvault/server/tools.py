@@ -95,7 +95,7 @@ Links = Annotated[list[str] | None, Field(description="ids or titles")]
 # -- the tools ------------------------------------------------------------------------------
 def remember(
     service: MemoryService,
-    content: Annotated[str, Field(description="the text")],
+    content: Annotated[str, Field(description="the text to remember")],
     type: Annotated[str, Field(description="preference|fact|episode|summary|task|note")] = "note",
     tags: Annotated[list[str] | None, Field(description="topic tags")] = None,
     importance: Unit = 0.5,
