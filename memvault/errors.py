@@ -46,6 +46,12 @@ class InvalidInputError(MemvaultError):
     code = "invalid_input"
 
 
+class ConfirmationError(MemvaultError):
+    """A confirmation token that is unknown, used, expired or for another operation."""
+
+    code = "confirmation_refused"
+
+
 class GitError(MemvaultError):
     """A git command failed; carries the command, exit code and stderr."""
 

@@ -506,6 +506,20 @@ class History:
             raise GitError(["cat-file", "--batch"], code, err)
         return _parse_batch(out)
 
+    def texts_at(self, versions: Sequence[tuple[str, str]]) -> list[str | None]:
+        """The text of each ``(commit, path)`` (None where the commit has no such file):
+        two git calls for any number of versions."""
+        if not versions:
+            return []
+        names = "".join(f"{sha}:{path}\n" for sha, path in versions)
+        found = self.run("cat-file", "--batch-check", input_text=names).splitlines()
+        blobs = [
+            parts[0] if len(parts) == 3 and parts[1] == "blob" else None
+            for parts in (line.split() for line in found)
+        ]
+        data = self.blob_bytes(b for b in blobs if b)
+        return [data[b].decode("utf-8", "replace") if b in data else None for b in blobs]
+
     def show(self, rev: str, path: str) -> str:
         return self.run("show", f"{self._rev(rev)}:{path}")
 

@@ -76,11 +76,11 @@ def schedule(service: MemoryService, stop: threading.Event) -> threading.Thread 
 
 def forget_scope(service: MemoryService, scope: str, reason: str | None = None) -> Archival:
     """Archive every active memory of a working-memory scope (``session:<id>``) in one
-    commit. Archive is reversible, so no confirmation is asked."""
+    commit. More than one memory at once: the MCP tool and the CLI confirm it first
+    (memvault.confirm)."""
     label = _session_scope(scope)
     with service._writing():
-        infos = service.records(Filters(scope=(label,), include_expired=True))
-        memories = [service.vault.read(i.path) for i in infos if label in i.scope]
+        memories = [service.vault.read(i.path) for i in session_members(service, label)]
         if not memories:
             return Archival(None, ())
         moves = [(m, _archive(service, m, reason)) for m in memories]
@@ -100,6 +100,13 @@ def forget_scope(service: MemoryService, scope: str, reason: str | None = None) 
     )
     service._notify(event, *memories)
     return Archival(sha, tuple(fresh))
+
+
+def session_members(service: MemoryService, scope: str) -> list[MemoryInfo]:
+    """The active memories of a working-memory scope (``session:<id>``)."""
+    label = _session_scope(scope)
+    infos = service.records(Filters(scope=(label,), include_expired=True))
+    return [i for i in infos if label in i.scope]
 
 
 def _session_scope(scope: str) -> str:

@@ -53,19 +53,22 @@ def status(service: MemoryService, wait_for_embedder: float | None = None) -> St
 
 
 def export(service: MemoryService) -> dict[str, Any]:
-    """Every memory with metadata, body and history (one git log for the whole vault):
-    a JSON document for a person or another tool."""
+    """Every memory (profile fields too: they are memories) with metadata, body and its
+    full version history, newest first, the file's text at each commit (one git log for
+    the whole vault, the texts in two git calls): "export everything about me", as a JSON
+    document for a person or another tool."""
     memories, problems = service.vault.scan()
     commits = service.history.log()
+    histories = [service.history.history_of(m.path, commits) for m in memories]
+    texts = iter(service.history.texts_at([(c.sha, p) for h in histories for c, p in h]))
     out = []
-    for memory in memories:
-        history = service.history.history_of(memory.path, commits)
+    for memory, history in zip(memories, histories, strict=True):
         out.append(
             {
                 **memory.summary(),
                 "meta": jsonable(memory.meta),
                 "body": memory.body,
-                "history": [c.brief() | {"path": p} for c, p in history],
+                "history": [c.brief() | {"path": p, "text": next(texts)} for c, p in history],
             }
         )
     return {

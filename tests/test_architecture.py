@@ -13,6 +13,7 @@ from .helpers import REPO
 
 PACKAGE = REPO / "memvault"
 INNER = [
+    "confirm",
     "errors",
     "models",
     "note",

@@ -390,7 +390,9 @@ def test_forgetting_a_session_scope_archives_all_and_only_its_memories_in_one_co
     commits = commit_count(svc.root)
 
     async def body(client: Client) -> dict[str, Any]:
-        return await call_tool(client, "forget", {"scope": "session:trip", "reason": "done"})
+        args = {"scope": "session:trip", "reason": "done"}
+        asked = await call_tool(client, "forget", args)  # more than one memory: confirm first
+        return await call_tool(client, "forget", args | {"confirm": asked["confirm"]})
 
     out = mcp(svc, body)
     assert sorted(out["archived"]) == sorted(session) and out["action"] == "archived"

@@ -131,6 +131,8 @@ class ForgetOut(BaseModel):
     warning: str | None = None
     erased: list[str] = []
     archived: list[str] = []  # forget(scope=...): the ids archived
+    confirm: str | None = None  # not done yet: pass this back as confirm=
+    pending: list[str] = []  # not done yet: the ids it would forget
 
 
 class CommitOut(BaseModel):

@@ -18,12 +18,14 @@ from dataclasses import asdict, replace
 from typing import Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
+from mcp.server.elicitation import AcceptedElicitation
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
-from pydantic import Field
+from mcp.types import ClientCapabilities, ElicitationCapability, ToolAnnotations
+from pydantic import BaseModel, Field
 
 from .. import asof, changes, context, lifecycle, profile, reports, syncing
+from .. import confirm as confirming
 from ..errors import InvalidInputError, MemvaultError, explain_unexpected
 from ..history import CLONE_WARNING
 from ..links import Graph, graph_of, linked_among
@@ -210,14 +212,19 @@ def forget(
     service: MemoryService,
     id: Annotated[str | None, Field(description="id or path")] = None,
     mode: Annotated[Mode, Field(description="how to forget")] = "archive",
-    reason: Annotated[str | None, Field(description="why (in the commit)")] = None,
-    scope: Annotated[str | None, Field(description="session:<id>: archive all")] = None,
+    reason: Annotated[str | None, Field(description="why")] = None,
+    scope: Annotated[str | None, Field(description="session:<id>")] = None,
+    confirm: Annotated[str | None, Field(description="token given")] = None,
 ) -> ForgetOut:
-    """archive (restorable), delete (history keeps it) or purge (erase from all history;
-    only if the user asks)."""
-    if scope is not None or id is None:
-        return _scope_out(lifecycle.forget_scope(service, _only_scope(id, scope, mode), reason))
-    result = service.forget(id, mode, reason)
+    """archive (undoable), delete or purge (erase all history; only if the user asks)."""
+    scope = _only_scope(id, scope, mode) if scope is not None or id is None else None
+    operation = confirming.resolve(service, id, mode, scope)
+    verdict = confirming.gate(service, operation, confirm)
+    if not verdict.go:
+        return _unconfirmed(operation, verdict)
+    if scope is not None:
+        return _scope_out(lifecycle.forget_scope(service, scope, reason))
+    result = service.forget(operation.ids[0], mode, reason)
     memory, warning = result.memory, CLONE_WARNING if mode == "purge" else None
     return ForgetOut(
         id=memory.id,
@@ -414,6 +421,17 @@ def _only_scope(id: str | None, scope: str | None, mode: str) -> str:
     return scope
 
 
+def _unconfirmed(operation: confirming.Operation, verdict: confirming.Verdict) -> ForgetOut:
+    """Nothing forgotten: what would be, and the token that confirms it (if any)."""
+    return ForgetOut(
+        action="declined" if verdict.token is None else "needs_confirmation",
+        commit=None,
+        warning=verdict.note,
+        confirm=verdict.token,
+        pending=list(operation.ids),
+    )
+
+
 def _scope_out(result: Archival) -> ForgetOut:
     archived = [m.id for m in result.memories]
     warning = None if archived else "no active memory has this scope: nothing archived"
@@ -520,6 +538,7 @@ async def call(ctx: Context | None, notifier: Notifier, fn: Callable[[], T]) -> 
     """Run a blocking service call in a worker thread, errors as tool errors."""
     _attach(ctx, notifier)
     token = current_client.set(_client_name(ctx))
+    asking = confirming.current_asker.set(_asker(ctx))
     try:
         return await anyio.to_thread.run_sync(fn)
     except ToolError:
@@ -527,7 +546,42 @@ async def call(ctx: Context | None, notifier: Notifier, fn: Callable[[], T]) -> 
     except Exception as exc:
         raise _tool_error(exc) from exc
     finally:
+        confirming.current_asker.reset(asking)
         current_client.reset(token)
+
+
+class Confirmation(BaseModel):
+    """What an elicitation asks the person: a yes or no."""
+
+    confirm: bool = Field(description="yes, do it")
+
+
+def _asker(ctx: Context | None) -> confirming.Asker | None:
+    """Asks the person through the client (MCP elicitation), if the client declared it can;
+    called from the worker thread that runs the tool."""
+    wanted = ClientCapabilities(elicitation=ElicitationCapability())
+    try:
+        able = ctx is not None and ctx.session.check_client_capability(wanted)
+    except Exception:  # outside a request, or no session: nobody to ask
+        return None
+    if not able or ctx is None:
+        return None
+    asked = ctx
+
+    def ask(question: str) -> bool | None:
+        return anyio.from_thread.run(_elicit, asked, question)
+
+    return ask
+
+
+async def _elicit(ctx: Context, question: str) -> bool | None:
+    """True confirmed, False declined or cancelled, None the client could not ask."""
+    try:
+        answer = await ctx.elicit(question, Confirmation)
+    except Exception as exc:  # no back channel, or the client failed: confirm by token
+        log.warning("could not ask through the client (%s): confirming by token", exc)
+        return None
+    return isinstance(answer, AcceptedElicitation) and answer.data.confirm
 
 
 def _attach(ctx: Context | None, notifier: Notifier) -> None:

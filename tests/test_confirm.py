@@ -1,0 +1,311 @@
+"""Destructive forgetting asks first: by MCP elicitation when the client can ask the person,
+else by a short-lived, single-use token bound to the exact operation. Real vaults, real git,
+a real in-process MCP client; the token's time comes from an injected clock."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.types import ElicitRequestParams, ElicitResult
+
+from memvault import profile, reports
+from memvault.config import Settings
+from memvault.server import build_server
+from memvault.service import MemoryService
+
+from .helpers import call_tool, commit_count, git
+
+DAY0 = dt.datetime(2026, 1, 1, 9, 0, tzinfo=dt.UTC)
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = DAY0
+
+    def __call__(self) -> dt.datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def svc(vault_path: Path, clock: Clock) -> Iterator[MemoryService]:
+    """Full text only (no model needed) with the test's clock."""
+    service = MemoryService.open(vault_path, Settings(embedder="none"))
+    service.clock = clock
+    yield service
+    service.close()
+
+
+Elicit = Callable[[Any, ElicitRequestParams], Awaitable[ElicitResult]]
+
+
+def mcp(
+    service: MemoryService, body: Callable[[Client], Awaitable[Any]], elicit: Elicit | None = None
+) -> Any:
+    """Run ``body`` against a real in-process client (able to elicit if ``elicit`` is given)."""
+    server, notifier = build_server(service)
+
+    async def main() -> Any:
+        extra: dict[str, Any] = {"elicitation_callback": elicit} if elicit else {}
+        async with Client(server, mode="legacy", **extra) as client:
+            return await body(client)
+
+    try:
+        return asyncio.run(main())
+    finally:
+        service.listeners.remove(notifier.on_change)
+
+
+def forget(service: MemoryService, args: dict[str, Any], elicit: Elicit | None = None) -> Any:
+    """One forget call: its structured result, or the error result as it came."""
+
+    async def body(client: Client) -> Any:
+        result = await client.call_tool("forget", args)
+        return result if result.is_error else result.structured_content
+
+    return mcp(service, body, elicit)
+
+
+def add(service: MemoryService, text: str, **kwargs: Any) -> str:
+    result = service.remember(text, check_similar=False, **kwargs)
+    assert result.memory is not None, result.reason
+    return result.memory.id
+
+
+def error(result: Any) -> str:
+    assert not isinstance(result, dict), f"expected an error, got {result}"
+    assert result.is_error
+    return str(result.content[0].text)
+
+
+def answering(action: str, confirm: bool = True) -> tuple[Elicit, list[str]]:
+    """An elicitation callback that answers ``action`` and records what it was asked."""
+    asked: list[str] = []
+
+    async def elicit(_context: Any, params: ElicitRequestParams) -> ElicitResult:
+        asked.append(params.message)
+        content = {"confirm": confirm} if action == "accept" else None
+        return ElicitResult(action=action, content=content)  # type: ignore[arg-type]
+
+    return elicit, asked
+
+
+# -- the token -------------------------------------------------------------------------------
+def test_delete_without_confirmation_writes_nothing_and_returns_a_token_that_then_deletes(
+    svc: MemoryService,
+) -> None:
+    memory_id = add(svc, "The user's old gym locker code is 4411.", type="fact")
+    path = svc.get(memory_id).path
+    commits = commit_count(svc.root)
+
+    first = forget(svc, {"id": memory_id, "mode": "delete", "reason": "moved gyms"})
+    assert first["action"] == "needs_confirmation" and first["commit"] is None
+    assert first["pending"] == [memory_id] and first["confirm"]
+    assert path in first["warning"] and "confirm=" in first["warning"]
+    assert (svc.root / path).exists() and commit_count(svc.root) == commits
+
+    args = {"id": memory_id, "mode": "delete", "reason": "moved gyms", "confirm": first["confirm"]}
+    done = forget(svc, args)
+    assert done["action"] == "deleted" and done["commit"]
+    assert not (svc.root / path).exists() and commit_count(svc.root) == commits + 1
+    message = git(svc.root, "log", "-1", "--format=%B")
+    assert "Memvault-Reason: moved gyms" in message and "Memvault-Client: " in message
+
+
+def test_both_calls_can_come_from_one_client_session(svc: MemoryService) -> None:
+    memory_id = add(svc, "The user's spare key is under the blue pot.", type="fact")
+
+    async def body(client: Client) -> dict[str, Any]:
+        args = {"id": memory_id, "mode": "delete"}
+        first = await call_tool(client, "forget", args)
+        return await call_tool(client, "forget", args | {"confirm": first["confirm"]})
+
+    assert mcp(svc, body)["action"] == "deleted"
+
+
+@pytest.mark.parametrize("case", ["unknown", "expired", "other memory", "other mode"])
+def test_a_bad_token_is_refused_with_a_clear_error_and_nothing_is_written(
+    svc: MemoryService, clock: Clock, case: str
+) -> None:
+    target = add(svc, "The user's old phone PIN hint is 'grandma'.", type="fact")
+    other = add(svc, "The user's old bike lock hint is 'river'.", type="fact")
+    token = forget(svc, {"id": target, "mode": "delete"})["confirm"]
+    args: dict[str, Any] = {"id": target, "mode": "delete", "confirm": token}
+    expected = "unknown or used"
+    if case == "unknown":
+        args["confirm"] = "not-a-token"
+    elif case == "expired":
+        clock.now = DAY0 + dt.timedelta(minutes=5, seconds=1)
+        expected = "expired (tokens last 5 minutes)"
+    elif case == "other memory":
+        args["id"] = other
+        expected = "was given to forget 1 memory by delete"
+    else:
+        args["mode"] = "purge"
+        expected = "was given to forget 1 memory by delete"
+    files = sorted(p.relative_to(svc.root) for p in svc.root.rglob("*.md"))
+    commits = commit_count(svc.root)
+
+    text = error(forget(svc, args))
+    assert "confirmation_refused" in text and expected in text, text
+    assert "nothing was forgotten" in text and "without confirm" in text
+    assert sorted(p.relative_to(svc.root) for p in svc.root.rglob("*.md")) == files
+    assert commit_count(svc.root) == commits
+
+
+def test_a_used_token_does_not_work_twice(svc: MemoryService) -> None:
+    made = profile.set_field(svc, "language", "en", None, "user")
+    args = {"id": made.memory.id}
+    token = forget(svc, args)["confirm"]
+    assert forget(svc, args | {"confirm": token})["action"] == "archived"
+    commits = commit_count(svc.root)
+    text = error(forget(svc, args | {"confirm": token}))  # the archived field, again
+    assert "confirmation_refused" in text and "unknown or used" in text
+    assert commit_count(svc.root) == commits
+
+
+def test_a_token_is_spent_by_a_wrong_attempt(svc: MemoryService) -> None:
+    target = add(svc, "The user's old locker is number 12.", type="fact")
+    other = add(svc, "The user's old desk is number 7.", type="fact")
+    token = forget(svc, {"id": target, "mode": "delete"})["confirm"]
+    error(forget(svc, {"id": other, "mode": "delete", "confirm": token}))
+    text = error(forget(svc, {"id": target, "mode": "delete", "confirm": token}))
+    assert "unknown or used" in text
+    assert (svc.root / svc.get(target).path).exists()
+
+
+def test_a_token_still_valid_just_before_five_minutes(svc: MemoryService, clock: Clock) -> None:
+    memory_id = add(svc, "The user's old badge number is 5521.", type="fact")
+    token = forget(svc, {"id": memory_id, "mode": "delete"})["confirm"]
+    clock.now = DAY0 + dt.timedelta(minutes=4, seconds=59)
+    assert forget(svc, {"id": memory_id, "mode": "delete", "confirm": token})["commit"]
+
+
+# -- what needs confirmation -----------------------------------------------------------------
+def test_archiving_one_memory_needs_no_confirmation(svc: MemoryService) -> None:
+    memory_id = add(svc, "The user is reading a novel about whales.", type="episode")
+    commits = commit_count(svc.root)
+    done = forget(svc, {"id": memory_id, "reason": "finished it"})
+    assert done["action"] == "archived" and done["confirm"] is None
+    assert commit_count(svc.root) == commits + 1
+
+
+def test_purge_needs_confirmation_then_erases(svc: MemoryService) -> None:
+    memory_id = add(svc, "The user's ex-partner's address is 3 Elm Road.", type="fact")
+    path = svc.get(memory_id).path
+    commits = commit_count(svc.root)
+    first = forget(svc, {"id": memory_id, "mode": "purge", "reason": "privacy request"})
+    assert first["action"] == "needs_confirmation" and "purge" in first["warning"]
+    assert commit_count(svc.root) == commits and (svc.root / path).exists()
+    args = {"id": memory_id, "mode": "purge", "reason": "privacy request"}
+    done = forget(svc, args | {"confirm": first["confirm"]})
+    assert done["action"] == "purged" and not (svc.root / path).exists()
+    assert "3 Elm Road" not in git(svc.root, "log", "--all", "-p")
+    message = git(svc.root, "log", "-1", "--format=%B")
+    assert "Memvault-Reason: privacy request" in message and "Memvault-Client: " in message
+
+
+def test_archiving_a_profile_field_needs_confirmation(svc: MemoryService) -> None:
+    made = profile.set_field(svc, "language", "en", None, "user")
+    commits = commit_count(svc.root)
+    first = forget(svc, {"id": made.memory.path})
+    assert first["action"] == "needs_confirmation" and first["pending"] == [made.memory.id]
+    assert commit_count(svc.root) == commits
+    done = forget(svc, {"id": made.memory.path, "confirm": first["confirm"]})
+    assert done["action"] == "archived" and commit_count(svc.root) == commits + 1
+
+
+def test_forgetting_a_session_scope_of_several_memories_needs_confirmation(
+    svc: MemoryService,
+) -> None:
+    session = [add(svc, f"Draft {n}: compare flights.", scope=["session:trip"]) for n in (1, 2)]
+    commits = commit_count(svc.root)
+    first = forget(svc, {"scope": "session:trip", "reason": "trip booked"})
+    assert first["action"] == "needs_confirmation" and sorted(first["pending"]) == sorted(session)
+    assert "2 memories of session:trip" in first["warning"]
+    assert commit_count(svc.root) == commits
+    assert all(svc.get(i).status == "active" for i in session)
+
+    later = add(svc, "Draft 3: compare trains.", scope=["session:trip"])
+    text = error(forget(svc, {"scope": "session:trip", "confirm": first["confirm"]}))
+    assert "was given to forget 2 memories" in text and commit_count(svc.root) == commits + 1
+    second = forget(svc, {"scope": "session:trip"})
+    assert sorted(second["pending"]) == sorted([*session, later])
+    done = forget(svc, {"scope": "session:trip", "confirm": second["confirm"]})
+    assert sorted(done["archived"]) == sorted([*session, later])
+
+
+def test_a_session_scope_of_one_memory_is_archived_without_confirmation(
+    svc: MemoryService,
+) -> None:
+    only = add(svc, "Draft: compare hotels.", scope=["session:solo"])
+    done = forget(svc, {"scope": "session:solo"})
+    assert done["archived"] == [only] and done["commit"]
+
+
+# -- elicitation -----------------------------------------------------------------------------
+def test_a_client_that_can_ask_the_user_confirms_by_elicitation_in_one_call(
+    svc: MemoryService,
+) -> None:
+    memory_id = add(svc, "The user's old office is room 402.", type="fact")
+    path = svc.get(memory_id).path
+    elicit, asked = answering("accept")
+    done = forget(svc, {"id": memory_id, "mode": "delete", "reason": "left"}, elicit)
+    assert done["action"] == "deleted" and done["confirm"] is None
+    assert len(asked) == 1 and path in asked[0] and "delete" in asked[0]
+    assert not (svc.root / path).exists()
+
+
+@pytest.mark.parametrize(
+    ("action", "confirm"), [("decline", True), ("cancel", True), ("accept", False)]
+)
+def test_declining_the_elicitation_writes_nothing(
+    svc: MemoryService, action: str, confirm: bool
+) -> None:
+    memory_id = add(svc, "The user's old car was a red hatchback.", type="fact")
+    path = svc.get(memory_id).path
+    commits = commit_count(svc.root)
+    elicit, asked = answering(action, confirm)
+    out = forget(svc, {"id": memory_id, "mode": "purge"}, elicit)
+    assert out["action"] == "declined" and out["confirm"] is None and asked
+    assert "declined" in out["warning"]
+    assert (svc.root / path).exists() and commit_count(svc.root) == commits
+
+
+def test_an_elicitation_capable_client_is_not_asked_to_archive_one_memory(
+    svc: MemoryService,
+) -> None:
+    memory_id = add(svc, "The user watched a film about bees.", type="episode")
+    elicit, asked = answering("decline")
+    assert forget(svc, {"id": memory_id}, elicit)["action"] == "archived"
+    assert asked == []
+
+
+# -- export ----------------------------------------------------------------------------------
+def test_export_carries_every_version_of_every_memory_and_profile_field(
+    svc: MemoryService,
+) -> None:
+    memory_id = add(svc, "The user drinks green tea.", type="preference")
+    svc.update(memory_id, "The user drinks oolong tea.")
+    profile.set_field(svc, "language", "en", None, "user")
+    profile.set_field(svc, "language", "zh", "moved", "user")
+    exported = json.loads(json.dumps(reports.export(svc)))
+    by_id = {m["id"]: m for m in exported["memories"]}
+    texts = [v["text"] for v in by_id[memory_id]["history"]]
+    assert len(texts) == 2 and "oolong" in texts[0] and "green tea" in texts[1]
+    field = next(m for m in exported["memories"] if m["path"] == "profile/language.md")
+    values = [v["text"] for v in field["history"]]
+    assert len(values) == 2 and "value: zh" in values[0] and "value: en" in values[1]
