@@ -547,16 +547,25 @@ def revert(ctx: Ctx, id_or_path: str, rev: str) -> None:
 @click.option("--purge", "mode", flag_value="purge", help="Erase it from all git history.")
 @click.option("--reason", default=None)
 @click.option("--scope", default=None, help="Archive every memory of session:<id> (one commit).")
+@click.option("--yes", is_flag=True, help="Do not ask 'are you sure' at a terminal.")
 @pass_ctx
 def forget(
-    ctx: Ctx, id_or_path: str | None, mode: str | None, reason: str | None, scope: str | None
+    ctx: Ctx,
+    id_or_path: str | None,
+    mode: str | None,
+    reason: str | None,
+    scope: str | None,
+    yes: bool,
 ) -> None:
     """Archive a memory (default, reversible); --delete or --purge to go further;
-    --scope session:<id> archives a session's working memory at once."""
+    --scope session:<id> archives a session's working memory at once. At a terminal,
+    delete, purge, a profile field or several memories ask first (--yes: do not ask)."""
     from .history import CLONE_WARNING
 
     if (scope is None) == (id_or_path is None) or (scope and mode):
         _fail("give either ID_OR_PATH or --scope session:<id> (a scope is archived only)")
+    if not yes and sys.stdin.isatty():
+        _ask_before_forgetting(ctx, id_or_path, mode or "archive", scope)
     if scope is not None:
         _forget_scope(ctx, scope, reason)
         return
@@ -628,6 +637,16 @@ def _profile_value(value: Any) -> str:
     from .profile import show
 
     return show(value)
+
+
+def _ask_before_forgetting(ctx: Ctx, id_or_path: str | None, mode: str, scope: str | None) -> None:
+    """A person at a terminal confirms destructive forgetting (no token: they are here)."""
+    from .confirm import resolve
+
+    with _errors(ctx):
+        operation = resolve(_service(ctx), id_or_path, mode, scope)
+    if operation.destructive and operation.ids:
+        click.confirm(f"{operation.describe()}: are you sure?", abort=True, err=True)
 
 
 def _forget_scope(ctx: Ctx, scope: str, reason: str | None) -> None:

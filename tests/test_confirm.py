@@ -7,6 +7,10 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import os
+import pty
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +24,7 @@ from memvault.config import Settings
 from memvault.server import build_server
 from memvault.service import MemoryService
 
-from .helpers import call_tool, commit_count, git
+from .helpers import REPO, call_tool, commit_count, git, run_memvault
 
 DAY0 = dt.datetime(2026, 1, 1, 9, 0, tzinfo=dt.UTC)
 
@@ -309,3 +313,51 @@ def test_export_carries_every_version_of_every_memory_and_profile_field(
     field = next(m for m in exported["memories"] if m["path"] == "profile/language.md")
     values = [v["text"] for v in field["history"]]
     assert len(values) == 2 and "value: zh" in values[0] and "value: en" in values[1]
+
+
+# -- the command line ------------------------------------------------------------------------
+def at_terminal(vault: Path, answer: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``memvault forget ...`` with a real terminal on stdin, answering ``answer``."""
+    leader, follower = pty.openpty()
+    try:
+        os.write(leader, f"{answer}\n".encode())
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        return subprocess.run(
+            [sys.executable, "-m", "memvault.cli", "--vault", str(vault), "forget", *args],
+            stdin=follower,
+            check=False,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+    finally:
+        os.close(leader)
+        os.close(follower)
+
+
+def test_a_person_at_a_terminal_is_asked_before_a_delete_and_no_keeps_it(
+    svc: MemoryService,
+) -> None:
+    memory_id = add(svc, "The user's old library card is 90210.", type="fact")
+    path = svc.get(memory_id).path
+    commits = commit_count(svc.root)
+    kept = at_terminal(svc.root, "n", memory_id, "--delete")
+    assert kept.returncode != 0 and "are you sure?" in kept.stderr and path in kept.stderr
+    assert (svc.root / path).exists() and commit_count(svc.root) == commits
+    done = at_terminal(svc.root, "y", memory_id, "--delete", "--reason", "expired card")
+    assert done.returncode == 0, done.stderr
+    assert not (svc.root / path).exists() and commit_count(svc.root) == commits + 1
+    assert "Memvault-Client: cli" in git(svc.root, "log", "-1", "--format=%B")
+
+
+def test_yes_skips_the_question_and_a_script_is_never_asked(svc: MemoryService) -> None:
+    first = add(svc, "The user's old locker was 31.", type="fact")
+    second = add(svc, "The user's old locker was 32.", type="fact")
+    path = svc.get(second).path
+    skipped = at_terminal(svc.root, "n", first, "--delete", "--yes")
+    assert skipped.returncode == 0 and "are you sure" not in skipped.stderr
+    scripted = run_memvault("--vault", str(svc.root), "forget", second, "--purge")
+    assert scripted.returncode == 0, scripted.stderr
+    assert "are you sure" not in scripted.stderr
+    assert not (svc.root / path).exists() and "locker was 32" not in git(svc.root, "log", "-p")
