@@ -293,7 +293,11 @@ def test_the_mcp_forget_tool_says_the_clone_warning_once(
 
     async def main() -> str:
         async with Client(server) as client:
-            result = await client.call_tool("forget", {"id": created.memory.id, "mode": "purge"})
+            args = {"id": created.memory.id, "mode": "purge"}
+            asked = await client.call_tool("forget", args)  # purge is confirmed first
+            assert asked.structured_content is not None
+            args["confirm"] = asked.structured_content["confirm"]
+            result = await client.call_tool("forget", args)
             assert not result.is_error
             assert result.structured_content is not None
             assert "full-text index" in result.structured_content["erased"]
