@@ -47,7 +47,7 @@ SETTINGS_TABLE: tuple[Setting, ...] = (
     ),
     Setting(
         "min_relevance",
-        0.0,
+        0.5,
         "Search and recall drop hits whose relevance (0..1, calibrated from raw BM25 and "
         "cosine, see docs/benchmarks.md) is below this; 0 keeps every hit. 0.5 is the "
         "calibrated cut, not yet the default: in a vault of a few memories BM25 is near 0.",
