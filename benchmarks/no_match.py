@@ -37,7 +37,11 @@ from memvault.text import tokens
 
 TOP = 50
 CUT = 0.5  # relevance of the calibrated cut (the bias puts it there)
-BUDGET = 0.5  # points of R_any@10 (dev) the default floor may cost
+# Points of R_any@10 (dev) the floor may cost, per fit: two thirds of the 1.5 the issue
+# allows (dev has 231 questions, about 0.43 points each; test may differ). The vector fit
+# keeps 0.5: it also judges memories in a script the question does not use, and there a
+# stricter cut drops true cross-language matches (benchmarks/crosslingual).
+BUDGET = {"hybrid": 1.0, "bm25": 1.0, "vector": 0.5}
 
 
 @dataclass(frozen=True)
@@ -127,7 +131,7 @@ def figures(
     }
 
 
-def fit(rows: Sequence[Asked], legs: str, budget: float = BUDGET) -> Calibration:
+def fit(rows: Sequence[Asked], legs: str, budget: float | None = None) -> Calibration:
     """The calibration of one set of legs: slopes from a logistic regression of gold on the
     hits' raw signals (own questions' gold hits against every other hit, foreign ones
     included; classes weighted to balance, about 1 gold hit in 100), then the bias that
@@ -142,7 +146,7 @@ def fit(rows: Sequence[Asked], legs: str, budget: float = BUDGET) -> Calibration
             xs.append([1.0, math.log1p(keyword), s or 0.0, c or 0.0])
             ys.append(float(g))
     x, y = np.asarray(xs), np.asarray(ys)
-    use = {"hybrid": [0, 2, 3], "bm25": [0, 1, 2], "vector": [0, 3]}[legs]
+    use = {"hybrid": [0, 1, 2, 3], "bm25": [0, 1, 2], "vector": [0, 3]}[legs]
     x = x[:, use]
     scale = x.std(axis=0)
     scale[0] = 1.0
@@ -158,6 +162,7 @@ def fit(rows: Sequence[Asked], legs: str, budget: float = BUDGET) -> Calibration
     )
     if legs == "vector":  # the vector fit is judged on hybrid rows: cosine only
         rows = [replace(a, bm25=(None,) * len(a.bm25), coverage=()) for a in rows]
+    budget = BUDGET[legs] if budget is None else budget
     cut = 0.0
     for step in np.arange(0.0, 30.0, 0.05):
         if figures(rows, 0.5, replace(slopes, bias=-float(step)))["loss"] > budget:

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memvault.config import Settings
+from memvault.index.fulltext import FullText, TextDoc
 from memvault.index.rank import relevance
 from memvault.models import Filters
 from memvault.server.tools import recall
 from memvault.service import MemoryService
 
-FLOOR = 0.5  # the calibrated cut (docs/benchmarks.md); the default is still 0
+FLOOR = 0.5  # the calibrated cut (docs/benchmarks.md), also the default
 MEMORIES = (
     "Dentist appointment with Dr. Okafor on Thursday at 3pm.",
     "The user prefers dark mode in every editor.",
@@ -92,6 +95,65 @@ def test_full_text_only_still_judges_relevance_from_bm25(text_only: MemoryServic
     assert recall(text_only, "Kubernetes cluster upgrade", min_relevance=FLOOR).note is not None
     weak = text_only.recall("the user", k=10, filters=Filters(min_relevance=0))
     assert weak and all(hit.relevance < found.results[0].relevance for hit in weak)
+
+
+def test_the_default_floor_is_the_calibrated_cut_and_drops_junk(service: MemoryService) -> None:
+    assert Settings().min_relevance == FLOOR
+    _fill(service)
+    out = recall(service, "Kubernetes cluster upgrade schedule")
+    assert out.results == [] and out.note is not None
+    assert service.recall("favourite football team") == []
+
+
+def test_a_true_match_in_a_vault_of_one_memory_passes_the_default_floor(
+    service: MemoryService,
+) -> None:
+    made = service.remember("Version bumps rebuild the index.", type="fact").memory
+    assert made is not None
+    hits = service.recall("version bumps")
+    assert [hit.id for hit in hits] == [made.id] and hits[0].relevance >= FLOOR
+    assert service.recall("favourite football team") == []
+
+
+def test_true_matches_in_a_vault_of_three_memories_pass_the_default_floor(
+    service: MemoryService, text_only: MemoryService
+) -> None:
+    for svc in (service, text_only):
+        made = [
+            svc.remember(text, type="fact").memory
+            for text in (
+                "Backups run nightly at 2am to the NAS.",
+                "The release checklist lives in docs/release.md.",
+                "The user's sister is called Anna.",
+            )
+        ]
+        ids = [m.id for m in made if m is not None]
+        assert len(ids) == 3
+        assert [h.id for h in svc.recall("backups nightly")][:1] == ids[:1]
+        assert [h.id for h in svc.recall("release checklist")][:1] == ids[1:2]
+        assert [h.id for h in svc.recall("Anna")][:1] == ids[2:]  # a name alone
+        assert svc.recall("Kubernetes cluster upgrade") == []
+
+
+def test_coverage_is_the_share_of_the_query_terms_a_memory_contains_in_any_field(
+    tmp_path: Path,
+) -> None:
+    text = FullText(tmp_path / "text")
+    try:
+        text.upsert(
+            [
+                TextDoc("a", "a.md", "Version bumps", "", "We bump it on release.", ""),
+                TextDoc("b", "b.md", "Backups", "nightly", "They run at 2am.", ""),
+                TextDoc("c", "c.md", "Dog", "", "A beagle named Pepper.", ""),
+            ]
+        )
+        text.upsert([TextDoc("a", "a.md", "Version bumps", "", "Changed.", "")])
+        shares = text.coverage("version bumps nightly backups", ["a", "b", "c", "gone"])
+        assert shares == {"a": 0.5, "b": 0.5, "c": 0.0}  # title, tags; unknown ids left out
+        assert text.coverage("version", ["c"]) == {"c": 0.0}  # only the ids asked about
+        assert text.coverage("the of", ["a"]) == {}  # no terms: nothing to share
+    finally:
+        text.close()
 
 
 def test_a_min_relevance_outside_zero_to_one_is_refused(service: MemoryService) -> None:

@@ -182,8 +182,8 @@ class Calibration:
 
 
 CALIBRATION = {
-    "hybrid": Calibration(bias=-4.82, coverage=5.651, vector=9.353),
-    "bm25": Calibration(bias=-5.18, keyword=3.209, per_term=True, coverage=7.269),
+    "hybrid": Calibration(bias=-5.5, keyword=0.665, coverage=4.587, vector=8.878),
+    "bm25": Calibration(bias=-5.15, keyword=3.209, per_term=True, coverage=7.269),
     "vector": Calibration(bias=-4.25, vector=15.817),
 }
 
