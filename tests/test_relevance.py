@@ -171,16 +171,28 @@ def test_a_min_relevance_outside_zero_to_one_is_refused(service: MemoryService) 
     st.floats(-1, 1),
     st.floats(-1, 1),
     st.integers(1, 20),
+    st.floats(0, 1),
+    st.floats(0, 1),
 )
 def test_relevance_is_in_unit_range_and_grows_with_each_signal(
-    low_bm25: float, high_bm25: float, low_cos: float, high_cos: float, terms: int
+    low_bm25: float,
+    high_bm25: float,
+    low_cos: float,
+    high_cos: float,
+    terms: int,
+    low_share: float,
+    high_share: float,
 ) -> None:
     low_bm25, high_bm25 = sorted((low_bm25, high_bm25))
     low_cos, high_cos = sorted((low_cos, high_cos))
+    low_share, high_share = sorted((low_share, high_share))
     for legs in ((True, True), (True, False), (False, True)):
 
-        def level(b: float, c: float, legs: tuple[bool, bool] = legs) -> float:
-            return relevance(b if legs[0] else None, c if legs[1] else None, terms)
+        def level(b: float, c: float, s: float, legs: tuple[bool, bool] = legs) -> float:
+            if not legs[0]:
+                return relevance(None, c, terms)
+            return relevance(b, c if legs[1] else None, terms, coverage=s)
 
-        low, high = level(low_bm25, low_cos), level(high_bm25, high_cos)
+        low = level(low_bm25, low_cos, low_share)
+        high = level(high_bm25, high_cos, high_share)
         assert 0.0 <= low <= high <= 1.0 and not math.isnan(low)
