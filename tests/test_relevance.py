@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -115,24 +116,25 @@ def test_a_true_match_in_a_vault_of_one_memory_passes_the_default_floor(
     assert service.recall("favourite football team") == []
 
 
+@pytest.mark.parametrize("legs", ["service", "text_only"])
 def test_true_matches_in_a_vault_of_three_memories_pass_the_default_floor(
-    service: MemoryService, text_only: MemoryService
+    legs: str, request: pytest.FixtureRequest
 ) -> None:
-    for svc in (service, text_only):
-        made = [
-            svc.remember(text, type="fact").memory
-            for text in (
-                "Backups run nightly at 2am to the NAS.",
-                "The release checklist lives in docs/release.md.",
-                "The user's sister is called Anna.",
-            )
-        ]
-        ids = [m.id for m in made if m is not None]
-        assert len(ids) == 3
-        assert [h.id for h in svc.recall("backups nightly")][:1] == ids[:1]
-        assert [h.id for h in svc.recall("release checklist")][:1] == ids[1:2]
-        assert [h.id for h in svc.recall("Anna")][:1] == ids[2:]  # a name alone
-        assert svc.recall("Kubernetes cluster upgrade") == []
+    svc: MemoryService = request.getfixturevalue(legs)  # hybrid, or full text only
+    made = [
+        svc.remember(text, type="fact").memory
+        for text in (
+            "Backups run nightly at 2am to the NAS.",
+            "The release checklist lives in docs/release.md.",
+            "The user's sister is called Anna.",
+        )
+    ]
+    ids = [m.id for m in made if m is not None]
+    assert len(ids) == 3
+    assert [h.id for h in svc.recall("backups nightly")][:1] == ids[:1]
+    assert [h.id for h in svc.recall("release checklist")][:1] == ids[1:2]
+    assert [h.id for h in svc.recall("Anna")][:1] == ids[2:]  # a name alone
+    assert svc.recall("Kubernetes cluster upgrade") == []
 
 
 def test_coverage_is_the_share_of_the_query_terms_a_memory_contains_in_any_field(
