@@ -111,6 +111,7 @@ def recall(
         try:
             text.upsert([text_doc(m) for m in found.values()])
             scores = text.search(query, limit=k)
+            covered = text.coverage(query, scores)
         finally:
             text.close()
     why = {"as_of": f"full text only, over the vault at commit {sha[:12]}"}
@@ -118,7 +119,8 @@ def recall(
     terms = len(set(tokens(query)))
     out = []
     for i, score in ranked:
-        level = relevance(score, None, terms)
-        detail = {**why, "bm25": round(score, 4), "relevance": round(level, 3)}
+        level = relevance(score, None, terms, coverage=covered.get(i, 0.0))
+        detail = {**why, "bm25": round(score, 4), "coverage": round(covered.get(i, 0.0), 3)}
+        detail["relevance"] = round(level, 3)
         out.append(Hit.of(found[i], snippet(found[i].body, query), round(score, 4), detail, level))
     return out

@@ -47,10 +47,10 @@ SETTINGS_TABLE: tuple[Setting, ...] = (
     ),
     Setting(
         "min_relevance",
-        0.0,
-        "Search and recall drop hits whose relevance (0..1, calibrated from raw BM25 and "
-        "cosine, see docs/benchmarks.md) is below this; 0 keeps every hit. 0.5 is the "
-        "calibrated cut, not yet the default: in a vault of a few memories BM25 is near 0.",
+        0.5,
+        "Search and recall drop hits whose relevance (0..1, calibrated from the share of the "
+        "query's terms a memory contains and its cosine, see docs/benchmarks.md) is below "
+        "this; 0 keeps every hit. 0.5 is the calibrated cut.",
     ),
     Setting("decay_per_day", 0.05, "Recency decay rate per day for most types."),
     Setting("decay_per_day_episode", 0.01, "Recency decay rate per day for episodes."),

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memvault.config import Settings
+from memvault.index.fulltext import FullText, TextDoc
 from memvault.index.rank import relevance
 from memvault.models import Filters
 from memvault.server.tools import recall
 from memvault.service import MemoryService
 
-FLOOR = 0.5  # the calibrated cut (docs/benchmarks.md); the default is still 0
+FLOOR = 0.5  # the calibrated cut (docs/benchmarks.md), also the default
 MEMORIES = (
     "Dentist appointment with Dr. Okafor on Thursday at 3pm.",
     "The user prefers dark mode in every editor.",
@@ -94,6 +98,66 @@ def test_full_text_only_still_judges_relevance_from_bm25(text_only: MemoryServic
     assert weak and all(hit.relevance < found.results[0].relevance for hit in weak)
 
 
+def test_the_default_floor_is_the_calibrated_cut_and_drops_junk(service: MemoryService) -> None:
+    assert Settings().min_relevance == FLOOR
+    _fill(service)
+    out = recall(service, "Kubernetes cluster upgrade schedule")
+    assert out.results == [] and out.note is not None
+    assert service.recall("favourite football team") == []
+
+
+def test_a_true_match_in_a_vault_of_one_memory_passes_the_default_floor(
+    service: MemoryService,
+) -> None:
+    made = service.remember("Version bumps rebuild the index.", type="fact").memory
+    assert made is not None
+    hits = service.recall("version bumps")
+    assert [hit.id for hit in hits] == [made.id] and hits[0].relevance >= FLOOR
+    assert service.recall("favourite football team") == []
+
+
+@pytest.mark.parametrize("legs", ["service", "text_only"])
+def test_true_matches_in_a_vault_of_three_memories_pass_the_default_floor(
+    legs: str, request: pytest.FixtureRequest
+) -> None:
+    svc: MemoryService = request.getfixturevalue(legs)  # hybrid, or full text only
+    made = [
+        svc.remember(text, type="fact").memory
+        for text in (
+            "Backups run nightly at 2am to the NAS.",
+            "The release checklist lives in docs/release.md.",
+            "The user's sister is called Anna.",
+        )
+    ]
+    ids = [m.id for m in made if m is not None]
+    assert len(ids) == 3
+    assert [h.id for h in svc.recall("backups nightly")][:1] == ids[:1]
+    assert [h.id for h in svc.recall("release checklist")][:1] == ids[1:2]
+    assert [h.id for h in svc.recall("Anna")][:1] == ids[2:]  # a name alone
+    assert svc.recall("Kubernetes cluster upgrade") == []
+
+
+def test_coverage_is_the_share_of_the_query_terms_a_memory_contains_in_any_field(
+    tmp_path: Path,
+) -> None:
+    text = FullText(tmp_path / "text")
+    try:
+        text.upsert(
+            [
+                TextDoc("a", "a.md", "Version bumps", "", "We bump it on release.", ""),
+                TextDoc("b", "b.md", "Backups", "nightly", "They run at 2am.", ""),
+                TextDoc("c", "c.md", "Dog", "", "A beagle named Pepper.", ""),
+            ]
+        )
+        text.upsert([TextDoc("a", "a.md", "Version bumps", "", "Changed.", "")])
+        shares = text.coverage("version bumps nightly backups", ["a", "b", "c", "gone"])
+        assert shares == {"a": 0.5, "b": 0.5, "c": 0.0}  # title, tags; unknown ids left out
+        assert text.coverage("version", ["c"]) == {"c": 0.0}  # only the ids asked about
+        assert text.coverage("the of", ["a"]) == {}  # no terms: nothing to share
+    finally:
+        text.close()
+
+
 def test_a_min_relevance_outside_zero_to_one_is_refused(service: MemoryService) -> None:
     import pytest
 
@@ -109,16 +173,28 @@ def test_a_min_relevance_outside_zero_to_one_is_refused(service: MemoryService) 
     st.floats(-1, 1),
     st.floats(-1, 1),
     st.integers(1, 20),
+    st.floats(0, 1),
+    st.floats(0, 1),
 )
 def test_relevance_is_in_unit_range_and_grows_with_each_signal(
-    low_bm25: float, high_bm25: float, low_cos: float, high_cos: float, terms: int
+    low_bm25: float,
+    high_bm25: float,
+    low_cos: float,
+    high_cos: float,
+    terms: int,
+    low_share: float,
+    high_share: float,
 ) -> None:
     low_bm25, high_bm25 = sorted((low_bm25, high_bm25))
     low_cos, high_cos = sorted((low_cos, high_cos))
+    low_share, high_share = sorted((low_share, high_share))
     for legs in ((True, True), (True, False), (False, True)):
 
-        def level(b: float, c: float, legs: tuple[bool, bool] = legs) -> float:
-            return relevance(b if legs[0] else None, c if legs[1] else None, terms)
+        def level(b: float, c: float, s: float, legs: tuple[bool, bool] = legs) -> float:
+            if not legs[0]:
+                return relevance(None, c, terms)
+            return relevance(b, c if legs[1] else None, terms, coverage=s)
 
-        low, high = level(low_bm25, low_cos), level(high_bm25, high_cos)
+        low = level(low_bm25, low_cos, low_share)
+        high = level(high_bm25, high_cos, high_share)
         assert 0.0 <= low <= high <= 1.0 and not math.isnan(low)

@@ -295,8 +295,7 @@ class Index:
             limit = NARROW_KEYWORD_CANDIDATES if narrow else KEYWORD_CANDIDATES
             keyword = {i: s for i, s in self.text.search(query.text, limit).items() if keep(i)}
         vector, cosines = self._vector_leg(query, keep, keyword, wait_for_vectors, notes)
-        reach = self._keyword_reach(query.text, [*keyword, *vector]) if vector else {}
-        scored = _relevance(query, keyword, cosines if vector else None, reach)
+        reach, covered, scored = self._levels(query, keyword, vector, cosines)
         floor = self._min_relevance(filters)
         ids = [i for i, level in scored.items() if i in docs and level >= floor]
         seen = usage(ids) if usage else {}
@@ -315,14 +314,10 @@ class Index:
             )
             for i in ids
         ]
-        ranked_hits = rank(candidates, self.weights, now)[: query.k]
-        why = {
-            r.id: {**_raw(r.id, keyword, cosines), "relevance": round(scored[r.id], 3)}
-            for r in ranked_hits
-        }
+        raw = (keyword, cosines, covered, scored)
         return [
-            SearchHit(docs[r.id], r.score, {**r.why, **why[r.id], **notes}, scored[r.id])
-            for r in ranked_hits
+            SearchHit(docs[r.id], r.score, {**r.why, **_raw(r.id, *raw), **notes}, scored[r.id])
+            for r in rank(candidates, self.weights, now)[: query.k]
         ]
 
     def _vector_leg(
@@ -345,6 +340,24 @@ class Index:
             )
             return {}, {}
         return self._nearest_to_query(embedder, query.text, keep, keyword)
+
+    def _levels(
+        self,
+        query: SearchQuery,
+        keyword: dict[str, float],
+        vector: dict[str, float],
+        cosines: dict[str, float],
+    ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+        """Per candidate: keyword reach, share of the query's terms (when full text ran)
+        and absolute relevance."""
+        ids = [*keyword, *vector]
+        reach = self._keyword_reach(query.text, ids) if vector else {}
+        covered = self.text.coverage(query.text, ids) if query.mode != "vector" else {}
+        return (
+            reach,
+            covered,
+            _relevance(query, keyword, cosines if vector else None, reach, covered),
+        )
 
     def _min_relevance(self, filters: Filters | None) -> float:
         """The filters' floor, else the setting's (0 keeps every candidate)."""
@@ -456,8 +469,10 @@ def _relevance(
     keyword: dict[str, float],
     cosines: dict[str, float] | None,
     reach: dict[str, float],
+    covered: dict[str, float],
 ) -> dict[str, float]:
-    """Each candidate's absolute relevance (rank.relevance) from the legs that ran."""
+    """Each candidate's absolute relevance (rank.relevance) from the legs that ran;
+    ``covered``: each candidate's share of the query's terms (full text ran)."""
     terms = len(set(tokens(query.text)))
     return {
         i: relevance(
@@ -465,17 +480,28 @@ def _relevance(
             cosines.get(i) if cosines is not None else None,
             terms,
             reach.get(i, 1.0),
+            covered.get(i, 0.0) if query.mode != "vector" else None,
         )
         for i in dict.fromkeys([*keyword, *(cosines or {})])
     }
 
 
-def _raw(doc_id: str, keyword: dict[str, float], vector: dict[str, float]) -> dict[str, Any]:
+def _raw(
+    doc_id: str,
+    keyword: dict[str, float],
+    vector: dict[str, float],
+    covered: dict[str, float],
+    scored: dict[str, float],
+) -> dict[str, Any]:
+    """A hit's raw signals and its relevance, for ``why``."""
     out: dict[str, Any] = {}
     if doc_id in keyword:
         out["bm25"] = round(keyword[doc_id], 3)
+    if doc_id in covered:
+        out["coverage"] = round(covered[doc_id], 3)
     if doc_id in vector:
         out["cosine"] = round(vector[doc_id], 4)
+    out["relevance"] = round(scored[doc_id], 3)
     return out
 
 

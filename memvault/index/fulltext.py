@@ -175,3 +175,43 @@ class FullText:
         with self._lock:
             results = self._current().search(wq.Or(clauses), limit=limit)
             return {hit["id"]: float(hit.score) for hit in results}
+
+    def coverage(self, text: str, ids: Iterable[str]) -> dict[str, float]:
+        """Per memory of ``ids``, the share of the query's distinct terms it contains (in
+        any field): unlike BM25 it does not depend on how many memories the vault holds.
+        Only the given memories are looked at (posting lists skipped to them)."""
+        terms = list(dict.fromkeys(tokens(text)))
+        if not terms:
+            return {}
+        with self._lock:
+            searcher = self._current()
+            numbers: dict[int, str] = {}
+            for doc_id in dict.fromkeys(ids):
+                number = searcher.document_number(id=doc_id)
+                if number is not None:
+                    numbers[number] = doc_id
+            order = sorted(numbers)
+            found = dict.fromkeys(order, 0)
+            for term in terms:
+                for number in _containing(searcher.reader(), term, order):
+                    found[number] += 1
+        return {numbers[n]: count / len(terms) for n, count in found.items()}
+
+
+def _containing(reader: Any, term: str, order: list[int]) -> set[int]:
+    """The document numbers of ``order`` (ascending) with ``term`` in any field."""
+    has: set[int] = set()
+    for field in FIELD_BOOSTS:
+        if (field, term) not in reader:
+            continue
+        postings = reader.postings(field, term)
+        for number in order:
+            if not postings.is_active():
+                break
+            if number in has or postings.id() > number:
+                continue
+            if postings.id() < number:
+                postings.skip_to(number)
+            if postings.is_active() and postings.id() == number:
+                has.add(number)
+    return has

