@@ -42,6 +42,7 @@ def build(root: Path, memories: list[dict[str, Any]]) -> tuple[MemoryService, di
             handle.write(json.dumps(record | {"folder": f"{m['type']}s"}, ensure_ascii=False))
             handle.write("\n")
     paths = service.import_path(source)["paths"]
+    service.fill_vectors(wait=600)
     if len(paths) != len(memories):
         raise SystemExit(f"imported {len(paths)} of {len(memories)} memories")
     return service, {path: m["id"] for path, m in zip(paths, memories, strict=True)}
