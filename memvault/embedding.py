@@ -106,6 +106,7 @@ class VectorFiller:
     def __init__(self, sync: IndexSync) -> None:
         self.sync = sync
         self.wake = threading.Event()
+        self.idle = threading.Event()  # set while nothing is left to embed
         self.stopping = threading.Event()
         self.running = False
         self.last: Progress | None = None
@@ -128,11 +129,14 @@ class VectorFiller:
     def _loop(self) -> None:
         while not self.stopping.is_set():
             self.wake.clear()
+            self.idle.clear()
             try:
                 self.running = True
                 made = embed_missing(self.sync, self._note, self.stopping)
                 if made:
                     log.info("vectors made for %d memories", made)
+                if not self.sync.index.missing_vectors():
+                    self.idle.set()
             except EmbeddingBusy:
                 pass  # another process embeds; look again later
             except Exception:  # the index was closed or replaced under us: try again later

@@ -128,3 +128,20 @@ def test_a_write_through_memvault_is_embedded_at_once(service: MemoryService) ->
     assert result.memory is not None
     assert service.index.embedding_state()["done"] == 1
     assert service.recall("folding bike colour", mode="vector")[0].id == result.memory.id
+
+
+def test_the_background_embedder_of_serve_and_watch_fills_in_every_vector(
+    vault_path: Path,
+) -> None:
+    text_imported(vault_path)
+    service = MemoryService.open(vault_path, Settings())
+    try:
+        assert service.index_status()["with_vectors"] == 0
+        service.start_embedding()
+        filler = service.indexing.filler
+        assert filler is not None and filler.idle.wait(timeout=300)
+        assert service.index_status()["embedding"]["done"] == COUNT
+        hit = service.recall("a sleepy puppy at the office", k=1, mode="vector")[0]
+        assert "beagle" in hit.snippet
+    finally:
+        service.close()

