@@ -123,6 +123,7 @@ def build_vault(
     source = write_jsonl(root.parent / f"synthetic-{count}.jsonl", count)
     start = time.perf_counter()
     service.import_path(source)
+    service.fill_vectors(wait=600)  # vectors too (a bulk import leaves them to be made)
     return service, time.perf_counter() - start
 
 

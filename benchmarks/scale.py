@@ -51,6 +51,7 @@ def build(root: Path, count: int, random_vectors: bool) -> None:
     else:
         service.reset_index()
         indexed = service.sync_index()
+        service.fill_vectors()
         seconds = time.perf_counter() - start
         print(
             f"[{count}] full index build (text + vectors): {seconds:.1f}s, "

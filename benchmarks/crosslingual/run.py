@@ -41,7 +41,8 @@ def build(root: Path, memories: list[dict[str, Any]]) -> tuple[MemoryService, di
             record = {k: m[k] for k in ("title", "content", "type", "tags")}
             handle.write(json.dumps(record | {"folder": f"{m['type']}s"}, ensure_ascii=False))
             handle.write("\n")
-    paths = service.import_path(source)["paths"]
+    paths = list(service.import_path(source).paths)
+    service.fill_vectors(wait=600)
     if len(paths) != len(memories):
         raise SystemExit(f"imported {len(paths)} of {len(memories)} memories")
     return service, {path: m["id"] for path, m in zip(paths, memories, strict=True)}
@@ -58,7 +59,7 @@ def evaluate(
     out = []
     for q in queries:
         hits = service.recall(q["query"], k=DEPTH, mode=mode)
-        ranked = [by_path.get(h["path"], h["path"]) for h in hits]
+        ranked = [by_path.get(h.path, h.path) for h in hits]
         out.append(q | {"ranked": ranked, "rank": rank_of(ranked, q["gold"])})
     return out
 

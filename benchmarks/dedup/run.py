@@ -60,7 +60,8 @@ def build(root: Path, pairs: list[dict[str, Any]]) -> tuple[MemoryService, list[
         for p in pairs:
             handle.write(json.dumps({"content": p["a"], "type": p["type"]}, ensure_ascii=False))
             handle.write("\n")
-    paths: list[str] = service.import_path(source)["paths"]
+    paths: list[str] = list(service.import_path(source).paths)
+    service.fill_vectors(wait=600)
     if len(paths) != len(pairs):
         raise SystemExit(f"imported {len(paths)} of {len(pairs)} memories")
     return service, paths

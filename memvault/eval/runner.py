@@ -84,6 +84,7 @@ def vault_for(
                 }
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")
         service.import_path(source)
+        service.fill_vectors(wait=600)  # a bulk import leaves vectors to be made
         source.unlink()
         (root / ".memvault" / "eval-ready").write_text("ok")
         return service

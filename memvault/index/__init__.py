@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import re
 import shutil
 import sqlite3
 import threading
@@ -39,6 +40,7 @@ VECTOR_CANDIDATES = 100
 NARROW_KEYWORD_CANDIDATES = 1000  # filters may drop most of the best keyword matches
 QUERY_CACHE = 4096
 PASSAGE_CACHE = 1024
+RATE_KEY = "embed_rate"  # memories/s of the last embedding run (store info), for the ETA
 
 
 class IndexVersionError(ValueError):
@@ -105,10 +107,24 @@ def when_text(created: str | None) -> str:
     return f"{moment.date().isoformat()} {moment.day} {moment:%B %Y %A}"
 
 
+# Link targets, bare URLs and HTML tags: many tokens (a URL is about 2 characters per
+# token), little meaning for the model; the full-text index keeps them searchable.
+_NOT_PROSE = re.compile(
+    r"(?<=\])\([^)\s]*\)|<https?://[^>\s]*>|https?://[^\s)>\]]+|</?[A-Za-z][^<>\n]{0,200}>"
+)
+
+
 def embedding_texts(title: str, tags: Sequence[str], body: str) -> list[str]:
-    """Chunks to embed: the title and tags ride along with every chunk."""
-    head = title + (" (" + ", ".join(tags) + ")" if tags else "")
-    return [f"{head}\n{part}" for part in (chunks(strip_title(body)) or [""])]
+    """Chunks to embed: the title and tags ride along with every chunk, except a title
+    that is only the text's own opening words (a title made from the first line): the
+    model would read those words twice, a quarter of a short memory's tokens. Link
+    targets, URLs and HTML tags are left out (``_NOT_PROSE``)."""
+    text = _NOT_PROSE.sub("", strip_title(body))
+    opening = title.removesuffix("...").removesuffix("…").strip()
+    if opening and text.lstrip().startswith(opening):
+        title = ""
+    head = " ".join(filter(None, [title, "(" + ", ".join(tags) + ")" if tags else ""]))
+    return [f"{head}\n{part}" if head else part for part in (chunks(text) or [""])]
 
 
 class Index:
@@ -199,27 +215,67 @@ class Index:
 
     # -- writing ---------------------------------------------------------------
     def upsert(
-        self, memories: Sequence[Memory], stats: dict[str, tuple[int, int]] | None = None
+        self,
+        memories: Sequence[Memory],
+        stats: dict[str, tuple[int, int]] | None = None,
+        embed: bool = True,
     ) -> None:
-        """Index memories (text + vectors) in one batch. Waits for the embedder to load."""
+        """Index memories in one batch: text and records, and vectors when ``embed``
+        (waiting for the embedder to load). Without ``embed`` a memory keeps the vectors
+        of unchanged text; the others are filled in later (:meth:`embed_vectors`)."""
         if not memories:
             return
         stats = stats or {}
-        embedder = self.loader.get()
-        vectors: dict[str, np.ndarray] = {}
-        if embedder is not None:
-            texts, owners = [], []
-            for memory in memories:
-                for text in embedding_texts(memory.title, memory.tags, memory.body):
-                    texts.append(text)
-                    owners.append(memory.id)
-            matrix = self._embed_passages(embedder, texts)
-            for doc_id in dict.fromkeys(owners):
-                vectors[doc_id] = matrix[[i for i, o in enumerate(owners) if o == doc_id]]
+        embedder = self.loader.get() if embed else None
+        vectors = self._vectors_of(embedder, memories) if embedder is not None else {}
         docs = [m.info(*stats.get(m.path, (0, 0))) for m in memories]
         with self._write_lock:
             self.text.upsert([_text_doc(m) for m in memories])
-            self.store.put(docs, vectors, embedder.name if embedder else None)
+            self.store.put(docs, vectors, embedder.name if embedder else None, keep=not embed)
+
+    def _vectors_of(self, embedder: Embedder, memories: Sequence[Memory]) -> dict[str, np.ndarray]:
+        """Chunk vectors per memory id, embedded in one call."""
+        texts, owners = [], []
+        for memory in memories:
+            for text in embedding_texts(memory.title, memory.tags, memory.body):
+                texts.append(text)
+                owners.append(memory.id)
+        matrix = self._embed_passages(embedder, texts)
+        return {
+            doc_id: matrix[[i for i, o in enumerate(owners) if o == doc_id]]
+            for doc_id in dict.fromkeys(owners)
+        }
+
+    def embed_vectors(self, memories: Sequence[Memory]) -> int:
+        """Embed memories whose records lack vectors and store them, one transaction; a
+        memory whose file changed since it was read is skipped. Returns how many got them."""
+        embedder = self.loader.get()
+        if embedder is None or not memories:
+            return 0
+        vectors = self._vectors_of(embedder, memories)
+        hashes = {m.id: m.content_hash for m in memories}
+        with self._write_lock:
+            return self.store.put_vectors(
+                {i: (hashes[i], v) for i, v in vectors.items()}, embedder.name
+            )
+
+    def missing_vectors(self) -> list[str]:
+        """Ids of memories without vectors from the current embedder (none if it is off)."""
+        embedder = self.loader.get()
+        return self.store.missing_vectors(embedder.name) if embedder else []
+
+    def embedding_state(self) -> dict[str, Any]:
+        """How many memories have vectors from the current embedder, of how many, and the
+        seconds the rest takes at the last embedding run's rate (None: no run measured)."""
+        self.store.refresh()
+        total = len(self.store.docs)
+        embedder = self.loader.get(timeout=0) if self.loader.ready else None
+        done = total - self.store.count_missing(embedder.name) if embedder else 0
+        raw = self.store.get_info(RATE_KEY)
+        rate = float(raw) if raw else 0.0
+        left = total - done
+        eta = 0 if not left else round(left / rate) if rate > 0 else None
+        return {"done": done, "total": total, "eta_seconds": eta}
 
     def remove(self, ids: Iterable[str]) -> None:
         ids = list(ids)
@@ -260,14 +316,12 @@ class Index:
         drop = [d.id for d in self.store.docs.values() if d.path not in stats]
         if self.text.count() != len(self.store.docs):
             return sorted(stats), drop  # text and records disagree: re-read everything
-        embedder = self.loader.get()
-        stale_model = set(self.store.missing_vectors(embedder.name)) if embedder else set()
+        # memories without vectors (or with another model's) are not read again here: the
+        # vectors fill in behind the text index (IndexSync.embed_missing)
         read = [
             path
             for path, st in stats.items()
-            if path not in by_path
-            or (by_path[path].mtime_ns, by_path[path].size) != st
-            or by_path[path].id in stale_model
+            if path not in by_path or (by_path[path].mtime_ns, by_path[path].size) != st
         ]
         return sorted(read), drop
 
@@ -339,6 +393,13 @@ class Index:
                 f" ({state['reason']})" if state.get("reason") else ""
             )
             return {}, {}
+        missing = self.store.count_missing(embedder.name)
+        if missing:
+            total = len(self.store.docs)
+            notes["vectors"] = (
+                f"{total - missing} of {total} memories embedded; "
+                "the others rank by text only until their vectors are made"
+            )
         return self._nearest_to_query(embedder, query.text, keep, keyword)
 
     def _levels(
@@ -453,6 +514,8 @@ class Index:
             "with_vectors": self.store.vector_count(),
             **self.loader.state(),
         }
+        if self.loader.ready and self.loader.get(timeout=0) is not None:
+            state["embedding"] = self.embedding_state()
         if self.rebuilt_reason:
             state["rebuilt"] = self.rebuilt_reason
         return state

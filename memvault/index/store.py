@@ -63,6 +63,7 @@ class Store:
         self.docs: dict[str, MemoryInfo] = {}
         self._vectors: dict[str, np.ndarray] = {}
         self._gen = -1
+        self._missing: tuple[int, str, int] | None = None
         self._matrix: np.ndarray | None = None
         self._transformed: tuple[Callable[[np.ndarray], np.ndarray], np.ndarray] | None = None
         self._row_owner: list[str] = []
@@ -84,14 +85,28 @@ class Store:
         return int(self.get_info("gen") or 0)
 
     def put(
-        self, docs: Sequence[MemoryInfo], vectors: dict[str, np.ndarray], model: str | None
+        self,
+        docs: Sequence[MemoryInfo],
+        vectors: dict[str, np.ndarray],
+        model: str | None,
+        keep: bool = False,
     ) -> None:
-        """Insert or replace records (and their chunk vectors when given)."""
+        """Insert or replace records (and their chunk vectors when given).
+
+        With ``keep``, a record given no vectors keeps the ones it has when its content
+        (hash) is unchanged: they were made from this very text.
+        """
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 gen = self._next_gen()
                 for doc in docs:
+                    kept = None
+                    if keep and doc.id not in vectors:
+                        row = self._db.execute(
+                            "SELECT hash, model FROM docs WHERE id=?", (doc.id,)
+                        ).fetchone()
+                        kept = row[1] if row is not None and row[0] == doc.hash else None
                     self._db.execute(
                         "INSERT OR REPLACE INTO docs VALUES(?,?,?,?,?,?,?,?)",
                         (
@@ -100,12 +115,14 @@ class Store:
                             doc.hash,
                             doc.mtime_ns,
                             doc.size,
-                            model if doc.id in vectors else None,
+                            model if doc.id in vectors else kept,
                             gen,
                             info_json(doc),
                         ),
                     )
                     self._db.execute("DELETE FROM tombstones WHERE id=?", (doc.id,))
+                    if kept is not None:
+                        continue
                     self._db.execute("DELETE FROM chunks WHERE id=?", (doc.id,))
                     for n, vec in enumerate(vectors.get(doc.id, ())):
                         blob = np.asarray(vec, dtype=np.float32).tobytes()
@@ -115,6 +132,38 @@ class Store:
                 self._db.execute("ROLLBACK")
                 raise
         self.refresh()
+
+    def put_vectors(self, vectors: dict[str, tuple[str, np.ndarray]], model: str) -> int:
+        """Store chunk vectors of records whose content is still ``hash`` (id -> (hash,
+        vectors)), in one transaction; a record changed meanwhile is left for the next
+        round. Returns how many records got their vectors."""
+        done = 0
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                gen = self._next_gen()
+                for doc_id, (hash_, matrix) in vectors.items():
+                    cursor = self._db.execute(
+                        "UPDATE docs SET model=?, gen=? WHERE id=? AND hash=?",
+                        (model, gen, doc_id, hash_),
+                    )
+                    if cursor.rowcount != 1:
+                        continue
+                    done += 1
+                    self._db.execute("DELETE FROM chunks WHERE id=?", (doc_id,))
+                    for n, vec in enumerate(matrix):
+                        blob = np.asarray(vec, dtype=np.float32).tobytes()
+                        self._db.execute("INSERT INTO chunks VALUES(?,?,?)", (doc_id, n, blob))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        self.refresh()
+        return done
+
+    def set_info(self, key: str, value: str) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO info(key, value) VALUES(?, ?)", (key, value))
 
     def delete(self, ids: Iterable[str]) -> None:
         ids = [i for i in ids]
@@ -152,6 +201,18 @@ class Store:
     def missing_vectors(self, model: str) -> list[str]:
         rows = self._db.execute("SELECT id FROM docs WHERE model IS NULL OR model != ?", (model,))
         return [r[0] for r in rows]
+
+    def count_missing(self, model: str) -> int:
+        """How many records have no vectors from ``model``."""
+        with self._lock:
+            gen = int(self.get_info("gen") or 0)
+            if self._missing is not None and self._missing[:2] == (gen, model):
+                return self._missing[2]  # cached until the next write: recall asks each time
+            row = self._db.execute(
+                "SELECT COUNT(*) FROM docs WHERE model IS NULL OR model != ?", (model,)
+            ).fetchone()
+            self._missing = (gen, model, int(row[0]))
+            return self._missing[2]
 
     # -- mirror -----------------------------------------------------------------
     def refresh(self) -> bool:
@@ -269,6 +330,9 @@ class Store:
                 np.zeros(0, np.int64),
             )
             return
+        dims = [self._vectors[o].shape[1] for o in owners]
+        dim = max(set(dims), key=dims.count)  # after a model change, until all are redone
+        owners = [o for o, d in zip(owners, dims, strict=True) if d == dim]
         blocks = [self._vectors[o] for o in owners]
         lengths = np.array([b.shape[0] for b in blocks], dtype=np.int64)
         self._starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)

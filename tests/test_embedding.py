@@ -1,0 +1,147 @@
+"""Vectors fill in behind the text index: reads never wait for embedding, a stopped
+embedding run resumes where it ended, and status says how far it is."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from mcp import Client
+
+from memvault.config import Settings
+from memvault.server import build_server
+from memvault.service import MemoryService
+
+from .helpers import call_tool, run_memvault
+
+COUNT = 40
+
+
+def text_imported(vault: Path, count: int = COUNT) -> None:
+    """A bulk import of ``count`` memories (more than a sync embeds at once)."""
+    source = vault.parent / "memories.jsonl"
+    with source.open("w", encoding="utf-8") as handle:
+        for n in range(count):
+            text = f"Project note {n}: the deploy of service {n} runs every Tuesday at noon."
+            if n == 7:
+                text = "The office dog is a beagle named Pixel who sleeps under desk 7."
+            handle.write(json.dumps({"content": text, "type": "note"}) + "\n")
+    service = MemoryService.open(vault, Settings())
+    try:
+        service.import_path(source)
+    finally:
+        service.close()
+
+
+def stored_vectors(vault: Path) -> dict[str, tuple[int, list[bytes]]]:
+    """id -> (generation of its record, its chunk blobs) of every memory with vectors."""
+    db = sqlite3.connect(vault / ".memvault" / "index" / "store.sqlite")
+    try:
+        done = db.execute("SELECT id, gen FROM docs WHERE model IS NOT NULL").fetchall()
+        return {
+            doc_id: (
+                gen,
+                [
+                    r[0]
+                    for r in db.execute("SELECT vec FROM chunks WHERE id=? ORDER BY n", (doc_id,))
+                ],
+            )
+            for doc_id, gen in done
+        }
+    finally:
+        db.close()
+
+
+def test_a_cli_search_after_a_bulk_import_answers_from_text_and_says_how_much_is_embedded(
+    vault_path: Path,
+) -> None:
+    text_imported(vault_path)
+    found = run_memvault("--vault", str(vault_path), "search", "beagle named Pixel")
+    assert found.returncode == 0, found.stderr
+    assert "office dog" in found.stdout
+    assert f"embedded: 0 of {COUNT} memories" in found.stderr
+    assert stored_vectors(vault_path) == {}  # the search embedded nothing to answer
+    explained = run_memvault("--vault", str(vault_path), "--json", "search", "beagle")
+    why = json.loads(explained.stdout)[0]["why"]
+    assert why["vectors"].startswith(f"0 of {COUNT} memories embedded")
+
+
+def test_embedding_resumes_after_a_kill_without_redoing_stored_vectors(
+    vault_path: Path,
+) -> None:
+    text_imported(vault_path)
+    env = {**os.environ, "MEMVAULT_EMBED_BATCH_CHARS": "200"}  # a few memories per batch
+    first = subprocess.Popen(
+        [sys.executable, "-m", "memvault.cli", "--vault", str(vault_path), "reindex"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    try:
+        assert first.stderr is not None
+        for line in first.stderr:  # the first progress line follows the first stored batch
+            if line.startswith("embedding:"):
+                break
+        first.send_signal(signal.SIGKILL)
+    finally:
+        first.wait(timeout=60)
+        if first.stderr is not None:
+            first.stderr.close()
+    kept = stored_vectors(vault_path)
+    assert 0 < len(kept) < COUNT
+    second = run_memvault("--vault", str(vault_path), "--json", "reindex", env=env)
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout)["embedded"] == COUNT - len(kept)
+    after = stored_vectors(vault_path)
+    assert len(after) == COUNT
+    assert {i: after[i] for i in kept} == kept  # same vectors, same generation: not redone
+
+
+def test_vault_status_reports_embedded_of_total_and_an_eta(vault_path: Path) -> None:
+    text_imported(vault_path)
+    service = MemoryService.open(vault_path, Settings())
+    server, _ = build_server(service)
+
+    async def status() -> dict[str, object]:
+        async with Client(server) as client:
+            result = await call_tool(client, "vault_status", {})
+            return dict(result["index"]["embedding"])
+
+    try:
+        service.index.loader.get()
+        assert asyncio.run(status()) == {"done": 0, "total": COUNT, "eta_seconds": None}
+        assert service.fill_vectors() == COUNT
+        assert asyncio.run(status()) == {"done": COUNT, "total": COUNT, "eta_seconds": 0}
+    finally:
+        service.close()
+
+
+def test_a_write_through_memvault_is_embedded_at_once(service: MemoryService) -> None:
+    result = service.remember("The user's bicycle is a green Brompton.", type="fact")
+    assert result.memory is not None
+    assert service.index.embedding_state()["done"] == 1
+    assert service.recall("folding bike colour", mode="vector")[0].id == result.memory.id
+
+
+def test_the_background_embedder_of_serve_and_watch_fills_in_every_vector(
+    vault_path: Path,
+) -> None:
+    text_imported(vault_path)
+    service = MemoryService.open(vault_path, Settings())
+    try:
+        assert service.index_status()["with_vectors"] == 0
+        service.start_embedding()
+        filler = service.indexing.filler
+        assert filler is not None and filler.idle.wait(timeout=300)
+        assert service.index_status()["embedding"]["done"] == COUNT
+        hit = service.recall("a sleepy puppy at the office", k=1, mode="vector")[0]
+        assert "beagle" in hit.snippet
+    finally:
+        service.close()
