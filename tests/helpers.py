@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 from mcp import Client
 
 from memvault.models import ChangeEvent
+from memvault.server import build_server
 from memvault.service import MemoryService
 from memvault.watcher import Watcher
 
@@ -74,3 +76,29 @@ def watching(service: MemoryService, debounce: float = 0.4) -> Iterator[Watched]
         yield service, watcher, events
     finally:
         watcher.stop()
+
+
+def in_process(
+    service: MemoryService, body: Callable[[Client], Awaitable[Any]], **client: Any
+) -> Any:
+    """Run ``body`` with a real in-process MCP client session of ``service``'s server."""
+    server, notifier = build_server(service)
+
+    async def main() -> Any:
+        async with Client(server, mode="legacy", **client) as session:
+            return await body(session)
+
+    try:
+        return asyncio.run(main())
+    finally:
+        service.listeners.remove(notifier.on_change)
+
+
+def tool(service: MemoryService, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """One MCP tool call that must succeed, in its own session: its structured output."""
+
+    async def body(session: Client) -> dict[str, Any]:
+        return await call_tool(session, name, args)
+
+    result: dict[str, Any] = in_process(service, body)
+    return result

@@ -12,8 +12,7 @@ from memvault.cli import cli
 from memvault.errors import InvalidInputError, MemoryNotFoundError
 from memvault.service import MemoryService
 
-from .helpers import git
-from .test_links import tool
+from .helpers import git, tool
 
 Story = tuple[MemoryService, str, str, str]
 

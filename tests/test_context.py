@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +19,10 @@ from memvault.config import Settings
 from memvault.context import build_context, estimate_tokens
 from memvault.errors import InvalidInputError
 from memvault.models import Context
-from memvault.server import build_server
 from memvault.service import MemoryService
 
 from .helpers import REPO, call_tool, commit_count, run_memvault
+from .helpers import in_process as run
 
 
 def fill(service: MemoryService, preferences: int = 12, facts: int = 30, episodes: int = 8) -> None:
@@ -282,17 +280,6 @@ def test_a_childs_penicillin_allergy_in_the_profile_is_in_a_later_sessions_conte
 
 
 # -- over MCP and the command line ------------------------------------------------------------
-def run(service: MemoryService, body: Callable[[Client], Awaitable[Any]]) -> Any:
-    server, notifier = build_server(service)
-
-    async def main() -> Any:
-        async with Client(server, mode="legacy") as client:
-            return await body(client)
-
-    try:
-        return asyncio.run(main())
-    finally:
-        service.listeners.remove(notifier.on_change)
 
 
 def prompt_text(result: Any) -> str:

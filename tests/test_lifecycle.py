@@ -4,10 +4,9 @@ comes from an injected clock."""
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import json
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +19,10 @@ from memvault.cli import cli
 from memvault.config import Settings, load_settings
 from memvault.errors import InvalidInputError
 from memvault.models import Filters
-from memvault.server import build_server
 from memvault.service import MemoryService
 
 from .helpers import call_tool, commit_count, git
+from .helpers import in_process as mcp
 
 DAY0 = dt.datetime(2026, 1, 1, 9, 0, tzinfo=dt.UTC)
 
@@ -53,19 +52,6 @@ def svc(vault_path: Path, clock: Clock) -> Iterator[MemoryService]:
     service.clock = clock
     yield service
     service.close()
-
-
-def mcp(service: MemoryService, body: Callable[[Client], Awaitable[Any]]) -> Any:
-    server, notifier = build_server(service)
-
-    async def main() -> Any:
-        async with Client(server, mode="legacy") as client:
-            return await body(client)
-
-    try:
-        return asyncio.run(main())
-    finally:
-        service.listeners.remove(notifier.on_change)
 
 
 def hits_of(service: MemoryService, memory_id: str) -> tuple[int, str | None]:

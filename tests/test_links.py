@@ -3,9 +3,7 @@ title or alias, and the index answers links, backlinks and related memories (iss
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
@@ -18,10 +16,10 @@ from memvault.history import History
 from memvault.ids import new_id
 from memvault.links import Graph, add_related
 from memvault.models import Memory, MemoryInfo
-from memvault.server import build_server
 from memvault.service import MemoryService
 
-from .helpers import call_tool, commit_count, git, run_memvault
+from .helpers import commit_count, git, run_memvault, tool
+from .helpers import in_process as mcp
 
 
 def write(service: MemoryService, rel: str, title: str, body: str = "", meta: str = "") -> str:
@@ -34,27 +32,6 @@ def write(service: MemoryService, rel: str, title: str, body: str = "", meta: st
     service.commit_external([rel])
     service.sync_index([rel])
     return memory_id
-
-
-def mcp(service: MemoryService, body: Callable[[Client], Awaitable[Any]]) -> Any:
-    server, notifier = build_server(service)
-
-    async def main() -> Any:
-        async with Client(server, mode="legacy") as client:
-            return await body(client)
-
-    try:
-        return asyncio.run(main())
-    finally:
-        service.listeners.remove(notifier.on_change)
-
-
-def tool(service: MemoryService, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    async def body(client: Client) -> dict[str, Any]:
-        return await call_tool(client, name, args)
-
-    result: dict[str, Any] = mcp(service, body)
-    return result
 
 
 def tool_error(service: MemoryService, name: str, args: dict[str, Any]) -> str:

@@ -4,9 +4,7 @@ history, revert and purge, over the library, MCP and the command line."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +17,10 @@ from memvault.cli import cli
 from memvault.config import Settings
 from memvault.errors import InvalidInputError, SchemaError, SecretRefusedError
 from memvault.models import Filters
-from memvault.server import build_server
 from memvault.service import MemoryService
 
 from .helpers import call_tool, commit_count, git
+from .helpers import in_process as run
 
 CUSTOM_SCHEMA = """\
 fields:
@@ -309,19 +307,6 @@ def test_the_profile_resource_shows_the_fields_first_then_other_stable_facts(
     assert text.index("health.allergies:") < text.index("Lisbon")
     assert "Not set (set_profile): name, " in text
     assert text.count("penicillin") == 1  # the field file is not repeated as a fact
-
-
-def run(service: MemoryService, body: Callable[[Client], Awaitable[Any]]) -> Any:
-    server, notifier = build_server(service)
-
-    async def main() -> Any:
-        async with Client(server, mode="legacy") as client:
-            return await body(client)
-
-    try:
-        return asyncio.run(main())
-    finally:
-        service.listeners.remove(notifier.on_change)
 
 
 def test_set_profile_and_get_profile_over_mcp(text_only: MemoryService) -> None:

@@ -3,35 +3,20 @@ one name for the memory reference, argument errors as one sentence, compact text
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 from mcp import Client
 from mcp.types import CallToolResult, Tool
 
-from memvault.server import build_server
 from memvault.server.surface import expected
 from memvault.service import MemoryService
 
 from .helpers import commit_count, git
+from .helpers import in_process as run
 
 BUDGET = 9_000  # characters of tools/list as JSON (issue 9; DESIGN.md section 6)
-
-
-def run(service: MemoryService, body: Callable[[Client], Awaitable[Any]]) -> Any:
-    server, notifier = build_server(service)
-
-    async def main() -> Any:
-        async with Client(server, mode="legacy") as client:
-            return await body(client)
-
-    try:
-        return asyncio.run(main())
-    finally:
-        service.listeners.remove(notifier.on_change)
 
 
 def tools(service: MemoryService) -> list[Tool]:
