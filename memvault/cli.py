@@ -17,7 +17,6 @@ from . import __version__
 from .config import default_vault_path, load_settings
 from .errors import MemvaultError, explain_unexpected
 from .models import Access, Filters, MemoryInfo, Page, jsonable, sort_infos
-from .retrieval import no_match_note
 
 log = logging.getLogger("memvault")
 
@@ -359,6 +358,8 @@ def search(
 
     def human() -> None:
         if not results:
+            from .retrieval import no_match_note
+
             click.echo(no_match_note(floor))
         for n, r in enumerate(results, 1):
             click.echo(
