@@ -11,6 +11,8 @@ from memvault.config import Settings
 from memvault.service import MemoryService
 from memvault.template import create_vault
 
+from .helpers import Clock
+
 
 @pytest.fixture
 def vault_path(tmp_path: Path) -> Path:
@@ -32,3 +34,17 @@ def text_only(vault_path: Path) -> Iterator[MemoryService]:
     svc = MemoryService.open(vault_path, Settings(embedder="none"))
     yield svc
     svc.close()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def svc(vault_path: Path, clock: Clock) -> Iterator[MemoryService]:
+    """Full text only (no model needed) with the test's clock."""
+    service = MemoryService.open(vault_path, Settings(embedder="none"))
+    service.clock = clock
+    yield service
+    service.close()

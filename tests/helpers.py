@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import os
 import subprocess
 import sys
@@ -94,11 +95,42 @@ def in_process(
         service.listeners.remove(notifier.on_change)
 
 
-def tool(service: MemoryService, name: str, args: dict[str, Any]) -> dict[str, Any]:
+def tool(service: MemoryService, name: str, args: dict[str, Any], **client: Any) -> dict[str, Any]:
     """One MCP tool call that must succeed, in its own session: its structured output."""
 
     async def body(session: Client) -> dict[str, Any]:
         return await call_tool(session, name, args)
 
-    result: dict[str, Any] = in_process(service, body)
+    result: dict[str, Any] = in_process(service, body, **client)
     return result
+
+
+DAY0 = dt.datetime(2026, 1, 1, 9, 0, tzinfo=dt.UTC)
+
+
+class Clock:
+    """A clock the test moves by hand (``service.clock = Clock()``)."""
+
+    def __init__(self) -> None:
+        self.now = DAY0
+
+    def __call__(self) -> dt.datetime:
+        return self.now
+
+    def days(self, n: float) -> None:
+        self.now = DAY0 + dt.timedelta(days=n)
+
+
+def updated_listener() -> tuple[list[str], asyncio.Event, Callable[[Any], Awaitable[None]]]:
+    """(URIs seen, an event set on each, a client message handler recording every
+    ``notifications/resources/updated``)."""
+    seen: list[str] = []
+    arrived = asyncio.Event()
+
+    async def on_message(message: Any) -> None:
+        root = getattr(message, "root", message)
+        if getattr(root, "method", "") == "notifications/resources/updated":
+            seen.append(str(root.params.uri))
+            arrived.set()
+
+    return seen, arrived, on_message

@@ -25,7 +25,8 @@ from memvault.server import build_server, note_uri
 from memvault.server.notify import changed_uris
 from memvault.service import MemoryService
 
-from .helpers import call_tool, commit_count, git, watching
+from .helpers import call_tool, commit_count, git, in_process, updated_listener, watching
+from .helpers import tool as helpers_tool
 
 PERSON = "Ada Person"
 
@@ -45,25 +46,12 @@ def mcp(
     service: MemoryService, body: Callable[[Client], Awaitable[Any]], name: str = "test-host"
 ) -> Any:
     """``body`` with a real in-process MCP client that introduces itself as ``name``."""
-    server, notifier = build_server(service)
-
-    async def main() -> Any:
-        info = Implementation(name=name, version="2.0")
-        async with Client(server, mode="legacy", client_info=info) as client:
-            return await body(client)
-
-    try:
-        return asyncio.run(main())
-    finally:
-        service.listeners.remove(notifier.on_change)
+    return in_process(service, body, client_info=Implementation(name=name, version="2.0"))
 
 
 def tool(service: MemoryService, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    async def body(client: Client) -> dict[str, Any]:
-        return await call_tool(client, name, args)
-
-    result: dict[str, Any] = mcp(service, body)
-    return result
+    host = Implementation(name="test-host", version="2.0")
+    return helpers_tool(service, name, args, client_info=host)
 
 
 def cli_run(vault: Path, *args: str) -> tuple[int, str, str]:
@@ -287,14 +275,7 @@ def test_the_changes_resource_lists_the_last_20_and_is_announced_on_every_write(
 ) -> None:
     for n in range(21):
         by_hand(vault, f"inbox/item {n:02}.md", f"# Item {n}\n\nThing number {n} to keep.\n")
-    seen: list[str] = []
-    arrived = asyncio.Event()
-
-    async def on_message(message: Any) -> None:
-        root = getattr(message, "root", message)
-        if getattr(root, "method", "") == "notifications/resources/updated":
-            seen.append(str(root.params.uri))
-            arrived.set()
+    seen, arrived, on_message = updated_listener()
 
     async def body(client: Client) -> str:
         await client.session.subscribe_resource(changes.URI)

@@ -4,14 +4,13 @@ a real in-process MCP client; the token's time comes from an injected clock."""
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import json
 import os
 import pty
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,38 +19,9 @@ from mcp import Client
 from mcp.types import ElicitRequestParams, ElicitResult
 
 from memvault import profile, reports
-from memvault.config import Settings
-from memvault.server import build_server
 from memvault.service import MemoryService
 
-from .helpers import REPO, call_tool, commit_count, git, run_memvault
-
-DAY0 = dt.datetime(2026, 1, 1, 9, 0, tzinfo=dt.UTC)
-
-
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = DAY0
-
-    def __call__(self) -> dt.datetime:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def svc(vault_path: Path, clock: Clock) -> Iterator[MemoryService]:
-    """Full text only (no model needed) with the test's clock."""
-    service = MemoryService.open(vault_path, Settings(embedder="none"))
-    service.clock = clock
-    yield service
-    service.close()
-
+from .helpers import DAY0, REPO, Clock, call_tool, commit_count, git, in_process, run_memvault
 
 Elicit = Callable[[Any, ElicitRequestParams], Awaitable[ElicitResult]]
 
@@ -60,17 +30,8 @@ def mcp(
     service: MemoryService, body: Callable[[Client], Awaitable[Any]], elicit: Elicit | None = None
 ) -> Any:
     """Run ``body`` against a real in-process client (able to elicit if ``elicit`` is given)."""
-    server, notifier = build_server(service)
-
-    async def main() -> Any:
-        extra: dict[str, Any] = {"elicitation_callback": elicit} if elicit else {}
-        async with Client(server, mode="legacy", **extra) as client:
-            return await body(client)
-
-    try:
-        return asyncio.run(main())
-    finally:
-        service.listeners.remove(notifier.on_change)
+    extra: dict[str, Any] = {"elicitation_callback": elicit} if elicit else {}
+    return in_process(service, body, **extra)
 
 
 def forget(service: MemoryService, args: dict[str, Any], elicit: Elicit | None = None) -> Any:

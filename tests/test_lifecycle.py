@@ -4,9 +4,7 @@ comes from an injected clock."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,37 +19,8 @@ from memvault.errors import InvalidInputError
 from memvault.models import Filters
 from memvault.service import MemoryService
 
-from .helpers import call_tool, commit_count, git
+from .helpers import DAY0, Clock, call_tool, commit_count, git
 from .helpers import in_process as mcp
-
-DAY0 = dt.datetime(2026, 1, 1, 9, 0, tzinfo=dt.UTC)
-
-
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = DAY0
-
-    def __call__(self) -> dt.datetime:
-        return self.now
-
-    def days(self, n: float) -> None:
-        self.now = DAY0 + dt.timedelta(days=n)
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def svc(vault_path: Path, clock: Clock) -> Iterator[MemoryService]:
-    """Full text only (no model needed) with the test's clock."""
-    service = MemoryService.open(vault_path, Settings(embedder="none"))
-    service.clock = clock
-    yield service
-    service.close()
 
 
 def hits_of(service: MemoryService, memory_id: str) -> tuple[int, str | None]:

@@ -6,14 +6,13 @@ import asyncio
 import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
 
 from memvault.server import note_uri
 
-from .helpers import call_tool
+from .helpers import call_tool, updated_listener
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
@@ -26,14 +25,7 @@ def params(vault: Path) -> StdioServerParameters:
 
 def test_a_subscriber_is_notified_when_a_person_edits_the_file(vault_path: Path) -> None:
     async def main() -> list[str]:
-        seen: list[str] = []
-        arrived = asyncio.Event()
-
-        async def on_message(message: Any) -> None:
-            root = getattr(message, "root", message)
-            if getattr(root, "method", "") == "notifications/resources/updated":
-                seen.append(str(root.params.uri))
-                arrived.set()
+        seen, arrived, on_message = updated_listener()
 
         async with Client(params(vault_path), mode="legacy", message_handler=on_message) as c:
             made = await call_tool(

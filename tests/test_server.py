@@ -13,7 +13,7 @@ from mcp.server.mcpserver import MCPServer
 from memvault.server import build_server, note_uri, register_legacy_subscriptions
 from memvault.service import MemoryService
 
-from .helpers import call_tool, git
+from .helpers import call_tool, git, updated_listener
 
 MODES = ["legacy", "2026-07-28"]
 
@@ -309,14 +309,7 @@ def test_aggregate_updates_are_decided_from_the_write_not_by_rendering_the_views
     made = service.remember("The team lunch is on Fridays.", type="note")
     assert made.memory is not None
     memory_id = made.memory.id
-    seen: list[str] = []
-    arrived = asyncio.Event()
-
-    async def on_message(message: Any) -> None:
-        root = getattr(message, "root", message)
-        if getattr(root, "method", "") == "notifications/resources/updated":
-            seen.append(str(root.params.uri))
-            arrived.set()
+    seen, arrived, on_message = updated_listener()
 
     async def until(done: Callable[[], bool]) -> None:
         while not done():
