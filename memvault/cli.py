@@ -550,6 +550,13 @@ def revert(ctx: Ctx, id_or_path: str, rev: str) -> None:
 @click.option("--purge", "mode", flag_value="purge", help="Erase it from all git history.")
 @click.option("--reason", default=None)
 @click.option("--scope", default=None, help="Archive every memory of session:<id> (one commit).")
+@click.option(
+    "--filter",
+    "selection",
+    default=None,
+    help="Every memory matching e.g. 'type:episode tag:trip until:2026-01-01' (one commit).",
+)
+@click.option("--dry-run", is_flag=True, help="With --filter: list what it selects, forget none.")
 @click.option("--yes", is_flag=True, help="Do not ask 'are you sure' at a terminal.")
 @pass_ctx
 def forget(
@@ -558,15 +565,25 @@ def forget(
     mode: str | None,
     reason: str | None,
     scope: str | None,
+    selection: str | None,
+    dry_run: bool,
     yes: bool,
 ) -> None:
     """Archive a memory (default, reversible); --delete or --purge to go further;
-    --scope session:<id> archives a session's working memory at once. At a terminal,
-    delete, purge, a profile field or several memories ask first (--yes: do not ask)."""
+    --scope session:<id> archives a session's working memory at once; --filter selects
+    memories by type:, tag:, scope:, folder:, since:, until:, archived:yes and lists them
+    first. At a terminal, delete, purge, a profile field or several memories ask first
+    (--yes: do not ask); a --filter without --yes off a terminal only lists."""
     from .history import CLONE_WARNING
 
-    if (scope is None) == (id_or_path is None) or (scope and mode):
-        _fail("give either ID_OR_PATH or --scope session:<id> (a scope is archived only)")
+    if sum(x is not None for x in (id_or_path, scope, selection)) != 1 or (scope and mode):
+        _fail(
+            "give one of ID_OR_PATH, --scope session:<id> (archived only) or --filter "
+            "'type:... tag:...'"
+        )
+    if selection is not None:
+        _forget_selected(ctx, selection, mode or "archive", reason, dry_run, yes)
+        return
     if not yes and sys.stdin.isatty():
         _ask_before_forgetting(ctx, id_or_path, mode or "archive", scope)
     if scope is not None:
@@ -650,6 +667,53 @@ def _ask_before_forgetting(ctx: Ctx, id_or_path: str | None, mode: str, scope: s
         operation = resolve(_service(ctx), id_or_path, mode, scope)
     if operation.destructive and operation.ids:
         click.confirm(f"{operation.describe()}: are you sure?", abort=True, err=True)
+
+
+def _forget_selected(
+    ctx: Ctx, selection: str, mode: str, reason: str | None, dry_run: bool, yes: bool
+) -> None:
+    """List what a filter selects; forget it only with --yes or the person's yes at a
+    terminal (exactly the listed memories, in one commit or one purge)."""
+    from .confirm import resolve
+    from .history import CLONE_WARNING
+    from .lifecycle import forget_selected
+
+    with _errors(ctx):
+        service = _service(ctx)
+        operation = resolve(service, None, mode, selection=selection)
+    pairs = zip(operation.ids, operation.paths, strict=True)
+    matches = [{"id": i, "path": p} for i, p in pairs]
+    listing = {"dry_run": True, "mode": mode, "filter": selection, "matches": matches}
+    asking = not yes and not dry_run and sys.stdin.isatty() and bool(operation.ids)
+    if dry_run or not operation.ids or not (yes or asking):
+        _emit(ctx, listing, lambda: _print_selected(operation, dry_run or not operation.ids))
+        return
+    if asking:
+        click.echo("\n".join(operation.paths), err=True)
+        click.confirm(f"{operation.describe()}: are you sure?", abort=True, err=True)
+    with _errors(ctx):
+        result = forget_selected(service, operation.ids, mode, reason, selection)
+    data = {"commit": result.commit, "mode": mode, "forgotten": [m.id for m in result.memories]}
+    if result.mode == "purge":
+        data["erased"], data["warning"] = list(result.erased), CLONE_WARNING
+        click.echo(f"warning: {CLONE_WARNING}", err=True)
+    done = {"archive": "archived", "delete": "deleted", "purge": "purged"}[mode]
+    lines = [f"{done} {m.path}" for m in result.memories] or ["nothing matched"]
+    _emit(ctx, data, lambda: click.echo("\n".join(lines)))
+
+
+def _print_selected(operation: Any, asked_for: bool) -> None:
+    for path in operation.paths:
+        click.echo(path)
+    count = len(operation.ids)
+    if not count:
+        click.echo("no memory matches the filter: nothing to forget", err=True)
+    elif not asked_for:
+        click.echo(
+            f"{count} selected, nothing forgotten: add --yes to {operation.mode} them", err=True
+        )
+    else:
+        click.echo(f"{count} selected (dry run: nothing forgotten)", err=True)
 
 
 def _forget_scope(ctx: Ctx, scope: str, reason: str | None) -> None:

@@ -1,7 +1,8 @@
 """Confirmation of destructive forgetting.
 
 What needs it: ``delete``, ``purge``, forgetting a profile field, and forgetting more than
-one memory at once (a session scope). Archiving one memory is reversible and goes ahead.
+one memory at once (a session scope), and anything a filter selects (even one memory: the
+person sees the list first). Archiving one named memory is reversible and goes ahead.
 
 How it is asked: through the host (MCP elicitation, or a terminal prompt) when whoever
 runs the call can ask the person (:data:`current_asker`); otherwise the first call writes
@@ -50,6 +51,7 @@ class Operation:
     ids: tuple[str, ...]
     paths: tuple[str, ...]
     scope: str | None = None
+    selection: str | None = None  # forget(filter=...): the filter as given
 
     @property
     def destructive(self) -> bool:
@@ -57,6 +59,7 @@ class Operation:
         return (
             self.mode != "archive"
             or len(self.ids) > 1
+            or self.selection is not None
             or any(p.startswith(PROFILE_FOLDER) for p in self.paths)
         )
 
@@ -66,6 +69,7 @@ class Operation:
         more = f" and {count - SHOWN_PATHS} more" if count > SHOWN_PATHS else ""
         what = f"{count} memor{'y' if count == 1 else 'ies'}"
         of = f" of {self.scope}" if self.scope else ""
+        of = f" matching {self.selection!r}" if self.selection is not None else of
         return f"forget {what}{of} by {_MODES.get(self.mode, self.mode)}: {shown}{more}"
 
 
@@ -125,9 +129,20 @@ def tokens(service: MemoryService) -> Tokens:
 
 
 def resolve(
-    service: MemoryService, id_or_path: str | None, mode: str, scope: str | None = None
+    service: MemoryService,
+    id_or_path: str | None,
+    mode: str,
+    scope: str | None = None,
+    selection: str | None = None,
 ) -> Operation:
-    """The memories a forget request names: one memory, or a session scope's memories."""
+    """The memories a forget request names: one memory, a session scope's memories, or
+    every memory a filter selects (memvault.selection)."""
+    if selection is not None:
+        from .selection import parse
+
+        infos = sorted(service.records(parse(selection)), key=lambda i: i.path)
+        ids, paths = tuple(i.id for i in infos), tuple(i.path for i in infos)
+        return Operation(mode, ids, paths, selection=selection.strip())
     if scope is not None:
         from .lifecycle import session_members
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from . import policy, validate
+from . import policy, purging, validate
 from .errors import InvalidInputError, MemvaultError
 from .fields import stem_path
 from .models import Archival, ChangeEvent, Filters, Memory, MemoryInfo, Proposal
@@ -79,27 +79,58 @@ def forget_scope(service: MemoryService, scope: str, reason: str | None = None) 
     commit. More than one memory at once: the MCP tool and the CLI confirm it first
     (memvault.confirm)."""
     label = _session_scope(scope)
+    ids = [i.id for i in session_members(service, label)]
+    return forget_many(service, ids, "archive", reason, {"Memvault-Scope": label}, label)
+
+
+def forget_selected(
+    service: MemoryService, ids: Sequence[str], mode: str, reason: str | None, selection: str
+) -> Archival:
+    """Forget what ``forget(filter=...)`` selected and the person confirmed (those ids, not
+    a new reading of the filter); the filter goes into the commit, except for a purge."""
+    trailers = {"Memvault-Filter": " ".join(selection.split())}
+    return forget_many(service, ids, mode, reason, trailers, f"filter {selection.strip()!r}")
+
+
+def forget_many(
+    service: MemoryService,
+    ids: Sequence[str],
+    mode: str,
+    reason: str | None,
+    trailers: dict[str, str],
+    label: str,
+) -> Archival:
+    """Forget the memories ``ids`` (a confirmed operation's) by archive or delete in one
+    commit, or by purge in one history rewrite; ``label`` names the set in the subject."""
+    if mode == "purge":
+        return purging.purge_many(service, ids, reason)
     with service._writing():
-        memories = [service.vault.read(i.path) for i in session_members(service, label)]
+        memories = [service.get(i) for i in ids]
         if not memories:
-            return Archival(None, ())
-        moves = [(m, _archive(service, m, reason)) for m in memories]
-        trailers = service._trailers("forget-archive", None) | {"Memvault-Scope": label}
+            return Archival(None, (), mode)
+        moves: list[tuple[Memory, str | None]]
+        if mode == "delete":
+            moves = [(m, _delete(service, m)) for m in memories]
+        else:
+            moves = [(m, _archive(service, m, reason)) for m in memories]
+        trailers = service._trailers(f"forget-{mode}", None) | trailers
         if reason:
             trailers["Memvault-Reason"] = reason
-        paths = [p for m, new in moves for p in (m.path, new)]
-        subject = f"forget: {len(memories)} memories of {label} (archive)"
+        paths = list(dict.fromkeys(p for m, new in moves for p in (m.path, new) if p))
+        subject = f"forget: {len(memories)} memories of {label} ({mode})"
         sha = service.history.commit(paths, subject, trailers)
-    fresh = [service.vault.read(new) for _, new in moves]
+    fresh = [service.vault.read(new) for _, new in moves if new]
     service.indexing.upsert(fresh)
-    moved = [(m.path, new) for m, new in moves if new != m.path]
+    gone = [m.id for m, new in moves if not new]
+    if gone:
+        service.index.remove(gone)
     event = ChangeEvent(
         changed=tuple(paths),
-        added=tuple(new for _, new in moved),
-        removed=tuple(old for old, _ in moved),
+        added=tuple(new for m, new in moves if new and new != m.path),
+        removed=tuple(m.path for m, new in moves if new != m.path),
     )
     service._notify(event, *memories)
-    return Archival(sha, tuple(fresh))
+    return Archival(sha, tuple(fresh) if mode == "archive" else tuple(memories), mode)
 
 
 def session_members(service: MemoryService, scope: str) -> list[MemoryInfo]:
@@ -117,6 +148,12 @@ def _session_scope(scope: str) -> str:
             f"{SESSION_PREFIX}<id> (forget other memories one id at a time)"
         )
     return label
+
+
+def _delete(service: MemoryService, memory: Memory) -> str | None:
+    """Delete a memory's file (no commit; git history keeps it): it has no new path."""
+    service.vault.delete(memory.path)
+    return None
 
 
 def _archive(service: MemoryService, memory: Memory, reason: str | None) -> str:

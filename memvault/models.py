@@ -461,10 +461,13 @@ class WriteResult:
 
 @dataclass(frozen=True)
 class Archival:
-    """Memories archived together in one commit (a session's working memory)."""
+    """Memories forgotten together in one commit (a session's working memory, or what a
+    filter matched): archived (their new versions), deleted or purged (as they were)."""
 
     commit: str | None
     memories: tuple[Memory, ...]
+    mode: str = "archive"
+    erased: tuple[str, ...] = ()  # purge: where the memories were erased from
 
 
 @dataclass(frozen=True)

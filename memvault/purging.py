@@ -1,12 +1,13 @@
-"""Purge: erase a memory from the files, all of git history and every index structure
+"""Purge: erase memories from the files, all of git history and every index structure
 (privacy requests). The user is told that remotes and clones keep their copies."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from . import recovery
-from .models import ChangeEvent, WriteResult
+from .models import Archival, ChangeEvent, Memory, WriteResult
 
 if TYPE_CHECKING:
     from .service import MemoryService
@@ -16,25 +17,55 @@ def purge(service: MemoryService, id_or_path: str, reason: str | None) -> WriteR
     """Delete the file, rewrite history without it, erase it from the index and catalog."""
     with service._writing():
         memory = service.get(id_or_path)
-        names = service.history.names_in_history(memory.path)
-        # filter-branch needs a clean tree: commit the person's edits first
-        recovery.commit_leftovers(service.vault, service.history, service._op_trailers)
-        service.vault.delete(memory.path)
-        service.history.commit(
-            [memory.path],
-            f"forget: {memory.id} (purge)",
-            service._trailers("forget-purge", memory.id),
-        )
-        rewritten = service.history.purge(names)
-        trailers = service._trailers("purge", memory.id)
-        if reason:
-            trailers["Memvault-Reason"] = reason
-        sha = service.history.commit_empty(
-            f"purge: memory {memory.id} erased from history", trailers
-        )
-    erased = [f"git history ({rewritten} commits rewritten)", *service.index.erase([memory.id])]
-    erased += service.access.erase([memory.id])
-    service.vault.id_map()  # rewrites the id catalog without the purged path
-    erased.append("id catalog")
-    service._notify(ChangeEvent(changed=(memory.path,), removed=(memory.path,)), memory)
+        sha, rewritten = _erase(service, [memory], reason, memory.id)
+    erased = _forget_derived(service, [memory], rewritten)
     return WriteResult(memory, sha, "purged", erased=tuple(erased))
+
+
+def purge_many(service: MemoryService, ids: Sequence[str], reason: str | None) -> Archival:
+    """Purge several memories with one history rewrite (a confirmed ``forget(filter=...)``).
+    The commits name how many, never which: the filter itself may say what was private."""
+    with service._writing():
+        memories = [service.get(i) for i in ids]
+        if not memories:
+            return Archival(None, (), "purge")
+        sha, rewritten = _erase(service, memories, reason, None)
+    erased = _forget_derived(service, memories, rewritten)
+    return Archival(sha, tuple(memories), "purge", tuple(erased))
+
+
+def _erase(
+    service: MemoryService, memories: list[Memory], reason: str | None, memory_id: str | None
+) -> tuple[str | None, int]:
+    """Under the write lock: delete the files, commit, rewrite history without every name
+    they ever had, and record the purge in an empty commit. The new commit and how many
+    commits were rewritten."""
+    names = [n for m in memories for n in service.history.names_in_history(m.path)]
+    # filter-branch needs a clean tree: commit the person's edits first
+    recovery.commit_leftovers(service.vault, service.history, service._op_trailers)
+    for memory in memories:
+        service.vault.delete(memory.path)
+    what = f"memory {memory_id}" if memory_id else f"{len(memories)} memories"
+    service.history.commit(
+        [m.path for m in memories],
+        f"forget: {what} (purge)",
+        service._trailers("forget-purge", memory_id),
+    )
+    rewritten = service.history.purge(names)
+    trailers = service._trailers("purge", memory_id)
+    if reason:
+        trailers["Memvault-Reason"] = reason
+    sha = service.history.commit_empty(f"purge: {what} erased from history", trailers)
+    return sha, rewritten
+
+
+def _forget_derived(service: MemoryService, memories: list[Memory], rewritten: int) -> list[str]:
+    """Erase what the index, the access statistics and the id catalog kept of them."""
+    ids = [m.id for m in memories]
+    erased = [f"git history ({rewritten} commits rewritten)", *service.index.erase(ids)]
+    erased += service.access.erase(ids)
+    service.vault.id_map()  # rewrites the id catalog without the purged paths
+    erased.append("id catalog")
+    paths = tuple(m.path for m in memories)
+    service._notify(ChangeEvent(changed=paths, removed=paths), *memories)
+    return erased

@@ -367,8 +367,8 @@ def test_forgetting_a_session_scope_archives_all_and_only_its_memories_in_one_co
     [
         ({"scope": "user:me"}, "not a working-memory scope"),
         ({"scope": "session:x", "mode": "delete"}, "archive only"),
-        ({"scope": "session:x", "id": "inbox/a.md"}, "give either id"),
-        ({}, "give either id"),
+        ({"scope": "session:x", "id": "inbox/a.md"}, "give one of id"),
+        ({}, "give one of id"),
     ],
 )
 def test_scope_forgetting_refuses_what_it_does_not_do(

@@ -130,7 +130,8 @@ class ForgetOut(BaseModel):
     commit: str | None
     warning: str | None = None
     erased: list[str] = []
-    archived: list[str] = []  # forget(scope=...): the ids archived
+    archived: list[str] = []  # forget(scope= or filter=): the ids archived
+    forgotten: list[str] = []  # forget(filter=) by delete or purge: the ids gone
     confirm: str | None = None  # not done yet: pass this back as confirm=
     pending: list[str] = []  # not done yet: the ids it would forget
 

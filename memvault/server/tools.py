@@ -112,8 +112,8 @@ def remember(
     valid_from: When = None,
     valid_until: When = None,
 ) -> RememberOut:
-    """Store a durable preference, fact or decision in the user's words; near-duplicates
-    are refused, `similar` flags contradictions."""
+    """Store a preference, fact or decision in the user's words; refuses near-duplicates,
+    flags contradictions."""
     args = dict(locals())  # the tool's arguments, taken as the service takes them
     del args["service"]
     return _remember_out(service.remember(**_remember_args(args)))
@@ -197,8 +197,7 @@ def update_memory(
     valid_from: When = None,
     valid_until: When = None,
 ) -> WriteOut:
-    """Change a memory's text or fields, keeping the rest of the file; refuses a stale
-    expected_revision."""
+    """Change a memory's text or fields; refuses a stale expected_revision."""
     fields = {"type": type, "tags": tags, "importance": importance}
     fields |= {"confidence": confidence, "status": status, "expires": expires}
     fields |= {"valid_from": valid_from, "valid_until": valid_until}
@@ -214,26 +213,23 @@ def forget(
     mode: Annotated[Mode, Field(description="how to forget")] = "archive",
     reason: Annotated[str | None, Field(description="why")] = None,
     scope: Annotated[str | None, Field(description="session:<id>")] = None,
+    filter: Annotated[
+        str | None, Field(description="e.g. type:episode tag:x until:2026-01")
+    ] = None,
     confirm: Annotated[str | None, Field(description="token given")] = None,
 ) -> ForgetOut:
     """archive (undoable), delete or purge (erase all history; only if the user asks)."""
-    scope = _only_scope(id, scope, mode) if scope is not None or id is None else None
-    operation = confirming.resolve(service, id, mode, scope)
+    _one_target(id, scope, filter, mode)
+    operation = confirming.resolve(service, id, mode, scope, filter)
     verdict = confirming.gate(service, operation, confirm)
     if not verdict.go:
         return _unconfirmed(operation, verdict)
     if scope is not None:
-        return _scope_out(lifecycle.forget_scope(service, scope, reason))
-    result = service.forget(operation.ids[0], mode, reason)
-    memory, warning = result.memory, CLONE_WARNING if mode == "purge" else None
-    return ForgetOut(
-        id=memory.id,
-        path=memory.path,
-        action=result.action,
-        commit=result.commit,
-        warning=warning,
-        erased=list(result.erased),
-    )
+        return _many_out(lifecycle.forget_scope(service, scope, reason))
+    if filter is not None:
+        ids = operation.ids
+        return _many_out(lifecycle.forget_selected(service, ids, mode, reason, filter))
+    return _one_out(service.forget(operation.ids[0], mode, reason))
 
 
 def memory_history(service: MemoryService, id: Id) -> HistoryOut:
@@ -268,7 +264,7 @@ def related(
     id: Id,
     depth: Annotated[int, Field(description="hops, 1..3")] = 1,
 ) -> RelatedListOut:
-    """Memories linked from (out) or to (in) this one, up to `depth` hops."""
+    """Linked memories, out and in, up to `depth` hops."""
     memory = service.get(id)
     found = graph_of(service.records, memory.info()).related(memory.id, depth)
     return RelatedListOut(
@@ -289,8 +285,8 @@ def consolidate(
     service: MemoryService,
     dry_run: Annotated[bool, Field(description="false: apply")] = True,
 ) -> ConsolidateOut:
-    """Propose merging near-duplicates and archiving expired or unused memories;
-    dry_run=false applies them (revertible)."""
+    """Propose merging duplicates and archiving expired or unused memories; dry_run=false
+    applies."""
     proposals = [
         ProposalOut.model_validate(asdict(p)) for p in lifecycle.consolidate(service, dry_run)
     ]
@@ -304,7 +300,7 @@ def set_profile(
     service: MemoryService,
     field: Annotated[str, Field(description="e.g. health.allergies")],
     value: Annotated[Any, Field(description="text, number, true/false or list")],
-    reason: Annotated[str | None, Field(description="why (in the commit)")] = None,
+    reason: Annotated[str | None, Field(description="why")] = None,
     source: Annotated[str | None, Field(description="e.g. user")] = None,
 ) -> WriteOut:
     """Set one field of the user's profile (checked against its schema)."""
@@ -313,7 +309,7 @@ def set_profile(
 
 
 def get_profile(service: MemoryService) -> ProfileOut:
-    """The user's profile: set fields (value, id) and unset ones."""
+    """The user's profile: every field, set or not."""
     found = profile.read(service)
     fields = [ProfileFieldOut.model_validate(asdict(e)) for e in found.fields]
     return ProfileOut(fields=fields, unset=list(found.unset), problems=list(found.problems))
@@ -353,7 +349,7 @@ def sync(
     service: MemoryService,
     remote: Annotated[str | None, Field(description="default origin")] = None,
 ) -> SyncOut:
-    """Sync with the git remote; a memory changed on both sides keeps both texts."""
+    """Sync with the git remote; a conflict keeps both texts."""
     return SyncOut.model_validate(asdict(syncing.sync(service, remote)))
 
 
@@ -413,12 +409,14 @@ def _when(value: str | None, name: str) -> dt.datetime | None:
     return moment
 
 
-def _only_scope(id: str | None, scope: str | None, mode: str) -> str:
-    if scope is None or id is not None:
-        raise InvalidInputError("give either id (one memory) or scope (a session's memories)")
-    if mode != "archive":
+def _one_target(id: str | None, scope: str | None, selection: str | None, mode: str) -> None:
+    if sum(x is not None for x in (id, scope, selection)) != 1:
+        raise InvalidInputError(
+            "give one of id (one memory), scope (a session's memories) or filter "
+            "(every memory it selects, listed for confirmation first)"
+        )
+    if scope is not None and mode != "archive":
         raise InvalidInputError(f"a scope is forgotten by archive only, not {mode}")
-    return scope
 
 
 def _unconfirmed(operation: confirming.Operation, verdict: confirming.Verdict) -> ForgetOut:
@@ -432,11 +430,33 @@ def _unconfirmed(operation: confirming.Operation, verdict: confirming.Verdict) -
     )
 
 
-def _scope_out(result: Archival) -> ForgetOut:
-    archived = [m.id for m in result.memories]
-    warning = None if archived else "no active memory has this scope: nothing archived"
-    action = "archived" if archived else "unchanged"
-    return ForgetOut(action=action, commit=result.commit, warning=warning, archived=archived)
+def _one_out(result: WriteResult) -> ForgetOut:
+    memory = result.memory
+    return ForgetOut(
+        id=memory.id,
+        path=memory.path,
+        action=result.action,
+        commit=result.commit,
+        warning=CLONE_WARNING if result.action == "purged" else None,
+        erased=list(result.erased),
+    )
+
+
+def _many_out(result: Archival) -> ForgetOut:
+    """Several memories forgotten in one commit (a session scope or a filter)."""
+    ids = [m.id for m in result.memories]
+    done = {"archive": "archived", "delete": "deleted", "purge": "purged"}[result.mode]
+    warning = CLONE_WARNING if ids and result.mode == "purge" else None
+    if not ids:
+        warning = "no active memory matches: nothing forgotten"
+    return ForgetOut(
+        action=done if ids else "unchanged",
+        commit=result.commit,
+        warning=warning,
+        erased=list(result.erased),
+        archived=ids if result.mode == "archive" else [],
+        forgotten=ids if result.mode != "archive" else [],
+    )
 
 
 def _remember_args(args: dict[str, Any]) -> dict[str, Any]:

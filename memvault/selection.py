@@ -1,0 +1,91 @@
+"""A filter written as one line of text, for forgetting many memories at once.
+
+``type:episode tag:trip folder:journal until:2026-01-01`` selects the memories that match
+every condition. The words are ``key:value`` pairs (a value with spaces in double quotes):
+
+- ``type:`` and ``scope:`` may repeat and match any of their values;
+- ``tag:`` may repeat and matches memories carrying all of them;
+- ``folder:`` a folder the memory is under; ``since:``/``until:`` when it was created
+  (ISO date or time, ``until`` exclusive of later times as in ``recall``);
+- ``archived:yes`` also selects archived and superseded memories (default: active only).
+
+Expired memories are selected like any other. A filter with no condition, an unknown key or
+a bare word is refused: forgetting "everything" is never one call away, and free text
+would make the selection fuzzy, which is the wrong property for forgetting.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shlex
+
+from . import validate
+from .errors import InvalidInputError
+from .models import Filters
+from .note import parse_time
+
+KEYS = ("type", "tag", "scope", "folder", "since", "until", "archived")
+MAX_FILTER_CHARS = 1000
+_YES = {"yes", "true", "1"}
+_NO = {"no", "false", "0"}
+
+
+def parse(text: str) -> Filters:
+    """The :class:`Filters` a filter line names, or :class:`InvalidInputError` saying why not."""
+    words = _words(text)
+    found: dict[str, list[str]] = {key: [] for key in KEYS}
+    for word in words:
+        key, sep, value = word.partition(":")
+        key = key.strip().lower()
+        if not sep or key not in found or not value.strip():
+            raise InvalidInputError(
+                f"filter word {word!r} is not key:value with a key of {', '.join(KEYS)} "
+                "(for example 'type:episode tag:trip until:2026-01-01')"
+            )
+        found[key].append(value.strip())
+    for key in ("folder", "since", "until", "archived"):
+        if len(found[key]) > 1:
+            raise InvalidInputError(f"filter names {key}: more than once")
+    return Filters(
+        types=tuple(validate.labels("type", found["type"])),
+        tags=tuple(validate.tags(found["tag"])),
+        scope=tuple(validate.labels("scope", found["scope"])),
+        folder=validate.relpath("folder", found["folder"][0]) if found["folder"] else None,
+        since=_moment("since", found["since"]),
+        until=_moment("until", found["until"]),
+        include_archived=_flag(found["archived"]),
+        include_expired=True,
+    )
+
+
+def _words(text: str) -> list[str]:
+    if len(text) > MAX_FILTER_CHARS:
+        raise InvalidInputError(f"a filter is at most {MAX_FILTER_CHARS} characters")
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise InvalidInputError(f"filter {text!r} cannot be read: {exc}") from None
+    if not words or all(w.lower().startswith("archived:") for w in words):
+        raise InvalidInputError(
+            "a filter needs at least one condition (type:, tag:, scope:, folder:, since:, "
+            "until:): forgetting everything is not offered"
+        )
+    return words
+
+
+def _moment(key: str, values: list[str]) -> dt.datetime | None:
+    if not values:
+        return None
+    moment = parse_time(values[0])
+    if moment is None:
+        raise InvalidInputError(f"filter {key}: must be an ISO date like 2026-11-30")
+    return moment
+
+
+def _flag(values: list[str]) -> bool:
+    if not values:
+        return False
+    value = values[0].lower()
+    if value not in _YES | _NO:
+        raise InvalidInputError("filter archived: takes yes or no")
+    return value in _YES

@@ -1,0 +1,208 @@
+"""Forgetting everything a filter selects: the list comes first (nothing forgotten until the
+person confirms, by elicitation or by a token bound to exactly those memories), then one
+commit (archive, delete) or one history rewrite (purge). Real vaults, real git, a real
+in-process MCP client and the real command line."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+from memvault import selection
+from memvault.errors import MemvaultError
+from memvault.service import MemoryService
+
+from .helpers import DAY0, Clock, commit_count, git, run_memvault
+from .test_confirm import add, answering, at_terminal, error, forget
+
+
+def files(svc: MemoryService) -> list[str]:
+    return sorted(str(p.relative_to(svc.root)) for p in svc.root.rglob("*.md"))
+
+
+# -- the filter language ---------------------------------------------------------------------
+def test_a_filter_line_becomes_the_same_filters_recall_uses() -> None:
+    found = selection.parse('type:episode type:task tag:trip tag:"road trip" until:2026-01-01')
+    assert found.types == ("episode", "task") and found.tags == ("trip", "road trip")
+    assert found.until == dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    assert not found.include_archived and found.include_expired
+    assert selection.parse("folder:journal/2025 archived:yes").include_archived
+    assert selection.parse("folder:journal/2025").folder == "journal/2025"
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("", "at least one condition"),
+        ("archived:yes", "at least one condition"),
+        ("dentist", "not key:value"),
+        ("colour:blue", "not key:value"),
+        ("type:", "not key:value"),
+        ("since:last-may", "ISO date"),
+        ("folder:a folder:b", "more than once"),
+        ('tag:"unclosed', "cannot be read"),
+        ("archived:maybe type:fact", "yes or no"),
+        ("folder:../outside", "inside the vault"),
+    ],
+)
+def test_a_filter_that_is_not_clear_is_refused_with_the_reason(text: str, says: str) -> None:
+    with pytest.raises(MemvaultError) as refused:
+        selection.parse(text)
+    assert says in str(refused.value)
+
+
+# -- over MCP --------------------------------------------------------------------------------
+def test_a_filter_lists_its_memories_first_and_the_token_archives_exactly_those(
+    svc: MemoryService, clock: Clock
+) -> None:
+    old = [add(svc, f"The user hiked trail {n} in 2025.", type="episode") for n in (1, 2)]
+    clock.now = DAY0 + dt.timedelta(days=40)
+    recent = add(svc, "The user hiked the coast trail last week.", type="episode")
+    fact = add(svc, "The user's boots are size 43.", type="fact")
+    before, commits = files(svc), commit_count(svc.root)
+    until = (DAY0 + dt.timedelta(days=10)).date().isoformat()
+    args = {"filter": f"type:episode until:{until}", "reason": "old hikes"}
+
+    listed = forget(svc, args)
+    assert listed["action"] == "needs_confirmation" and sorted(listed["pending"]) == sorted(old)
+    assert "2 memories matching" in listed["warning"] and listed["confirm"]
+    assert files(svc) == before and commit_count(svc.root) == commits
+
+    done = forget(svc, args | {"confirm": listed["confirm"]})
+    assert done["action"] == "archived" and sorted(done["archived"]) == sorted(old)
+    assert commit_count(svc.root) == commits + 1
+    assert all(svc.get(i).status == "archived" for i in old)
+    assert svc.get(recent).status == "active" and svc.get(fact).status == "active"
+    message = git(svc.root, "log", "-1", "--format=%B")
+    assert f"Memvault-Filter: type:episode until:{until}" in message
+    assert "Memvault-Reason: old hikes" in message and "Memvault-Op: forget-archive" in message
+
+
+def test_a_filter_selecting_one_memory_is_still_listed_before_anything_is_forgotten(
+    svc: MemoryService,
+) -> None:
+    only = add(svc, "The user planned a picnic.", type="episode", tags=["picnic"])
+    commits = commit_count(svc.root)
+    listed = forget(svc, {"filter": "tag:picnic"})
+    assert listed["action"] == "needs_confirmation" and listed["pending"] == [only]
+    assert commit_count(svc.root) == commits and svc.get(only).status == "active"
+
+
+def test_a_memory_added_after_the_list_voids_the_token_and_nothing_is_written(
+    svc: MemoryService,
+) -> None:
+    add(svc, "The user drafted plan A for the move.", type="task", tags=["move"])
+    token = forget(svc, {"filter": "tag:move", "mode": "delete"})["confirm"]
+    add(svc, "The user drafted plan B for the move.", type="task", tags=["move"])
+    before, commits = files(svc), commit_count(svc.root)
+    text = error(forget(svc, {"filter": "tag:move", "mode": "delete", "confirm": token}))
+    assert "was given to forget 1 memory" in text and "2 memories" in text
+    assert files(svc) == before and commit_count(svc.root) == commits
+
+
+def test_delete_by_filter_removes_every_file_in_one_commit_and_history_keeps_them(
+    svc: MemoryService,
+) -> None:
+    gone = [add(svc, f"Scratch note {n} for the talk.", type="note", tags=["talk"]) for n in (1, 2)]
+    kept = add(svc, "The talk is on Friday.", type="fact", tags=["talk"])
+    paths = [svc.get(i).path for i in gone]
+    commits = commit_count(svc.root)
+    args = {"filter": "type:note tag:talk", "mode": "delete"}
+    done = forget(svc, args | {"confirm": forget(svc, args)["confirm"]})
+    assert done["action"] == "deleted" and sorted(done["forgotten"]) == sorted(gone)
+    assert commit_count(svc.root) == commits + 1
+    assert not any((svc.root / p).exists() for p in paths) and svc.get(kept).status == "active"
+    assert "Scratch note 1" in git(svc.root, "log", "-p")
+    assert all(h.id not in gone for h in svc.recall("scratch note talk", k=5))
+
+
+def test_purge_by_filter_erases_every_text_and_no_commit_names_the_filter(
+    svc: MemoryService,
+) -> None:
+    secret = [
+        add(svc, f"The user's therapist session {n} was about grief.", type="episode", tags=["x7"])
+        for n in (1, 2)
+    ]
+    kept = add(svc, "The user likes long walks.", type="preference")
+    args = {"filter": "tag:x7", "mode": "purge", "reason": "privacy request"}
+    done = forget(svc, args | {"confirm": forget(svc, args)["confirm"]})
+    assert done["action"] == "purged" and sorted(done["forgotten"]) == sorted(secret)
+    assert done["warning"] and "clone" in done["warning"]
+    history = git(svc.root, "log", "--all", "-p")
+    assert "therapist" not in history and "x7" not in history
+    assert "Memvault-Reason: privacy request" in git(svc.root, "log", "-1", "--format=%B")
+    assert svc.get(kept).status == "active"
+    assert not svc.recall("therapist grief", k=5)
+
+
+def test_a_filter_matching_nothing_forgets_nothing_and_says_so(svc: MemoryService) -> None:
+    add(svc, "The user reads on Sundays.", type="preference")
+    commits = commit_count(svc.root)
+    out = forget(svc, {"filter": "type:task tag:none-such"})
+    assert out["action"] == "unchanged" and "nothing forgotten" in out["warning"]
+    assert commit_count(svc.root) == commits
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"filter": "type:episode", "id": "x"},
+        {"filter": "type:episode", "scope": "session:a"},
+        {"filter": "colour:blue"},
+        {"filter": "   "},
+    ],
+)
+def test_a_filter_forget_with_unclear_arguments_is_refused_and_nothing_is_written(
+    svc: MemoryService, args: dict[str, str]
+) -> None:
+    add(svc, "The user visited a museum.", type="episode")
+    before, commits = files(svc), commit_count(svc.root)
+    text = error(forget(svc, args))
+    assert "invalid_input" in text, text
+    assert files(svc) == before and commit_count(svc.root) == commits
+
+
+def test_an_elicitation_capable_client_shows_the_person_the_selection_and_forgets_it(
+    svc: MemoryService,
+) -> None:
+    chosen = [add(svc, f"Errand {n}: buy stamps.", type="task", tags=["errand"]) for n in (1, 2)]
+    elicit, asked = answering("accept")
+    done = forget(svc, {"filter": "tag:errand", "mode": "delete"}, elicit)
+    assert done["action"] == "deleted" and sorted(done["forgotten"]) == sorted(chosen)
+    assert len(asked) == 1 and "2 memories matching 'tag:errand'" in asked[0]
+
+
+# -- the command line ------------------------------------------------------------------------
+def test_the_cli_lists_a_filter_and_forgets_only_with_yes(svc: MemoryService) -> None:
+    chosen = [add(svc, f"Packing list {n}.", type="task", tags=["pack"]) for n in (1, 2)]
+    paths = sorted(svc.get(i).path for i in chosen)
+    commits = commit_count(svc.root)
+    vault = ["--vault", str(svc.root)]
+
+    dry = run_memvault(*vault, "--json", "forget", "--filter", "tag:pack", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert sorted(m["path"] for m in json.loads(dry.stdout)["matches"]) == paths
+    scripted = run_memvault(*vault, "forget", "--filter", "tag:pack", "--delete")
+    assert scripted.returncode == 0 and "add --yes" in scripted.stderr
+    assert scripted.stdout.split() == paths and commit_count(svc.root) == commits
+
+    done = run_memvault(*vault, "forget", "--filter", "tag:pack", "--delete", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert commit_count(svc.root) == commits + 1
+    assert not any((svc.root / p).exists() for p in paths)
+
+
+def test_a_person_at_a_terminal_sees_the_list_and_no_keeps_everything(
+    svc: MemoryService,
+) -> None:
+    chosen = [add(svc, f"Gift idea {n}.", type="note", tags=["gifts"]) for n in (1, 2)]
+    commits = commit_count(svc.root)
+    kept = at_terminal(svc.root, "n", "--filter", "tag:gifts")
+    assert kept.returncode != 0 and "are you sure?" in kept.stderr
+    assert all(svc.get(i).path in kept.stderr for i in chosen)
+    assert commit_count(svc.root) == commits
+    done = at_terminal(svc.root, "y", "--filter", "tag:gifts")
+    assert done.returncode == 0, done.stderr
+    assert commit_count(svc.root) == commits + 1
