@@ -117,6 +117,25 @@ def _records(history: History, vault: Vault, commits: Sequence[Deltas]) -> list[
     out: list[Change] = []
     for commit, files in picked:
         out += _commit_changes(commit, files, texts)
+        if commit.trailers.get("Memvault-Op", "").strip() == "sync" and not files:
+            out += _settled(history, vault, commit)
+    return out
+
+
+def _settled(history: History, vault: Vault, merge: Deltas) -> list[Change]:
+    """What a sync's merge commit settled itself (git's log shows no files for a merge):
+    ``conflict`` for a memory now holding both sides' texts, ``merged`` for one merged
+    field by field or line by line."""
+    found = {
+        p: b for p, b in history.settled_by_merge(merge.sha).items() if vault.is_memory_path(p)
+    }
+    texts = history.blobs(found.values(), MAX_BLOB_BYTES)
+    out = []
+    for path, blob in found.items():
+        meta = _meta(texts, blob) or {}
+        both = "conflict" in (meta.get("lifecycle"), meta.get("status"))
+        op, diff = ("conflict", "both versions kept") if both else ("merged", "both sides merged")
+        out.append(_change(merge, _meta_id(meta) or path, op, path, diff))
     return out
 
 

@@ -96,6 +96,12 @@ SETTINGS_TABLE: tuple[Setting, ...] = (
         "Seconds between syncs with the vault's git remote while `serve` runs; 0: off.",
     ),
     Setting(
+        "sync_after_writes",
+        0.0,
+        "Seconds of quiet after a write before `serve` syncs it to the git remote "
+        "(one sync per burst of writes); 0: off.",
+    ),
+    Setting(
         "allow_secrets",
         False,
         "Store text that looks like a credential (API key, token, private key); "
@@ -134,6 +140,7 @@ class Settings:
     hard_forget_confidence: float = _D["hard_forget_confidence"]
     consolidate_every_hours: float = _D["consolidate_every_hours"]
     sync_interval: float = _D["sync_interval"]
+    sync_after_writes: float = _D["sync_after_writes"]
     allow_secrets: bool = _D["allow_secrets"]
     # per-type overrides of PER_TYPE settings: ``[types.task]`` tables in .memvault.toml
     types: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, hash=False)

@@ -377,7 +377,23 @@ class History:
         args = ["commit", "-q", "--no-verify", "--pathspec-from-file=-", "--pathspec-file-nul"]
         if date is not None:
             args.append(f"--date={date}")
-        return self._commit(args, format_message(subject, trailers or {}), as_person, spec)
+        try:
+            return self._commit(args, format_message(subject, trailers or {}), as_person, spec)
+        except GitError:
+            if self._dirty(paths):
+                raise
+            # Another git client (obsidian-git's backup, a person's `git commit -a`) committed
+            # these files between our staging and our commit: they are in history, not lost.
+            log.info("%d file(s) were committed by another git client meanwhile", len(paths))
+            return None
+
+    def _dirty(self, paths: Sequence[str]) -> bool:
+        """Whether any of ``paths`` differs from HEAD (in the index or the work tree)."""
+        for at in range(0, len(paths), 500):  # `status` takes no pathspec file
+            chunk = paths[at : at + 500]
+            if self.run("status", "--porcelain", "-z", "--", *chunk).strip("\0"):
+                return True
+        return False
 
     def _commit(
         self, args: list[str], message: str, as_person: bool, stdin: str | None = None
@@ -560,6 +576,22 @@ class History:
             args.append(f"--since={since}")
         out = self.run(*args, revs, "--")
         return [c for c in (_parse_deltas(r) for r in out.split(_RS)) if c]
+
+    def settled_by_merge(self, sha: str) -> dict[str, str]:
+        """The files a merge commit holds in a version neither parent had (what the merge
+        itself settled: memvault's merge of a conflict), each with its blob there."""
+        names = [n for n in self.run("diff-tree", "--cc", "--name-only", "-z", sha).split("\0")]
+        paths = [n for n in names[1:] if n]  # the first entry is the commit's own name
+        if not paths:
+            return {}
+        out = self.run("ls-tree", "-z", sha, "--", *paths)
+        found = {}
+        for entry in out.split("\0"):
+            meta, _, path = entry.partition("\t")
+            parts = meta.split()
+            if len(parts) == 3 and parts[1] == "blob":
+                found[path] = parts[2]
+        return found
 
     def blobs(self, shas: Iterable[str], max_bytes: int) -> dict[str, str]:
         """The text of each blob of ``shas`` up to ``max_bytes`` long (larger ones are left

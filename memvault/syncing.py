@@ -20,6 +20,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +41,13 @@ STATE_FILE = "sync.json"
 Pause = Callable[[], AbstractContextManager[Any]]  # held while git rewrites the tree
 ATTEMPTS = 2  # a push refused because the remote moved meanwhile: fetch and integrate again
 MOVED = "the remote moved meanwhile"
+_running: ContextVar[bool] = ContextVar("memvault_sync_running", default=False)
+
+
+def running() -> bool:
+    """Whether the caller is inside a sync (its changes come from the remote: the
+    sync-after-writes countdown ignores them)."""
+    return _running.get()
 
 
 @dataclass(frozen=True)
@@ -75,11 +83,15 @@ def sync(
     branch = _branch(history)
     name = _remote(history, branch, remote)
     changed: list[str] = []
-    for _ in range(ATTEMPTS):
-        result = _round(service, name, branch, pause or service.pause or nullcontext)
-        changed += result.changed
-        if result.error is None or MOVED not in result.error:
-            break
+    inside = _running.set(True)
+    try:
+        for _ in range(ATTEMPTS):
+            result = _round(service, name, branch, pause or service.pause or nullcontext)
+            changed += result.changed
+            if result.error is None or MOVED not in result.error:
+                break
+    finally:
+        _running.reset(inside)
     final = replace(result, changed=tuple(dict.fromkeys(changed)))
     save_state(service, final)
     if final.error:

@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 
 from memvault.cli import cli
-from memvault.config import SETTINGS_TABLE
+from memvault.config import SETTINGS_TABLE, Setting
 from memvault.server import build_server
 from memvault.service import MemoryService
 
@@ -23,9 +23,10 @@ def test_every_cli_command_is_in_the_readme(command: str) -> None:
     assert f"`memvault {command}" in README, f"README lacks `memvault {command}`"
 
 
-@pytest.mark.parametrize("setting", [s.name for s in SETTINGS_TABLE])
-def test_every_setting_is_in_the_readme(setting: str) -> None:
-    assert f"| `{setting}` |" in README
+@pytest.mark.parametrize("setting", SETTINGS_TABLE, ids=lambda s: s.name)
+def test_every_setting_is_in_the_readme_with_its_real_default(setting: Setting) -> None:
+    default = str(setting.default).lower() if isinstance(setting.default, bool) else setting.default
+    assert f"| `{setting.name}` | `{default}` |" in README, f"README's row for {setting.name}"
 
 
 def test_the_readme_names_both_setup_commands_and_ci_runs_the_test_one() -> None:

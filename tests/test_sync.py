@@ -7,15 +7,17 @@ import asyncio
 import datetime as dt
 import json
 import shutil
+import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from mcp import Client
 
-from memvault import frontmatter, merging
+from memvault import changes, frontmatter, merging
+from memvault.autosync import AfterWrites
 from memvault.config import Settings
 from memvault.doctor import run_checks
 from memvault.errors import InvalidInputError, MemvaultError
@@ -23,7 +25,7 @@ from memvault.models import ChangeEvent
 from memvault.reports import status
 from memvault.server import build_server, start_sync_schedule
 from memvault.service import MemoryService
-from memvault.syncing import resolve_conflict, sync
+from memvault.syncing import SyncResult, resolve_conflict, sync
 from memvault.template import create_vault
 
 from .helpers import call_tool, git, run_memvault, watching
@@ -507,3 +509,190 @@ def test_a_person_status_is_kept_and_the_conflict_goes_under_lifecycle() -> None
     meta = frontmatter.parse(merged.text).meta
     assert merged.conflict and meta["status"] == "draft" and meta["lifecycle"] == "conflict"
     assert "## Conflicting version (from laptop, 2026-11-02 09:00)\n\n# T\n\ntheirs" in merged.text
+
+
+# -- the changes feed sees what a sync's merge settled -----------------------------------------
+def test_memory_changes_lists_the_conflict_a_sync_merge_kept(pair: Pair) -> None:
+    memory_id = _shared(pair)
+    pair.a.update(memory_id, content="Reports are written in British English, no Oxford comma")
+    pair.b.update(memory_id, content="Reports are written in American English since March")
+    sync(pair.a)
+    before = git(pair.b.root, "rev-parse", "HEAD")
+    assert sync(pair.b).conflicts
+    found = changes.feed(pair.b, before).changes
+    conflict = [c for c in found if c.op == "conflict"]
+    assert [(c.id, c.path, c.who) for c in conflict] == [
+        (memory_id, pair.b.get(memory_id).path, "memvault")
+    ]
+    assert conflict[0].diff == "both versions kept"
+    assert any(c.op == "edited" and c.id == memory_id and c.who == "memvault" for c in found)
+
+
+def test_memory_changes_lists_a_field_by_field_merge_as_merged(pair: Pair) -> None:
+    memory_id = _shared(pair)
+    pair.a.clock, pair.b.clock = (lambda: LATE), (lambda: EARLY)
+    pair.a.update(memory_id, fields={"tags": ["writing", "style"], "importance": 0.9})
+    pair.b.update(memory_id, fields={"tags": ["writing", "reports"], "importance": 0.2})
+    sync(pair.a)
+    before = git(pair.b.root, "rev-parse", "HEAD")
+    result = sync(pair.b)
+    assert result.action == "merged" and not result.conflicts
+    ops = [(c.op, c.id) for c in changes.feed(pair.b, before).changes]
+    assert ("merged", memory_id) in ops and ("conflict", memory_id) not in ops
+
+
+# -- sync after writes -----------------------------------------------------------------------
+class FakeTimer:
+    """A countdown the test fires by hand: no threads, no waiting."""
+
+    def __init__(self, delay: float, fire: Callable[[], None]) -> None:
+        self.delay, self.fire = delay, fire
+        self.started = self.cancelled = False
+
+    def start(self) -> None:
+        self.started = True
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+def fake_timers() -> tuple[list[FakeTimer], Callable[[float, Callable[[], None]], FakeTimer]]:
+    timers: list[FakeTimer] = []
+
+    def make(delay: float, fire: Callable[[], None]) -> FakeTimer:
+        timers.append(FakeTimer(delay, fire))
+        return timers[-1]
+
+    return timers, make
+
+
+def test_a_burst_of_writes_is_synced_once_after_the_quiet_period(pair: Pair) -> None:
+    timers, make = fake_timers()
+    syncs: list[SyncResult] = []
+    after = AfterWrites(pair.a, 5.0, sync=lambda s: syncs.append(sync(s)), timer=make)
+    try:
+        written = [pair.a.remember(f"Sprint {n} ends on a Friday", type="fact") for n in (1, 2)]
+        assert len(timers) == 2 and timers[0].cancelled and not timers[1].cancelled
+        assert timers[1].delay == 5.0 and syncs == []
+        timers[1].fire()
+        assert len(syncs) == 1 and syncs[0].pushed == 2
+        assert len(timers) == 2  # what the sync itself changed starts no new countdown
+    finally:
+        after.stop()
+    pair.a.remember("Sprint 3 ends on a Friday", type="fact")
+    assert len(timers) == 2  # stopped: no longer listening
+    sync(pair.b)
+    assert all(pair.b.get(w.memory.id) for w in written if w.memory)
+
+
+def test_changes_a_sync_brings_in_start_no_sync_after_writes(pair: Pair) -> None:
+    timers, make = fake_timers()
+    after = AfterWrites(pair.b, 5.0, timer=make)
+    try:
+        pair.a.remember("The office closes at six", type="fact")
+        sync(pair.a)
+        assert sync(pair.b).changed  # B's subscribers heard of the new file...
+        assert timers == []  # ...and no countdown started for it
+    finally:
+        after.stop()
+
+
+def test_serve_syncs_a_write_after_the_quiet_period_with_a_real_timer(pair: Pair) -> None:
+    done = threading.Event()
+
+    def run(service: MemoryService) -> SyncResult:
+        result = sync(service)
+        done.set()
+        return result
+
+    after = AfterWrites(pair.a, 0.05, sync=run)
+    try:
+        written = pair.a.remember("Expense reports are due on the 5th", type="fact").memory
+        assert written is not None and done.wait(timeout=60)
+    finally:
+        after.stop()
+    assert sync(pair.b).action == "fast-forward"
+    assert pair.b.get(written.id).path == written.path
+    assert Settings().sync_after_writes == 0.0  # off unless set
+
+
+def test_a_failing_sync_after_writes_never_fails_the_write(pair: Pair) -> None:
+    done = threading.Event()
+
+    def run(service: MemoryService) -> None:
+        done.set()
+        raise MemvaultError("no remote reachable")
+
+    after = AfterWrites(pair.a, 0.01, sync=run)
+    try:
+        result = pair.a.remember("The printer is on floor two", type="fact")
+        assert result.action == "created" and done.wait(timeout=60)
+    finally:
+        after.stop()
+    assert git(pair.a.root, "status", "--porcelain") == ""
+
+
+# -- beside obsidian-git ---------------------------------------------------------------------
+def obsidian_git_round(root: Path, n: int) -> str | None:
+    """What the obsidian-git plugin does on its timer: commit everything, pull, push (plain
+    git, no memvault lock). Returns its error, as the plugin would show it, or None."""
+    steps = [
+        ["add", "-A"],
+        ["commit", "-q", "-m", f"vault backup: round {n}"],
+        ["pull", "-q", "--no-rebase", "--no-edit"],
+        ["push", "-q"],
+    ]
+    for args in steps:
+        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+        quiet = "nothing to commit" in done.stdout + done.stderr
+        if done.returncode != 0 and not quiet:
+            return f"git {args[0]}: {done.stderr.strip()}"
+    return None
+
+
+def side_by_side(pair: Pair) -> tuple[list[str], list[str]]:
+    """obsidian-git's rounds and an agent's writes (and syncs) on vault A at the same time,
+    with memvault's watcher running: the ids written and the plugin's errors."""
+    plugin_errors: list[str] = []
+    written: list[str] = []
+
+    def plugin() -> None:
+        for n in range(6):
+            error = obsidian_git_round(pair.a.root, n)
+            if error:
+                plugin_errors.append(error)
+
+    def agent() -> None:
+        for n in range(8):
+            result = pair.a.remember(f"Standup note {n}: ship the {n}th widget", type="episode")
+            assert result.memory is not None
+            written.append(result.memory.id)
+            if n % 3 == 2:
+                sync(pair.a)
+
+    with watching(pair.a) as (_, watcher, _events):
+        threads = [threading.Thread(target=plugin), threading.Thread(target=agent)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=300)
+        assert watcher.errors == []
+    return written, plugin_errors
+
+
+def test_memvault_and_obsidian_git_on_one_vault_lose_nothing_and_commit_nothing_twice(
+    pair: Pair,
+) -> None:
+    for service in (pair.a, pair.b):
+        git(service.root, "config", "user.name", "Person")
+        git(service.root, "config", "user.email", "person@example.org")
+    written, _plugin_errors = side_by_side(pair)
+    assert len(written) == 8, "a memvault write failed beside obsidian-git"
+    assert obsidian_git_round(pair.a.root, 99) is None  # the plugin's next round is clean
+    assert sync(pair.a).error is None and sync(pair.b).error is None
+    for memory_id in written:
+        path = pair.b.get(memory_id).path
+        added = git(pair.b.root, "log", "--diff-filter=A", "--format=%H", "--", path).split()
+        assert len(added) == 1, f"{path} was committed as new {len(added)} times"
+    assert git(pair.a.root, "status", "--porcelain") == ""
+    git(pair.a.root, "fsck", "--no-progress")

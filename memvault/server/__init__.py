@@ -99,6 +99,7 @@ def serve(
     stop_forgetting = threading.Event()  # consolidate_every_hours > 0: archive by policy
     lifecycle.schedule(service, stop_forgetting)
     stop_syncing = start_sync_schedule(service, service.settings.sync_interval)
+    after_writes = _sync_after_writes(service)
     log.info("memvault serving %s over %s", service.root, "HTTP" if http else "stdio")
     try:
         if http:
@@ -110,6 +111,8 @@ def serve(
     finally:
         stop_forgetting.set()
         stop_syncing()
+        if after_writes is not None:
+            after_writes.stop()
         if watcher is not None:
             watcher.stop()
         service.close()
@@ -140,6 +143,15 @@ def start_sync_schedule(service: MemoryService, interval: float) -> Callable[[],
         thread.join(timeout=60)
 
     return halt
+
+
+def _sync_after_writes(service: MemoryService) -> Any:
+    """With ``sync_after_writes`` set: sync each burst of writes once it is quiet."""
+    if service.settings.sync_after_writes <= 0:
+        return None
+    from ..autosync import AfterWrites
+
+    return AfterWrites(service, service.settings.sync_after_writes)
 
 
 def _start_watcher(service: MemoryService) -> Any:
