@@ -141,6 +141,8 @@ def resolve(
         from .selection import parse
 
         infos = sorted(service.records(parse(selection)), key=lambda i: i.path)
+        if mode == "archive":  # archiving an archived memory again would only rewrite it
+            infos = [i for i in infos if i.status != "archived"]
         ids, paths = tuple(i.id for i in infos), tuple(i.path for i in infos)
         return Operation(mode, ids, paths, selection=selection.strip())
     if scope is not None:

@@ -67,6 +67,7 @@ def test_a_filter_lists_its_memories_first_and_the_token_archives_exactly_those(
 
     listed = forget(svc, args)
     assert listed["action"] == "needs_confirmation" and sorted(listed["pending"]) == sorted(old)
+    assert listed["pending_paths"] == sorted(svc.get(i).path for i in old)
     assert "2 memories matching" in listed["warning"] and listed["confirm"]
     assert files(svc) == before and commit_count(svc.root) == commits
 
@@ -206,3 +207,16 @@ def test_a_person_at_a_terminal_sees_the_list_and_no_keeps_everything(
     done = at_terminal(svc.root, "y", "--filter", "tag:gifts")
     assert done.returncode == 0, done.stderr
     assert commit_count(svc.root) == commits + 1
+
+
+def test_archiving_by_filter_leaves_memories_already_archived_untouched(svc: MemoryService) -> None:
+    done_before = add(svc, "The user finished book one.", type="episode", tags=["books"])
+    svc.forget(done_before, "archive")
+    archived_text = (svc.root / svc.get(done_before).path).read_text(encoding="utf-8")
+    current = add(svc, "The user is reading book two.", type="episode", tags=["books"])
+    listed = forget(svc, {"filter": "tag:books archived:yes"})
+    assert listed["pending"] == [current]
+    forget(svc, {"filter": "tag:books archived:yes", "confirm": listed["confirm"]})
+    assert (svc.root / svc.get(done_before).path).read_text(encoding="utf-8") == archived_text
+    deleting = forget(svc, {"filter": "tag:books archived:yes", "mode": "delete"})
+    assert sorted(deleting["pending"]) == sorted([done_before, current])

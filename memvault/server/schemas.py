@@ -134,6 +134,7 @@ class ForgetOut(BaseModel):
     forgotten: list[str] = []  # forget(filter=) by delete or purge: the ids gone
     confirm: str | None = None  # not done yet: pass this back as confirm=
     pending: list[str] = []  # not done yet: the ids it would forget
+    pending_paths: list[str] = []  # ...and their paths, in the same order
 
 
 class CommitOut(BaseModel):

@@ -427,6 +427,7 @@ def _unconfirmed(operation: confirming.Operation, verdict: confirming.Verdict) -
         warning=verdict.note,
         confirm=verdict.token,
         pending=list(operation.ids),
+        pending_paths=list(operation.paths),
     )
 
 
