@@ -386,7 +386,9 @@ class History:
         if as_person:
             name, email = self.repo_identity()
             args = ["-c", f"user.name={name}", "-c", f"user.email={email}", *args]
-        fd, message_file = tempfile.mkstemp(prefix="memvault-msg-", dir=self.root / ".git")
+        git_dir = self.root / ".git"  # a file, not a folder, in a linked worktree (proposals)
+        scratch = git_dir if git_dir.is_dir() else None
+        fd, message_file = tempfile.mkstemp(prefix="memvault-msg-", dir=scratch)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(message)
