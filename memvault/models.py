@@ -284,6 +284,7 @@ class Hit:
     created: str | None
     updated: str | None
     relevance: float = 1.0  # absolute, 0..1: how likely it answers the query at all
+    proposed: bool = False  # a proposal of the asking client, not yet accepted (proposals)
 
     @classmethod
     def of(

@@ -26,6 +26,9 @@ def purge(service: MemoryService, id_or_path: str, reason: str | None) -> WriteR
             service._trailers("forget-purge", memory.id),
         )
         rewritten = service.history.purge(names)
+        from .proposals import drop_worktrees  # here: proposals builds on the service
+
+        drop_worktrees(service)  # checked out before the rewrite: they may hold the memory
         trailers = service._trailers("purge", memory.id)
         if reason:
             trailers["Memvault-Reason"] = reason

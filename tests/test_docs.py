@@ -48,7 +48,7 @@ def test_every_mcp_tool_resource_and_prompt_is_in_the_readme(service: MemoryServ
             return tools + resources + templates + prompts
 
     found = asyncio.run(names())
-    assert len(found) == 17 + 5 + 1 + 3
+    assert len(found) == 18 + 5 + 1 + 3
     missing = [name for name in found if f"`{name}" not in README]
     assert not missing, f"README lacks {missing}"
 

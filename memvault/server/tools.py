@@ -24,7 +24,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ClientCapabilities, ElicitationCapability, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from .. import asof, changes, context, lifecycle, profile, reports, syncing
+from .. import asof, changes, context, lifecycle, profile, proposals, reports, syncing
 from .. import confirm as confirming
 from ..errors import InvalidInputError, MemvaultError, explain_unexpected
 from ..history import CLONE_WARNING
@@ -59,9 +59,11 @@ from .schemas import (
     ListOut,
     MemoryOut,
     MemorySummary,
+    PendingOut,
     ProfileFieldOut,
     ProfileOut,
     ProposalOut,
+    ProposalsOut,
     RecallHit,
     RecallOut,
     RelatedListOut,
@@ -140,7 +142,7 @@ def recall(
     filters = replace(filters, include_expired=include_expired, min_relevance=min_relevance)
     if as_of:
         return _recall_out(service, asof.recall(service, query, as_of, k, filters), None)
-    hits = service.recall(query, k=k, filters=filters)
+    hits = proposals.recall(service, query, k, filters)  # this client's proposals too
     service.access.hit(h.id for h in hits)  # returned to a client: counted
     floor = service.settings.min_relevance if min_relevance is None else min_relevance
     return _recall_out(service, hits, None if hits else no_match_note(floor))
@@ -151,9 +153,11 @@ def get_memory(service: MemoryService, id: Id, as_of: AsOf = None) -> MemoryOut:
     if as_of:  # links resolve among the memories of that time; no access counted
         memory = asof.get(service, id, as_of)
         return _memory_out(memory, graph_of(asof.records_of(service, as_of), memory.info()))
-    memory = service.get(id)
+    memory, proposed = proposals.get(service, id)
     seen = service.access.hit([memory.id])[memory.id]
-    return _memory_out(memory, graph_of(service.records, memory.info()), seen)
+    out = _memory_out(memory, graph_of(service.records, memory.info()), seen)
+    out.proposed = proposed
+    return out
 
 
 def list_memories(
@@ -170,13 +174,17 @@ def list_memories(
 ) -> ListOut:
     """Browse memories without a query (newest first)."""
     filters = _filters(types, tags, folder, scope, None, None, include_archived)
+    proposed: frozenset[str] = frozenset()
     if as_of:
         page = Page.of(sort_infos(asof.records(service, as_of, filters), sort), limit, cursor)
     else:
-        page = service.list_memories(filters, sort, limit, cursor)
+        page, proposed = proposals.page(service, filters, sort, limit, cursor)
     seen = service.access.of(m.id for m in page.memories)
     memories = [
-        MemorySummary.model_validate(m.summary() | asdict(seen[m.id])) for m in page.memories
+        MemorySummary.model_validate(
+            m.summary() | asdict(seen[m.id]) | {"proposed": m.id in proposed}
+        )
+        for m in page.memories
     ]
     return ListOut(memories=memories, total=page.total, next_cursor=page.next_cursor)
 
@@ -357,6 +365,25 @@ def sync(
     return SyncOut.model_validate(asdict(syncing.sync(service, remote)))
 
 
+def list_proposals(service: MemoryService) -> ProposalsOut:
+    """Your writes awaiting review (proposal mode)."""
+    proposing, found = proposals.mine(service)
+    return ProposalsOut(
+        mode="propose" if proposing else "direct",
+        proposals=[
+            PendingOut(
+                id=p.id,
+                op=p.op,
+                memory=p.memory,
+                paths=list(p.paths),
+                subject=p.subject,
+                time=p.time,
+            )
+            for p in found
+        ],
+    )
+
+
 # Only what differs from the spec's defaults (not read-only, destructive, not idempotent),
 # but for the read-only flag of writers: hosts show it.
 READ = ToolAnnotations(read_only_hint=True)
@@ -380,7 +407,10 @@ TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
     (build_context, READ),
     (vault_status, READ),
     (sync, WRITE),
+    (list_proposals, READ),
 ]
+# What an agent in proposal mode writes on its branch instead of the vault (see proposals).
+PROPOSABLE = frozenset({remember, update_memory, forget, revert_memory, consolidate, set_profile})
 
 
 # -- helpers --------------------------------------------------------------------------------
@@ -525,7 +555,13 @@ def bind(fn: Callable[..., T], service: MemoryService, notifier: Notifier) -> Ca
     ctx = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)
 
     async def tool(ctx: Context, **kwargs: Any) -> T:
-        return await call(ctx, notifier, lambda: fn(service, **kwargs))
+        return await call(ctx, notifier, lambda: run(service, **kwargs))
+
+    def run(service: MemoryService, **kwargs: Any) -> T:
+        if fn not in PROPOSABLE:
+            return fn(service, **kwargs)
+        with proposals.writer(service) as target:  # the client's branch, if it proposes
+            return fn(target, **kwargs)
 
     tool.__name__ = tool.__qualname__ = fn.__name__
     tool.__signature__ = signature.replace(parameters=[*params, ctx])  # type: ignore[attr-defined]
