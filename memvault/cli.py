@@ -854,6 +854,8 @@ def status(ctx: Ctx) -> None:
             click.echo(f"last sync ({last['time']}, {last['remote']}): {state}")
         for path in data.conflicts:
             click.echo(f"conflict: {path}")
+        for client, count in data.proposals.items():
+            click.echo(f"proposals: {count} from {client}, waiting for `memvault review`")
         emb = idx.get("embedding")
         if emb and emb["done"] < emb["total"]:
             eta = f", about {emb['eta_seconds']}s left" if emb.get("eta_seconds") else ""

@@ -350,6 +350,7 @@ class Status:
     index: dict[str, Any]
     conflicts: list[str] = field(default_factory=list)  # memories a sync left with two versions
     sync: dict[str, Any] | None = None  # the last sync's result, when there was one
+    proposals: dict[str, int] = field(default_factory=dict)  # client -> waiting for review
 
 
 @dataclass(frozen=True)

@@ -146,6 +146,12 @@ def _proposal_key() -> dict[str, str]:
     return {"Memvault-Proposed": ids.new_id()}
 
 
+def as_proposed(service: MemoryService, result: Any) -> Any:
+    """``result`` marked ``proposed`` when ``service`` is a client's :class:`Drafts`: for the
+    writes that do not pass through its methods (a profile field)."""
+    return _proposed(result) if isinstance(service, Drafts) else result
+
+
 def _proposed(result: Any) -> Any:
     """A write's result, its action ``proposed`` when it made a commit (on the branch)."""
     return replace(result, action="proposed") if result.commit else result
@@ -264,6 +270,12 @@ def pending(service: MemoryService, client: str | None = None) -> list[Pending]:
     """Proposals waiting for review, oldest first: one client's (a name or slug), or all."""
     names = [slug(client)] if client else clients(service)
     return [p for name in names for p in _pending_of(service.history, name)]
+
+
+def waiting(service: MemoryService) -> dict[str, int]:
+    """client -> how many of its proposals wait for review (clients with none left out)."""
+    counts = {name: len(_pending_of(service.history, name)) for name in clients(service)}
+    return {name: n for name, n in counts.items() if n}
 
 
 def mine(service: MemoryService) -> tuple[bool, list[Pending]]:

@@ -438,3 +438,17 @@ def test_what_a_crash_left_in_the_worktree_becomes_a_proposal_not_a_vault_commit
     ops = [p.op for p in proposals.pending(vault)]
     assert ops == ["remember", "recover", "remember"]
     assert [h["title"] for h in recalled(vault, "cursor", "figs")] == ["Half"]
+
+
+def test_status_counts_the_waiting_proposals_and_a_profile_field_is_proposed_too(
+    vault: MemoryService,
+) -> None:
+    assert as_client(vault, "claude-code", "vault_status", {}).get("proposals") is None
+    propose_tea(vault)
+    before = vault_state(vault)
+    field = {"field": "name", "value": "Ada"}
+    assert as_client(vault, "cursor", "set_profile", field)["action"] == "proposed"
+    assert vault_state(vault) == before
+    assert as_client(vault, "claude-code", "vault_status", {})["proposals"] == {"cursor": 2}
+    code, out, _ = cli_run(vault.root, "status")
+    assert code == 0 and "proposals: 2 from cursor" in out

@@ -216,6 +216,7 @@ class StatusOut(BaseModel):
     index: dict[str, Any]
     conflicts: list[str] = []
     sync: dict[str, Any] | None = None
+    proposals: dict[str, int] = Field(default_factory=dict, exclude_if=lambda v: not v)
 
 
 class ContextSectionOut(BaseModel):

@@ -317,7 +317,7 @@ def set_profile(
 ) -> WriteOut:
     """Set one field of the user's profile (checked against its schema)."""
     result = profile.set_field(service, field, value, reason, source or "conversation")
-    return _write_out(result)
+    return _write_out(proposals.as_proposed(service, result))
 
 
 def get_profile(service: MemoryService) -> ProfileOut:
