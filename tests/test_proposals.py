@@ -5,6 +5,7 @@ differently named clients, the real command line."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -452,3 +453,15 @@ def test_status_counts_the_waiting_proposals_and_a_profile_field_is_proposed_too
     assert as_client(vault, "claude-code", "vault_status", {})["proposals"] == {"cursor": 2}
     code, out, _ = cli_run(vault.root, "status")
     assert code == 0 and "proposals: 2 from cursor" in out
+
+
+def test_a_stale_git_lock_in_a_proposal_worktree_is_cleared_like_the_vaults(
+    vault: MemoryService,
+) -> None:
+    propose_tea(vault)
+    lock = vault.root / ".git" / "worktrees" / "cursor" / "index.lock"
+    lock.write_text("")  # left by a git killed while proposing
+    old = lock.stat().st_mtime - 3600
+    os.utime(lock, (old, old))
+    made = as_client(vault, "cursor", "remember", {"content": "The user swims on Fridays."})
+    assert made["action"] == "proposed" and not lock.exists()
