@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import ids
 from .errors import InvalidInputError, MalformedMemoryError, MemoryNotFoundError, MemvaultError
@@ -106,6 +106,15 @@ def recall(
     sha = resolve(service, as_of)
     filters = filters or Filters()
     found = {m.id: m for m in memories(service, sha) if filters.accepts(m.info())}
+    return full_text_hits(
+        found, query, k, {"as_of": f"full text only, over the vault at commit {sha[:12]}"}
+    )
+
+
+def full_text_hits(found: dict[str, Memory], query: str, k: int, why: dict[str, Any]) -> list[Hit]:
+    """The ``k`` of ``found`` (id -> memory) that best match ``query`` by BM25, over a
+    throw-away Whoosh index (the vault as of a past commit, or a client's proposals);
+    ``why`` is added to each hit's explanation."""
     with tempfile.TemporaryDirectory(prefix="memvault-asof-") as folder:
         text = FullText(Path(folder))
         try:
@@ -114,7 +123,6 @@ def recall(
             covered = text.coverage(query, scores)
         finally:
             text.close()
-    why = {"as_of": f"full text only, over the vault at commit {sha[:12]}"}
     ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))[:k]
     terms = len(set(tokens(query)))
     out = []

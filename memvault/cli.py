@@ -918,6 +918,8 @@ def status(ctx: Ctx) -> None:
             click.echo(f"last sync ({last['time']}, {last['remote']}): {state}")
         for path in data.conflicts:
             click.echo(f"conflict: {path}")
+        for client, count in data.proposals.items():
+            click.echo(f"proposals: {count} from {client}, waiting for `memvault review`")
         emb = idx.get("embedding")
         if emb and emb["done"] < emb["total"]:
             eta = f", about {emb['eta_seconds']}s left" if emb.get("eta_seconds") else ""
@@ -974,6 +976,84 @@ def resolve(ctx: Ctx, id_or_path: str, keep: str) -> None:
         {"id": result.memory.id, "path": result.memory.path, "commit": result.commit},
         lambda: click.echo(f"resolved {result.memory.path} (kept {keep}): {result.commit}"),
     )
+
+
+@cli.group(invoke_without_command=True)
+@click.option("--client", default=None, help="Only this MCP client's proposals.")
+@click.pass_context
+def review(click_ctx: click.Context, client: str | None) -> None:
+    """Agents' proposals (agent_writes = "propose"), with their diffs; accept or reject them."""
+    if click_ctx.invoked_subcommand is not None:
+        return
+    from . import proposals
+
+    ctx = click_ctx.find_object(Ctx)
+    assert ctx is not None
+    with _errors(ctx):
+        service = _service(ctx, recover=False, embedder=False)
+        found = [(p, proposals.diff(service, p)) for p in proposals.pending(service, client)]
+    data = [asdict(p) | {"diff": d} for p, d in found]
+    _emit(ctx, data, lambda: _print_proposals(found))
+
+
+def _print_proposals(found: list[tuple[Any, str]]) -> None:
+    if not found:
+        click.echo("no proposals waiting", err=True)
+    for proposal, diff in found:
+        click.echo(f"{proposal.id}  {proposal.client}  {proposal.time}  {proposal.subject}")
+        click.echo(diff.rstrip("\n") + "\n")
+
+
+def _decide(
+    ctx: Ctx, action: str, ids: tuple[str, ...], everything: bool, client: str | None
+) -> None:
+    from . import proposals
+
+    decide = proposals.accept if action == "accept" else proposals.reject
+    decisions = []
+    if not ids and not everything:
+        raise click.UsageError(
+            f"give proposal ids to {action} (`memvault review` lists them) or --all"
+        )
+    with _errors(ctx):
+        service = _service(ctx, embedder=action == "accept")  # accepted memories get vectors
+        if everything:
+            waiting = [p.id for p in proposals.pending(service, client)]
+            ids = tuple(waiting if action == "accept" else reversed(waiting))  # later ones first
+        for proposal_id in ids:  # each its own commit: what is done stays done
+            decisions.append(decide(service, proposal_id))
+            if not ctx.json:
+                _print_decisions(decisions[-1:])
+    data = [
+        {"id": d.proposal.id, "action": d.action, "commit": d.commit, "paths": list(d.paths)}
+        for d in decisions
+    ]
+    _emit(ctx, data, lambda: None)
+
+
+def _print_decisions(decisions: list[Any]) -> None:
+    for d in decisions:
+        click.echo(f"{d.action} {d.proposal.id} ({d.proposal.subject}): {d.commit}")
+
+
+@review.command()
+@click.argument("ids", nargs=-1)
+@click.option("--all", "everything", is_flag=True, help="Every waiting proposal, oldest first.")
+@click.option("--client", default=None, help="With --all: only this client's.")
+@pass_ctx
+def accept(ctx: Ctx, ids: tuple[str, ...], everything: bool, client: str | None) -> None:
+    """Apply proposals to the vault (one commit each, as you)."""
+    _decide(ctx, "accept", ids, everything, client)
+
+
+@review.command()
+@click.argument("ids", nargs=-1)
+@click.option("--all", "everything", is_flag=True, help="Every waiting proposal, newest first.")
+@click.option("--client", default=None, help="With --all: only this client's.")
+@pass_ctx
+def reject(ctx: Ctx, ids: tuple[str, ...], everything: bool, client: str | None) -> None:
+    """Drop proposals (one commit each on the client's branch, as you)."""
+    _decide(ctx, "reject", ids, everything, client)
 
 
 @cli.command()

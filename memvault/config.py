@@ -102,6 +102,19 @@ SETTINGS_TABLE: tuple[Setting, ...] = (
         "(one sync per burst of writes); 0: off.",
     ),
     Setting(
+        "agent_writes",
+        "direct",
+        "What an MCP client's writes do: 'direct' (commit to the vault) or 'propose' (commit "
+        "to the branch memvault/proposals/<client>, for a person to accept or reject with "
+        "`memvault review`).",
+    ),
+    Setting(
+        "propose_clients",
+        (),
+        "Names of MCP clients whose writes are proposals even when agent_writes is 'direct' "
+        "(a TOML list, or commas in MEMVAULT_PROPOSE_CLIENTS).",
+    ),
+    Setting(
         "allow_secrets",
         False,
         "Store text that looks like a credential (API key, token, private key); "
@@ -141,6 +154,8 @@ class Settings:
     consolidate_every_hours: float = _D["consolidate_every_hours"]
     sync_interval: float = _D["sync_interval"]
     sync_after_writes: float = _D["sync_after_writes"]
+    agent_writes: str = _D["agent_writes"]
+    propose_clients: tuple[str, ...] = _D["propose_clients"]
     allow_secrets: bool = _D["allow_secrets"]
     # per-type overrides of PER_TYPE settings: ``[types.task]`` tables in .memvault.toml
     types: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, hash=False)
@@ -166,6 +181,9 @@ def _coerce(name: str, raw: Any, default: Any, where: str | None = None) -> Any:
     try:
         if isinstance(default, bool):
             return raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes")
+        if isinstance(default, tuple):  # a TOML list, or commas in an environment variable
+            items = raw.split(",") if isinstance(raw, str) else list(raw)
+            return tuple(str(i).strip() for i in items if str(i).strip())
         return type(default)(raw)
     except (TypeError, ValueError) as exc:
         where = where or f"{SETTINGS_FILE} or MEMVAULT_{name.upper()}"

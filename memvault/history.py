@@ -257,6 +257,16 @@ class History:
             raise MemvaultError(f"git could not be started ({exc}): install git and retry") from exc
         return returncode, bytes(stdout), _text(os.fsencode(stderr))
 
+    def git_dir(self) -> Path:
+        """The repository's git folder: ``.git``, or in a linked worktree (a client's
+        proposals) the folder its ``.git`` file names."""
+        dot_git = self.root / ".git"
+        if dot_git.is_file():
+            text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+            if text.startswith("gitdir:"):
+                return (self.root / text.removeprefix("gitdir:").strip()).resolve()
+        return dot_git
+
     # -- locks left by killed git processes ------------------------------------
     def stale_locks(
         self, now: float | None = None, min_age: float = STALE_LOCK_SECONDS, proc: Path = PROC
@@ -265,8 +275,7 @@ class History:
 
         ``now`` (epoch seconds) and ``proc`` are parameters so tests need not wait.
         """
-        git_dir = self.root / ".git"
-        found = list(_lock_files(git_dir))
+        found = list(_lock_files(self.git_dir()))
         if not found:
             return []
         running = git_running_in(self.root, proc)
@@ -276,7 +285,9 @@ class History:
             min_age = max(min_age, STALE_LOCK_SECONDS_BLIND)
         now = time.time() if now is None else now
         return [
-            StaleLock(path.relative_to(self.root).as_posix(), age, st.st_ino, st.st_mtime_ns)
+            StaleLock(
+                Path(os.path.relpath(path, self.root)).as_posix(), age, st.st_ino, st.st_mtime_ns
+            )
             for path, st in found
             if (age := now - st.st_mtime) >= min_age
         ]
@@ -402,7 +413,7 @@ class History:
         if as_person:
             name, email = self.repo_identity()
             args = ["-c", f"user.name={name}", "-c", f"user.email={email}", *args]
-        fd, message_file = tempfile.mkstemp(prefix="memvault-msg-", dir=self.root / ".git")
+        fd, message_file = tempfile.mkstemp(prefix="memvault-msg-", dir=self.git_dir())
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(message)

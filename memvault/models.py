@@ -284,6 +284,7 @@ class Hit:
     created: str | None
     updated: str | None
     relevance: float = 1.0  # absolute, 0..1: how likely it answers the query at all
+    proposed: bool = False  # a proposal of the asking client, not yet accepted (proposals)
 
     @classmethod
     def of(
@@ -349,6 +350,7 @@ class Status:
     index: dict[str, Any]
     conflicts: list[str] = field(default_factory=list)  # memories a sync left with two versions
     sync: dict[str, Any] | None = None  # the last sync's result, when there was one
+    proposals: dict[str, int] = field(default_factory=dict)  # client -> waiting for review
 
 
 @dataclass(frozen=True)

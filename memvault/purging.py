@@ -52,6 +52,9 @@ def _erase(
         service._trailers("forget-purge", memory_id),
     )
     rewritten = service.history.purge(names)
+    from .proposals import drop_worktrees  # here: proposals builds on the service
+
+    drop_worktrees(service)  # checked out before the rewrite: they may hold the memories
     trailers = service._trailers("purge", memory_id)
     if reason:
         trailers["Memvault-Reason"] = reason

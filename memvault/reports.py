@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from . import profile, syncing, views
+from . import profile, proposals, syncing, views
 from .errors import InvalidInputError, MemvaultError
 from .models import ChangeEvent, MemoryInfo, Status, jsonable
 from .note import strip_title, timestamp
@@ -49,6 +49,7 @@ def status(service: MemoryService, wait_for_embedder: float | None = None) -> St
             index=service.index_status(),
             conflicts=[m.path for m in memories if m.status == "conflict"],
             sync=syncing.last_sync(service),
+            proposals=proposals.waiting(service),
         )
 
 

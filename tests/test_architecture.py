@@ -34,6 +34,7 @@ INNER = [
     "importing",
     "purging",
     "asof",
+    "proposals",
     "provenance",
     "recovery",
     "guard",

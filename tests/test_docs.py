@@ -25,7 +25,11 @@ def test_every_cli_command_is_in_the_readme(command: str) -> None:
 
 @pytest.mark.parametrize("setting", SETTINGS_TABLE, ids=lambda s: s.name)
 def test_every_setting_is_in_the_readme_with_its_real_default(setting: Setting) -> None:
-    default = str(setting.default).lower() if isinstance(setting.default, bool) else setting.default
+    default = setting.default
+    if isinstance(default, bool):
+        default = str(default).lower()
+    elif isinstance(default, tuple):
+        default = "[" + ", ".join(default) + "]"
     assert f"| `{setting.name}` | `{default}` |" in README, f"README's row for {setting.name}"
 
 
@@ -49,7 +53,7 @@ def test_every_mcp_tool_resource_and_prompt_is_in_the_readme(service: MemoryServ
             return tools + resources + templates + prompts
 
     found = asyncio.run(names())
-    assert len(found) == 17 + 5 + 1 + 3
+    assert len(found) == 18 + 5 + 1 + 3
     missing = [name for name in found if f"`{name}" not in README]
     assert not missing, f"README lacks {missing}"
 

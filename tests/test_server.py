@@ -63,6 +63,7 @@ def test_every_tool_has_a_description_schema_and_annotations(
             "build_context",
             "vault_status",
             "sync",
+            "list_proposals",
         }
         for t in tools.values():
             assert t.description and len(t.description) > 40

@@ -24,7 +24,7 @@ class RememberOut(BaseModel):
     id: str | None
     path: str | None
     uri: str | None
-    action: Literal["created", "duplicate", "rejected"]
+    action: Literal["created", "duplicate", "rejected", "proposed"]
     commit: str | None
     similar: list[SimilarOut]
     reason: str | None = None
@@ -43,6 +43,7 @@ class RecallHit(BaseModel):
     updated: str | None
     relevance: float
     links: list[str] = Field(default_factory=list, exclude_if=lambda v: not v)  # other hits
+    proposed: bool = Field(default=False, exclude_if=lambda v: not v)  # this client's, pending
 
 
 class RecallOut(BaseModel):
@@ -79,6 +80,7 @@ class MemoryOut(BaseModel):
     backlinks: list[LinkOut]
     hits: int  # times returned to a client before this read
     last_accessed: str | None
+    proposed: bool = Field(default=False, exclude_if=lambda v: not v)  # this client's, pending
 
 
 class MemorySummary(BaseModel):
@@ -92,6 +94,7 @@ class MemorySummary(BaseModel):
     updated: str | None
     hits: int
     last_accessed: str | None
+    proposed: bool = Field(default=False, exclude_if=lambda v: not v)  # this client's, pending
 
 
 class ListOut(BaseModel):
@@ -215,6 +218,7 @@ class StatusOut(BaseModel):
     index: dict[str, Any]
     conflicts: list[str] = []
     sync: dict[str, Any] | None = None
+    proposals: dict[str, int] = Field(default_factory=dict, exclude_if=lambda v: not v)
 
 
 class ContextSectionOut(BaseModel):
@@ -230,3 +234,17 @@ class ContextOut(BaseModel):
     budget_tokens: int
     over_budget: bool
     sections: list[ContextSectionOut]
+
+
+class PendingOut(BaseModel):
+    id: str
+    op: str
+    memory: str | None
+    paths: list[str]
+    subject: str
+    time: str
+
+
+class ProposalsOut(BaseModel):
+    mode: Literal["direct", "propose"]  # what this client's writes do
+    proposals: list[PendingOut]

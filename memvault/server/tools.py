@@ -24,7 +24,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ClientCapabilities, ElicitationCapability, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from .. import asof, changes, context, lifecycle, profile, reports, syncing
+from .. import asof, changes, context, lifecycle, profile, proposals, reports, syncing
 from .. import confirm as confirming
 from ..errors import InvalidInputError, MemvaultError, explain_unexpected
 from ..history import CLONE_WARNING
@@ -59,9 +59,11 @@ from .schemas import (
     ListOut,
     MemoryOut,
     MemorySummary,
+    PendingOut,
     ProfileFieldOut,
     ProfileOut,
     ProposalOut,
+    ProposalsOut,
     RecallHit,
     RecallOut,
     RelatedListOut,
@@ -86,7 +88,7 @@ Folder = Annotated[str | None, Field(description="under this folder")]
 Scope = Annotated[list[str] | None, Field(description="only these scopes")]
 Archived = Annotated[bool, Field(description="also archived ones")]
 When = Annotated[str | None, Field(description="ISO time")]
-AsOf = Annotated[str | None, Field(description="past ISO time or commit")]
+AsOf = Annotated[str | None, Field(description="ISO time or commit")]
 Unit = Annotated[float, Field(description="0..1")]
 Sort = Literal["updated", "created", "importance", "path"]
 Status = Literal["active", "superseded", "archived"]
@@ -112,8 +114,7 @@ def remember(
     valid_from: When = None,
     valid_until: When = None,
 ) -> RememberOut:
-    """Store a preference, fact or decision in the user's words; refuses near-duplicates,
-    flags contradictions."""
+    """Store a fact, preference or decision in the user's words; refuses near-duplicates."""
     args = dict(locals())  # the tool's arguments, taken as the service takes them
     del args["service"]
     return _remember_out(service.remember(**_remember_args(args)))
@@ -134,26 +135,28 @@ def recall(
     min_relevance: Annotated[float | None, Field(description="0..1; 0 keeps all")] = None,
     as_of: AsOf = None,
 ) -> RecallOut:
-    """Search memory by keywords and meaning before answering what may depend on the
-    user's preferences, history or facts."""
+    """Search memory (keywords and meaning) before answering anything that depends on the
+    user's past or preferences."""
     filters = _filters(types, tags, folder, scope, since, until, include_archived)
     filters = replace(filters, include_expired=include_expired, min_relevance=min_relevance)
     if as_of:
         return _recall_out(service, asof.recall(service, query, as_of, k, filters), None)
-    hits = service.recall(query, k=k, filters=filters)
+    hits = proposals.recall(service, query, k, filters)  # this client's proposals too
     service.access.hit(h.id for h in hits)  # returned to a client: counted
     floor = service.settings.min_relevance if min_relevance is None else min_relevance
     return _recall_out(service, hits, None if hits else no_match_note(floor))
 
 
 def get_memory(service: MemoryService, id: Id, as_of: AsOf = None) -> MemoryOut:
-    """One memory in full, with links, backlinks and `revision`."""
+    """One memory in full, with links and `revision`."""
     if as_of:  # links resolve among the memories of that time; no access counted
         memory = asof.get(service, id, as_of)
         return _memory_out(memory, graph_of(asof.records_of(service, as_of), memory.info()))
-    memory = service.get(id)
+    memory, proposed = proposals.get(service, id)
     seen = service.access.hit([memory.id])[memory.id]
-    return _memory_out(memory, graph_of(service.records, memory.info()), seen)
+    out = _memory_out(memory, graph_of(service.records, memory.info()), seen)
+    out.proposed = proposed
+    return out
 
 
 def list_memories(
@@ -170,13 +173,17 @@ def list_memories(
 ) -> ListOut:
     """Browse memories without a query (newest first)."""
     filters = _filters(types, tags, folder, scope, None, None, include_archived)
+    proposed: frozenset[str] = frozenset()
     if as_of:
         page = Page.of(sort_infos(asof.records(service, as_of, filters), sort), limit, cursor)
     else:
-        page = service.list_memories(filters, sort, limit, cursor)
+        page, proposed = proposals.page(service, filters, sort, limit, cursor)
     seen = service.access.of(m.id for m in page.memories)
     memories = [
-        MemorySummary.model_validate(m.summary() | asdict(seen[m.id])) for m in page.memories
+        MemorySummary.model_validate(
+            m.summary() | asdict(seen[m.id]) | {"proposed": m.id in proposed}
+        )
+        for m in page.memories
     ]
     return ListOut(memories=memories, total=page.total, next_cursor=page.next_cursor)
 
@@ -243,7 +250,7 @@ def memory_changes(
     service: MemoryService,
     since: Annotated[str | None, Field(description="cursor or ISO time")] = None,
 ) -> ChangesOut:
-    """What changed since `since`, and by whom; pass `cursor` next time."""
+    """What changed since `since`, by whom; pass `cursor` next time."""
     feed = changes.feed(service, since)
     found = [asdict(c) for c in feed.changes]
     return ChangesOut(changes=found, cursor=feed.cursor, more=feed.more)
@@ -264,7 +271,7 @@ def related(
     id: Id,
     depth: Annotated[int, Field(description="hops, 1..3")] = 1,
 ) -> RelatedListOut:
-    """Linked memories, out and in, up to `depth` hops."""
+    """Linked memories (out and in), up to `depth` hops."""
     memory = service.get(id)
     found = graph_of(service.records, memory.info()).related(memory.id, depth)
     return RelatedListOut(
@@ -285,8 +292,7 @@ def consolidate(
     service: MemoryService,
     dry_run: Annotated[bool, Field(description="false: apply")] = True,
 ) -> ConsolidateOut:
-    """Propose merging duplicates and archiving expired or unused memories; dry_run=false
-    applies."""
+    """Propose merges and archives of expired or unused memories; dry_run=false applies."""
     proposals = [
         ProposalOut.model_validate(asdict(p)) for p in lifecycle.consolidate(service, dry_run)
     ]
@@ -299,13 +305,13 @@ def consolidate(
 def set_profile(
     service: MemoryService,
     field: Annotated[str, Field(description="e.g. health.allergies")],
-    value: Annotated[Any, Field(description="text, number, true/false or list")],
+    value: Annotated[Any, Field(description="text, number, bool or list")],
     reason: Annotated[str | None, Field(description="why")] = None,
     source: Annotated[str | None, Field(description="e.g. user")] = None,
 ) -> WriteOut:
-    """Set one field of the user's profile (checked against its schema)."""
+    """Set one profile field (checked against its schema)."""
     result = profile.set_field(service, field, value, reason, source or "conversation")
-    return _write_out(result)
+    return _write_out(proposals.as_proposed(service, result))
 
 
 def get_profile(service: MemoryService) -> ProfileOut:
@@ -320,7 +326,7 @@ def build_context(
     topic: Annotated[str, Field(description="the task")],
     budget_tokens: Annotated[int, Field(description="max tokens")] = 1500,
 ) -> ContextOut:
-    """Profile, preferences, memories and episodes for a topic, with ids, in a token budget."""
+    """Profile, preferences and memories for a topic, within a token budget."""
     found = context.build_context(service, topic, budget_tokens)
     sections = [
         ContextSectionOut(
@@ -341,7 +347,7 @@ def build_context(
 
 
 def vault_status(service: MemoryService) -> StatusOut:
-    """Counts, index and embedder state, problems, last commits."""
+    """Counts, index state, problems, last commits."""
     return StatusOut.model_validate(asdict(reports.status(service)))
 
 
@@ -351,6 +357,25 @@ def sync(
 ) -> SyncOut:
     """Sync with the git remote; a conflict keeps both texts."""
     return SyncOut.model_validate(asdict(syncing.sync(service, remote)))
+
+
+def list_proposals(service: MemoryService) -> ProposalsOut:
+    """Your writes awaiting review (proposal mode)."""
+    proposing, found = proposals.mine(service)
+    return ProposalsOut(
+        mode="propose" if proposing else "direct",
+        proposals=[
+            PendingOut(
+                id=p.id,
+                op=p.op,
+                memory=p.memory,
+                paths=list(p.paths),
+                subject=p.subject,
+                time=p.time,
+            )
+            for p in found
+        ],
+    )
 
 
 # Only what differs from the spec's defaults (not read-only, destructive, not idempotent),
@@ -376,7 +401,10 @@ TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
     (build_context, READ),
     (vault_status, READ),
     (sync, WRITE),
+    (list_proposals, READ),
 ]
+# What an agent in proposal mode writes on its branch instead of the vault (see proposals).
+PROPOSABLE = frozenset({remember, update_memory, forget, revert_memory, consolidate, set_profile})
 
 
 # -- helpers --------------------------------------------------------------------------------
@@ -546,7 +574,13 @@ def bind(fn: Callable[..., T], service: MemoryService, notifier: Notifier) -> Ca
     ctx = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)
 
     async def tool(ctx: Context, **kwargs: Any) -> T:
-        return await call(ctx, notifier, lambda: fn(service, **kwargs))
+        return await call(ctx, notifier, lambda: run(service, **kwargs))
+
+    def run(service: MemoryService, **kwargs: Any) -> T:
+        if fn not in PROPOSABLE:
+            return fn(service, **kwargs)
+        with proposals.writer(service) as target:  # the client's branch, if it proposes
+            return fn(target, **kwargs)
 
     tool.__name__ = tool.__qualname__ = fn.__name__
     tool.__signature__ = signature.replace(parameters=[*params, ctx])  # type: ignore[attr-defined]

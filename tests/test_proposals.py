@@ -1,0 +1,467 @@
+"""Proposal mode: an agent's writes go to its branch, visible to it alone, until a person
+accepts (on the vault, for everyone) or rejects them. Real git, real MCP sessions of two
+differently named clients, the real command line."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from mcp import Client
+from mcp.types import Implementation
+
+from memvault import proposals
+from memvault.cli import cli
+from memvault.config import Settings, load_settings
+from memvault.errors import InvalidInputError, StaleRevisionError
+from memvault.models import ChangeEvent
+from memvault.service import MemoryService
+
+from .helpers import commit_count, git, in_process, tool, watching
+
+PERSON = "Ada Person"
+BRANCH = "memvault/proposals/cursor"
+TEA = "The user's favourite tea is genmaicha, brewed at 80 degrees."
+
+
+@pytest.fixture
+def vault(vault_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MemoryService]:
+    """A text-only vault in proposal mode whose repository names a person."""
+    git(vault_path, "config", "user.name", PERSON)
+    git(vault_path, "config", "user.email", "ada@example.org")
+    monkeypatch.setenv("MEMVAULT_EMBEDDER", "none")  # the command line's service too
+    monkeypatch.setenv("MEMVAULT_AGENT_WRITES", "propose")
+    service = MemoryService.open(vault_path, Settings(embedder="none", agent_writes="propose"))
+    yield service
+    service.close()
+
+
+def host(name: str) -> dict[str, Any]:
+    return {"client_info": Implementation(name=name, version="2.0")}
+
+
+def as_client(service: MemoryService, name: str, tool_name: str, args: dict[str, Any]) -> Any:
+    return tool(service, tool_name, args, **host(name))
+
+
+def failing(service: MemoryService, name: str, tool_name: str, args: dict[str, Any]) -> str:
+    """A tool call that must fail: its error text."""
+
+    async def body(client: Client) -> str:
+        result = await client.call_tool(tool_name, args)
+        assert result.is_error, result.structured_content
+        return str(result.content[0].text)  # type: ignore[union-attr]
+
+    text: str = in_process(service, body, **host(name))
+    return text
+
+
+def recalled(service: MemoryService, name: str, query: str) -> list[dict[str, Any]]:
+    out = as_client(service, name, "recall", {"query": query, "min_relevance": 0})
+    return list(out["results"])
+
+
+def vault_state(service: MemoryService) -> tuple[int, str, list[str]]:
+    """The vault's commits, working tree status and memory files."""
+    status = git(service.root, "status", "--porcelain", "--untracked-files=all")
+    return commit_count(service.root), status, service.memory_paths()
+
+
+def branch_commits(service: MemoryService) -> int:
+    return int(git(service.root, "rev-list", "--count", BRANCH).strip())
+
+
+def cli_run(vault: Path, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["--vault", str(vault), *args], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def propose_tea(service: MemoryService) -> dict[str, Any]:
+    made = as_client(service, "cursor", "remember", {"content": TEA, "type": "preference"})
+    assert made["action"] == "proposed", made
+    return dict(made)
+
+
+# -- write -> branch --------------------------------------------------------------------
+def test_a_proposing_clients_write_is_one_commit_on_its_branch_and_not_in_the_vault(
+    vault: MemoryService,
+) -> None:
+    before = vault_state(vault)
+    made = propose_tea(vault)
+    assert vault_state(vault) == before  # no commit, no file, nothing uncommitted
+    assert not (vault.root / made["path"]).exists()
+    assert not vault.recall("genmaicha", filters=None)  # not in the vault's index
+    message = git(vault.root, "log", "-1", "--format=%s%n%b", BRANCH)
+    assert message.startswith(f"remember: {made['path']}")
+    assert "Memvault-Client: cursor/2.0" in message and f"Memvault-Id: {made['id']}" in message
+    assert git(vault.root, "rev-parse", BRANCH).strip() == made["commit"]
+    mine = as_client(vault, "cursor", "list_proposals", {})
+    assert mine["mode"] == "propose"
+    assert [(p["id"], p["op"], p["memory"]) for p in mine["proposals"]] == [
+        (made["commit"][:12], "remember", made["id"])
+    ]
+    assert mine["proposals"][0]["paths"] == [made["path"]]
+
+
+def test_the_proposal_worktree_lives_under_the_ignored_state_folder(
+    vault: MemoryService,
+) -> None:
+    made = propose_tea(vault)
+    worktree = vault.root / ".memvault" / "proposals" / "cursor"
+    assert (worktree / made["path"]).is_file()
+    assert vault.is_ignored(f".memvault/proposals/cursor/{made['path']}")
+    assert git(vault.root, "status", "--porcelain", "--untracked-files=all", "--ignored=no") == ""
+    vault.sync_index()  # a full re-index finds only the vault's own memories
+    assert made["id"] not in {r.id for r in vault.records()}
+
+
+def test_a_running_watcher_commits_nothing_when_an_agent_proposes(vault: MemoryService) -> None:
+    with watching(vault) as (_, watcher, events):
+        made = propose_tea(vault)
+        note = vault.root / "facts" / "by-hand.md"
+        note.parent.mkdir(exist_ok=True)
+        note.write_text("# By hand\n\nThe user bikes to work.\n", encoding="utf-8")
+        assert watcher.wait_for(lambda: vault.history.uncommitted() == [], timeout=20)
+        assert watcher.wait_for(lambda: any("facts/by-hand.md" in e.changed for e in events), 20)
+    seen = {p for e in events for p in (*e.changed, *e.added)}
+    assert made["path"] not in seen and not any(".memvault" in p for p in seen)
+    assert "remember" not in git(vault.root, "log", "--format=%s", "HEAD")
+
+
+# -- visible to its client only ---------------------------------------------------------
+def test_a_proposal_is_visible_to_its_client_only(vault: MemoryService) -> None:
+    made = propose_tea(vault)
+    hits = recalled(vault, "cursor", "genmaicha tea")
+    assert [(h["id"], h.get("proposed")) for h in hits] == [(made["id"], True)]
+    assert "proposed" in hits[0]["why"]
+    assert recalled(vault, "claude-code", "genmaicha tea") == []
+
+    got = as_client(vault, "cursor", "get_memory", {"id": made["id"]})
+    assert got["proposed"] is True and "genmaicha" in got["body"]
+    assert "not_found" in failing(vault, "claude-code", "get_memory", {"id": made["id"]})
+
+    listed = as_client(vault, "cursor", "list_memories", {})["memories"]
+    assert [m.get("proposed") for m in listed if m["id"] == made["id"]] == [True]
+    others = as_client(vault, "claude-code", "list_memories", {})["memories"]
+    assert made["id"] not in {m["id"] for m in others}
+    assert as_client(vault, "claude-code", "list_proposals", {})["proposals"] == []
+
+
+def test_an_update_proposal_replaces_the_memory_for_its_client_only(vault: MemoryService) -> None:
+    made = vault.remember("The user drinks coffee every morning.", type="preference")
+    assert made.memory is not None
+    memory_id = made.memory.id
+    args = {"id": memory_id, "content": "The user drinks green tea every morning, not coffee."}
+    assert as_client(vault, "cursor", "update_memory", args)["action"] == "proposed"
+
+    mine = recalled(vault, "cursor", "every morning")
+    assert [(h["id"], h.get("proposed")) for h in mine] == [(memory_id, True)]
+    assert "green tea" in mine[0]["snippet"]
+    theirs = recalled(vault, "claude-code", "every morning")
+    assert [(h["id"], h.get("proposed")) for h in theirs] == [(memory_id, None)]
+    assert "coffee" in theirs[0]["snippet"]
+    assert "coffee" in vault.get(memory_id).body
+
+
+def test_a_proposed_archive_hides_the_memory_from_its_client_only(vault: MemoryService) -> None:
+    made = vault.remember("The user lives in Lisbon.", type="fact")
+    assert made.memory is not None
+    result = as_client(vault, "cursor", "forget", {"id": made.memory.id})
+    assert result["action"] == "proposed"
+    assert recalled(vault, "cursor", "Lisbon") == []  # archived ones are not recalled
+    assert [h["id"] for h in recalled(vault, "claude-code", "Lisbon")] == [made.memory.id]
+    assert vault.get(made.memory.id).path == made.memory.path
+
+
+# -- accept -> on the vault -> visible to all --------------------------------------------
+def test_accepting_puts_the_proposal_in_the_vault_in_one_commit_by_the_person(
+    vault: MemoryService,
+) -> None:
+    made = propose_tea(vault)
+    events: list[ChangeEvent] = []
+    vault.listeners.append(events.append)
+    before = commit_count(vault.root)
+
+    decision = proposals.accept(vault, made["commit"][:8])
+
+    assert commit_count(vault.root) == before + 1
+    head = git(vault.root, "log", "-1", "--format=%an%n%s%n%b")
+    assert head.startswith(f"{PERSON}\naccept: remember: {made['path']}")
+    assert (
+        f"Memvault-Proposal: {made['commit']}" in head
+        and "Memvault-Proposed-By: cursor/2.0" in head
+    )
+    assert decision.commit == git(vault.root, "rev-parse", "HEAD").strip()
+    assert (vault.root / made["path"]).is_file()
+    assert vault.get(made["id"]).body == vault.get(made["path"]).body
+    assert any(made["path"] in e.added for e in events)  # subscribers are told
+
+    for name in ("claude-code", "cursor"):
+        hits = recalled(vault, name, "genmaicha tea")
+        assert [(h["id"], h.get("proposed")) for h in hits] == [(made["id"], None)]
+    assert as_client(vault, "cursor", "list_proposals", {})["proposals"] == []
+
+
+def test_proposals_that_build_on_each_other_are_accepted_in_order(vault: MemoryService) -> None:
+    made = propose_tea(vault)
+    args = {"id": made["id"], "content": "The user's favourite tea is sencha."}
+    changed = as_client(vault, "cursor", "update_memory", args)
+    assert changed["action"] == "proposed"
+    first, second = proposals.pending(vault)
+    with pytest.raises(StaleRevisionError, match="earlier proposal"):
+        proposals.accept(vault, second.id)
+    before = commit_count(vault.root)
+    with pytest.raises(InvalidInputError, match="reject that one first"):
+        proposals.reject(vault, first.id)
+    assert commit_count(vault.root) == before
+    proposals.accept(vault, first.id)
+    assert [p.id for p in proposals.pending(vault)] == [second.id]
+    assert recalled(vault, "cursor", "sencha")[0].get("proposed") is True
+    proposals.accept(vault, second.id)
+    assert "sencha" in vault.get(made["id"]).body and proposals.pending(vault) == []
+
+
+def test_a_proposal_over_a_memory_changed_in_the_vault_since_is_refused(
+    vault: MemoryService,
+) -> None:
+    made = vault.remember("The user's desk is by the window.", type="fact")
+    assert made.memory is not None
+    args = {"id": made.memory.id, "content": "The user's desk is by the door."}
+    as_client(vault, "cursor", "update_memory", args)
+    vault.update(made.memory.id, content="The user's desk is in the attic.")  # a person, meanwhile
+    before = vault_state(vault)
+    (waiting,) = proposals.pending(vault)
+    with pytest.raises(StaleRevisionError, match="not what proposal"):
+        proposals.accept(vault, waiting.id)
+    assert vault_state(vault) == before
+    assert "attic" in vault.get(made.memory.id).body
+    assert [p.id for p in proposals.pending(vault)] == [waiting.id]
+
+
+# -- reject -------------------------------------------------------------------------------
+def test_rejecting_drops_the_proposal_in_one_commit_by_the_person(vault: MemoryService) -> None:
+    made = propose_tea(vault)
+    before, on_branch = vault_state(vault), branch_commits(vault)
+
+    decision = proposals.reject(vault, made["commit"][:12])
+
+    assert vault_state(vault) == before
+    assert branch_commits(vault) == on_branch + 1
+    head = git(vault.root, "log", "-1", "--format=%an%n%s%n%b", BRANCH)
+    assert head.startswith(f"{PERSON}\nreject: remember: {made['path']}")
+    (key,) = (t for t in head.splitlines() if t.startswith("Memvault-Rejected: "))
+    assert key in git(vault.root, "log", "-1", "--format=%b", made["commit"]).replace(
+        "Memvault-Proposed", "Memvault-Rejected"
+    )
+    assert decision.commit == git(vault.root, "rev-parse", BRANCH).strip()
+    assert recalled(vault, "cursor", "genmaicha tea") == []
+    assert as_client(vault, "cursor", "list_proposals", {})["proposals"] == []
+    with pytest.raises(InvalidInputError, match="no pending proposal"):
+        proposals.reject(vault, made["commit"][:12])
+
+
+# -- refusals -----------------------------------------------------------------------------
+@pytest.fixture
+def embedded(vault_path: Path) -> Iterator[MemoryService]:
+    """Proposal mode with real embeddings (duplicates are found by their vectors)."""
+    service = MemoryService.open(vault_path, Settings(agent_writes="propose"))
+    yield service
+    service.close()
+
+
+def test_a_refused_proposal_leaves_no_file_and_no_commit(embedded: MemoryService) -> None:
+    vault = embedded
+    vault.remember("The user's bicycle is a blue Brompton.", type="fact")
+    before = vault_state(vault)
+    worktree = vault.root / ".memvault" / "proposals" / "cursor"
+
+    trivial = as_client(vault, "cursor", "remember", {"content": "ok"})
+    assert trivial["action"] == "rejected"
+    secret = {"content": "The deploy key is AKIAIOSFODNN7EXAMPLE for the user's AWS account."}
+    assert "secret" in failing(vault, "cursor", "remember", secret)
+    duplicate = {"content": "The user's bicycle is a blue Brompton.", "type": "fact"}
+    assert as_client(vault, "cursor", "remember", duplicate)["action"] == "duplicate"
+    unknown = {"id": "01ZZZZZZZZZZZZZZ", "content": "The user rides a red bicycle."}
+    assert "not_found" in failing(vault, "cursor", "update_memory", unknown)
+
+    assert vault_state(vault) == before
+    assert git(vault.root, "rev-list", "--count", f"HEAD..{BRANCH}").strip() == "0"
+    assert git(worktree, "status", "--porcelain", "--untracked-files=all") == ""
+    assert as_client(vault, "cursor", "list_proposals", {})["proposals"] == []
+
+
+def test_a_purge_cannot_be_proposed(vault: MemoryService) -> None:
+    made = vault.remember("The user's locker code is four digits long.", type="fact")
+    assert made.memory is not None
+    before = vault_state(vault)
+    args = {"id": made.memory.id, "mode": "purge"}
+
+    async def body(client: Client) -> str:
+        first = await client.call_tool("forget", args)
+        token = (first.structured_content or {}).get("confirm")
+        if token is None:  # no confirmation asked: the refusal came at once
+            return str(first.content[0].text)  # type: ignore[union-attr]
+        second = await client.call_tool("forget", {**args, "confirm": token})
+        assert second.is_error
+        return str(second.content[0].text)  # type: ignore[union-attr]
+
+    text = in_process(vault, body, **host("cursor"))
+    assert "cannot be one" in text
+    assert vault_state(vault) == before
+
+
+def test_only_the_named_clients_propose_when_the_vault_writes_directly(
+    vault_path: Path,
+) -> None:
+    settings = Settings(embedder="none", propose_clients=("Cursor",))
+    service = MemoryService.open(vault_path, settings)
+    try:
+        direct = as_client(service, "claude-code", "remember", {"content": "The user owns a cat."})
+        assert direct["action"] == "created" and (service.root / direct["path"]).is_file()
+        proposed = as_client(service, "cursor", "remember", {"content": "The user owns a dog."})
+        assert proposed["action"] == "proposed"
+        assert not (service.root / proposed["path"]).exists()
+        assert as_client(service, "claude-code", "list_proposals", {})["mode"] == "direct"
+        hits = recalled(service, "cursor", "cat dog")
+        assert {h["id"]: h.get("proposed") for h in hits} == {
+            direct["id"]: None,
+            proposed["id"]: True,
+        }
+    finally:
+        service.close()
+
+
+def test_the_settings_take_a_list_and_refuse_an_unknown_mode(
+    vault_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (vault_path / ".memvault.toml").write_text('propose_clients = ["cursor", "zed"]\n')
+    assert load_settings(vault_path).propose_clients == ("cursor", "zed")
+    monkeypatch.setenv("MEMVAULT_PROPOSE_CLIENTS", "cursor, claude-code")
+    assert load_settings(vault_path).propose_clients == ("cursor", "claude-code")
+    assert proposals.proposing(load_settings(vault_path), "Claude Code/1.2")
+    assert not proposals.proposing(load_settings(vault_path), None)  # the command line
+    with pytest.raises(InvalidInputError, match="agent_writes must be"):
+        proposals.proposing(Settings(agent_writes="ask"), "cursor")
+
+
+# -- the command line ---------------------------------------------------------------------
+def test_review_lists_proposals_with_diffs_and_accepts_or_rejects_them(
+    vault: MemoryService,
+) -> None:
+    tea = propose_tea(vault)
+    cat = as_client(vault, "claude-code", "remember", {"content": "The user's cat is Miso."})
+
+    code, out, _ = cli_run(vault.root, "review")
+    assert code == 0
+    assert tea["commit"][:12] in out and cat["commit"][:12] in out
+    assert "+The user's favourite tea is genmaicha" in out
+
+    code, out, _ = cli_run(vault.root, "--json", "review", "--client", "cursor")
+    listed = json.loads(out)
+    assert [p["id"] for p in listed] == [tea["commit"][:12]]
+    assert listed[0]["client"] == "cursor" and "genmaicha" in listed[0]["diff"]
+
+    before = commit_count(vault.root)
+    code, out, _ = cli_run(vault.root, "review", "reject", cat["commit"][:12])
+    assert code == 0 and out.startswith(f"rejected {cat['commit'][:12]}")
+    code, out, _ = cli_run(vault.root, "review", "accept", "--all")
+    assert code == 0 and out.startswith(f"accepted {tea['commit'][:12]}")
+    assert commit_count(vault.root) == before + 1
+    assert (vault.root / tea["path"]).is_file() and not (vault.root / cat["path"]).exists()
+    code, _, err = cli_run(vault.root, "review", "accept", "0000000")
+    assert code == 1 and "no pending proposal" in err
+
+
+def test_list_proposals_costs_at_most_190_characters_of_tools_list(vault: MemoryService) -> None:
+    async def body(client: Client) -> dict[str, Any]:
+        found = {t.name: t for t in (await client.list_tools()).tools}
+        return found["list_proposals"].model_dump(mode="json", exclude_none=True, by_alias=True)
+
+    listed = in_process(vault, body)
+    assert len(json.dumps(listed)) + 2 <= 190  # with the ", " that joins it to the list
+    assert listed["annotations"] == {"readOnlyHint": True}
+
+
+def test_a_purge_erases_the_memory_from_proposals_too(vault: MemoryService) -> None:
+    made = vault.remember("The user's locker code is four digits long.", type="fact")
+    assert made.memory is not None
+    args = {"id": made.memory.id, "content": "The user's locker code has five digits."}
+    as_client(vault, "cursor", "update_memory", args)
+    tea = propose_tea(vault)
+    proposals.accept(vault, tea["commit"][:12])
+
+    vault.forget(made.memory.id, mode="purge")
+    bike = as_client(vault, "cursor", "remember", {"content": "The user rides a red bicycle."})
+
+    everything = git(vault.root, "log", "--all", "-p")
+    assert "locker" not in everything and "bicycle" in everything
+    worktree = vault.root / ".memvault" / "proposals" / "cursor"
+    assert not any("locker" in p.name for p in worktree.rglob("*"))
+    assert [p.id for p in proposals.pending(vault)] == [bike["commit"][:12]]  # tea stays accepted
+
+
+def test_a_proposal_survives_its_memory_being_deleted_in_the_vault_and_is_then_refused(
+    vault: MemoryService,
+) -> None:
+    made = vault.remember("The user's gym is on Elm Street.", type="fact")
+    assert made.memory is not None
+    args = {"id": made.memory.id, "content": "The user's gym is on Oak Street."}
+    as_client(vault, "cursor", "update_memory", args)
+    vault.forget(made.memory.id, mode="delete")  # a person, meanwhile
+    as_client(vault, "cursor", "remember", {"content": "The user swims on Fridays."})
+
+    mine = as_client(vault, "cursor", "get_memory", {"id": made.memory.id})
+    assert mine["proposed"] is True and "Oak Street" in mine["body"]
+    assert "not_found" in failing(vault, "claude-code", "get_memory", {"id": made.memory.id})
+    update, swim = proposals.pending(vault)
+    before = vault_state(vault)
+    with pytest.raises(StaleRevisionError):
+        proposals.accept(vault, update.id)
+    assert vault_state(vault) == before
+    proposals.accept(vault, swim.id)
+    assert [p.id for p in proposals.pending(vault)] == [update.id]
+
+
+def test_what_a_crash_left_in_the_worktree_becomes_a_proposal_not_a_vault_commit(
+    vault: MemoryService,
+) -> None:
+    propose_tea(vault)
+    worktree = vault.root / ".memvault" / "proposals" / "cursor"
+    (worktree / "facts" / "half-written.md").write_text("# Half\n\nThe user likes figs.\n")
+    before = vault_state(vault)
+    as_client(vault, "cursor", "remember", {"content": "The user swims on Fridays."})
+    assert vault_state(vault) == before
+    ops = [p.op for p in proposals.pending(vault)]
+    assert ops == ["remember", "recover", "remember"]
+    assert [h["title"] for h in recalled(vault, "cursor", "figs")] == ["Half"]
+
+
+def test_status_counts_the_waiting_proposals_and_a_profile_field_is_proposed_too(
+    vault: MemoryService,
+) -> None:
+    assert as_client(vault, "claude-code", "vault_status", {}).get("proposals") is None
+    propose_tea(vault)
+    before = vault_state(vault)
+    field = {"field": "name", "value": "Ada"}
+    assert as_client(vault, "cursor", "set_profile", field)["action"] == "proposed"
+    assert vault_state(vault) == before
+    assert as_client(vault, "claude-code", "vault_status", {})["proposals"] == {"cursor": 2}
+    code, out, _ = cli_run(vault.root, "status")
+    assert code == 0 and "proposals: 2 from cursor" in out
+
+
+def test_a_stale_git_lock_in_a_proposal_worktree_is_cleared_like_the_vaults(
+    vault: MemoryService,
+) -> None:
+    propose_tea(vault)
+    lock = vault.root / ".git" / "worktrees" / "cursor" / "index.lock"
+    lock.write_text("")  # left by a git killed while proposing
+    old = lock.stat().st_mtime - 3600
+    os.utime(lock, (old, old))
+    made = as_client(vault, "cursor", "remember", {"content": "The user swims on Fridays."})
+    assert made["action"] == "proposed" and not lock.exists()
