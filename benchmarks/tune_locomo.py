@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from memvault.config import Settings
 from memvault.eval import locomo, runner
@@ -75,13 +76,24 @@ def grid(cache: Path | None, variant: str) -> None:
         )
 
 
-def ask(variant: str, mode: str, cache: Path | None) -> list[Asked]:
-    """Every dev question of ``variant`` through ``MemoryService.search`` (default settings)."""
+def whole_turn(turn: dict[str, Any]) -> str:
+    """A reply line with the whole previous turn (the kept one has its last sentence)."""
+    return f"(in reply to {turn['speaker']}: {turn['text']})"
+
+
+def ask(
+    variant: str,
+    mode: str,
+    cache: Path | None,
+    reply: Callable[[dict[str, Any]], str] | None = None,
+) -> list[Asked]:
+    """Every dev question of ``variant`` through ``MemoryService.search`` (default settings);
+    ``reply`` writes variant C's reply line."""
     data = runner.default_data()
     assert data is not None, "LoCoMo data not found"
     settings, out = Settings(), []
     for conv in runner.pick(locomo.load(data), "dev"):
-        items = locomo.items(conv, variant)
+        items = locomo.items(conv, variant, reply)
         covers = {i.key: i.covers for i in items}
         service = runner.vault_for(
             conv.sample_id, variant, items, cache or runner.default_cache(), settings
@@ -204,7 +216,10 @@ def ideas(cache: Path | None) -> None:
         print(line(name, measure(base_asked, rescore), base), flush=True)
     for mode in ("hybrid", "bm25"):
         table = measure(ask("C", mode, cache))
-        print(line(f"variant C (reply context), {mode}", table, base), flush=True)
+        print(line(f"variant C (reply line: last sentence), {mode}", table, base), flush=True)
+    for mode in ("hybrid", "bm25"):
+        table = measure(ask("C", mode, cache, whole_turn))
+        print(line(f"variant C with the whole previous turn, {mode}", table, base), flush=True)
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ import datetime as dt
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -125,9 +125,12 @@ def _key(conv: str, kind: str, unit: str) -> str:
     return f"{kind}-{conv}-{unit}".replace(":", "-").replace("_", "-")
 
 
-def items(conv: Conversation, variant: str) -> list[Item]:
+def items(
+    conv: Conversation, variant: str, reply: Callable[[dict[str, Any]], str] | None = None
+) -> list[Item]:
     """Memories of one conversation for variant T (turns), C (turns with the line they reply
-    to), S (sessions) or O (observations)."""
+    to, written by ``reply``, default :func:`reply_context`), S (sessions) or O
+    (observations)."""
     out: list[Item] = []
     for number, (when, turns) in conv.sessions.items():
         stamp, day = when.isoformat(), f"{when:%d %B %Y}".lstrip("0")
@@ -135,7 +138,7 @@ def items(conv: Conversation, variant: str) -> list[Item]:
             for before, turn in zip([None, *turns], turns, strict=False):
                 text = _turn_text(turn)
                 if variant == "C" and before is not None:
-                    text += "\n\n" + reply_context(before)
+                    text += "\n\n" + (reply or reply_context)(before)
                 out.append(
                     Item(
                         _key(conv.sample_id, variant.lower(), turn["dia_id"]),
