@@ -1152,9 +1152,9 @@ def eval_() -> None:
 @click.option(
     "--variant",
     "variants",
-    type=click.Choice(["T", "S", "O"]),
+    type=click.Choice(["T", "C", "S", "O"]),
     multiple=True,
-    help="T turns, S sessions, O observations (default: all).",
+    help="T turns, C turns with the line they reply to, S sessions, O observations (default: all).",
 )
 @click.option(
     "--mode",

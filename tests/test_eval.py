@@ -112,6 +112,25 @@ def test_items_keep_gold_out_of_the_text(tmp_path: Path) -> None:
     assert [q.gold for q in locomo.questions(conv, "S")][1] == {"S1", "S2"}
 
 
+def test_variant_c_adds_the_last_sentence_a_turn_replies_to_and_keeps_its_own_gold(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "sample.json"
+    path.write_text(json.dumps(SAMPLE))
+    conv = locomo.load(path)[0]
+    turns, in_context = locomo.items(conv, "T"), locomo.items(conv, "C")
+    assert [i.covers for i in in_context] == [i.covers for i in turns]
+    assert [i.title for i in in_context] == [i.title for i in turns]
+    # the first turn of each session replies to nothing; the others carry the line before
+    assert in_context[0].content == turns[0].content
+    assert in_context[3].content == turns[3].content
+    assert in_context[2].content == (
+        f"{turns[2].content}\n\n(in reply to Ben: I started learning the cello.)"
+    )
+    assert in_context[4].content.endswith("(in reply to Ben: My cello teacher moved to Porto.)")
+    assert len({i.key for i in in_context} | {i.key for i in turns}) == 10
+
+
 def test_metrics_match_hand_computed_values() -> None:
     gold = frozenset({"D1:2", "D2:1"})
     ranked = [frozenset({"D1:1"}), frozenset({"D2:1"}), frozenset({"D3:1"}), frozenset({"D1:2"})]

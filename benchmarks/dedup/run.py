@@ -72,7 +72,7 @@ def verdicts(
 ) -> list[dict[str, Any]]:
     out = []
     for pair, path in zip(pairs, paths, strict=True):
-        found = service.similar(pair["b"], pair["type"], k=len(pairs))
+        found = service.retrieval.similar(pair["b"], pair["type"], None, [], k=len(pairs))
         match = next((s for s in found if s.path == path), None)
         out.append(
             pair

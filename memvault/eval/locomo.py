@@ -10,7 +10,7 @@ import datetime as dt
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,21 +110,39 @@ def _turn_text(turn: dict[str, Any]) -> str:
     return text
 
 
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def reply_context(turn: dict[str, Any]) -> str:
+    """What a turn replies to, as a line of its memory (variant C): the previous turn's
+    speaker and its last sentence (usually the question the turn answers)."""
+    sentences = [s for s in _SENTENCE.split(turn["text"].strip()) if s]
+    last = sentences[-1] if sentences else turn["text"]
+    return f"(in reply to {turn['speaker']}: {last})"
+
+
 def _key(conv: str, kind: str, unit: str) -> str:
     return f"{kind}-{conv}-{unit}".replace(":", "-").replace("_", "-")
 
 
-def items(conv: Conversation, variant: str) -> list[Item]:
-    """Memories of one conversation for variant T (turns), S (sessions) or O (observations)."""
+def items(
+    conv: Conversation, variant: str, reply: Callable[[dict[str, Any]], str] | None = None
+) -> list[Item]:
+    """Memories of one conversation for variant T (turns), C (turns with the line they reply
+    to, written by ``reply``, default :func:`reply_context`), S (sessions) or O
+    (observations)."""
     out: list[Item] = []
     for number, (when, turns) in conv.sessions.items():
         stamp, day = when.isoformat(), f"{when:%d %B %Y}".lstrip("0")
-        if variant == "T":
-            for turn in turns:
+        if variant in ("T", "C"):
+            for before, turn in zip([None, *turns], turns, strict=False):
+                text = _turn_text(turn)
+                if variant == "C" and before is not None:
+                    text += "\n\n" + (reply or reply_context)(before)
                 out.append(
                     Item(
-                        _key(conv.sample_id, "t", turn["dia_id"]),
-                        _turn_text(turn),
+                        _key(conv.sample_id, variant.lower(), turn["dia_id"]),
+                        text,
                         f"{turn['speaker']}, {day}",
                         stamp,
                         frozenset([turn["dia_id"]]),
@@ -157,7 +175,7 @@ def items(conv: Conversation, variant: str) -> list[Item]:
                         )
                     )
         else:
-            raise ValueError(f"variant must be T, S or O, not {variant!r}")
+            raise ValueError(f"variant must be T, C, S or O, not {variant!r}")
     return out
 
 

@@ -23,7 +23,7 @@ from . import locomo
 
 log = logging.getLogger(__name__)
 
-VARIANTS = ("T", "S", "O")
+VARIANTS = ("T", "C", "S", "O")
 MODES = ("bm25", "vector", "hybrid")
 SPLITS = ("dev", "test", "all")
 TOP = 50
@@ -130,7 +130,7 @@ def run(
                             mode=mode,
                         )
                         ranked = [covers.get(h.doc.id, frozenset()) for h in hits]
-                        sessions = locomo.session_covers(ranked) if variant == "T" else None
+                        sessions = locomo.session_covers(ranked) if variant in ("T", "C") else None
                         metrics = locomo.score(ranked, question.gold, relevant, sessions)
                         rows[mode].append((question.category, metrics))
             finally:
