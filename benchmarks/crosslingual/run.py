@@ -11,6 +11,12 @@ settings, so the default embedder), asks every question of queries.jsonl through
 half only. --misses lists the questions whose gold memory is not in the top --k (with the
 floor), with what came first instead.
 
+Then the other side of the floor, "no match" across languages: two more vaults, one of
+the English memories only and one of the Chinese ones; each same-language question
+(en->en, zh->zh) is asked of the vault of the other language, which does not hold its
+answer (it holds memories on the same family and job), and the share answered with no hit
+at all (default floor) is printed, per half.
+
 Only the public service API is used (create_vault, MemoryService.open, import_path, recall),
 so the script survives a refactor of the index.
 """
@@ -126,6 +132,29 @@ def halves(floored: list[dict[str, Any]], unfloored: list[dict[str, Any]], mode:
     return "\n".join(rows)
 
 
+def no_match(root: Path, memories: list[dict[str, Any]], queries: list[dict[str, Any]]) -> str:
+    """Same-language questions asked of a vault of the other language's memories only."""
+    rows = [
+        "hybrid, same-language questions asked of the other language's memories only",
+        "| questions | vault | dev n | no match | holdout n | no match |",
+        "|---|---|---|---|---|---|",
+    ]
+    for direction, lang in (("en->en", "zh"), ("zh->zh", "en")):
+        vault = [m for m in memories if m["lang"] == lang]
+        service, _ = build(root / f"only-{lang}", vault)
+        try:
+            cells = []
+            for part in ("dev", "holdout"):
+                asked = [q for q in queries if q["direction"] == direction]
+                asked = [q for q in asked if half(q["query"]) == part]
+                silent = sum(1 for q in asked if not service.recall(q["query"], k=DEPTH))
+                cells.append(f"{len(asked)} | {100 * silent / (len(asked) or 1):.1f}%")
+        finally:
+            service.close()
+        rows.append(f"| {direction} | {lang} only ({len(vault)}) | {' | '.join(cells)} |")
+    return "\n".join(rows)
+
+
 def misses(results: list[dict[str, Any]], k: int) -> str:
     lines = [f"misses at {k} (gold -> rank; top 3 returned):"]
     for r in results:
@@ -171,6 +200,8 @@ def main(argv: list[str] | None = None) -> None:
                     print(misses(results, args.k))
         finally:
             service.close()
+        print()
+        print(no_match(Path(tmp), memories, queries))
 
 
 if __name__ == "__main__":
