@@ -182,9 +182,9 @@ class Calibration:
 
 
 CALIBRATION = {
-    "hybrid": Calibration(bias=-5.5, keyword=0.665, coverage=4.587, vector=8.878),
-    "bm25": Calibration(bias=-5.15, keyword=3.209, per_term=True, coverage=7.269),
-    "vector": Calibration(bias=-4.25, vector=15.817),
+    "hybrid": Calibration(bias=-5.54, keyword=0.665, coverage=4.587, vector=8.878),
+    "bm25": Calibration(bias=-5.19, keyword=3.209, per_term=True, coverage=7.269),
+    "vector": Calibration(bias=-4.26, vector=15.817),
 }
 
 
@@ -215,7 +215,7 @@ def relevance(
     if bm25 is None and cosine is None:
         return 0.0
     level = CALIBRATION[legs(bm25, cosine)].level(bm25, cosine, terms, coverage)
-    if bm25 is None or cosine is None or reach >= 1.0:
+    if cosine is None or reach >= 1.0:
         return level
     across = CALIBRATION["vector"].level(None, cosine * stretch)
     return reach * level + (1.0 - reach) * across
