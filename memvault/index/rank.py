@@ -183,7 +183,7 @@ class Calibration:
 
 CALIBRATION = {
     "hybrid": Calibration(bias=-5.54, keyword=0.665, coverage=4.587, vector=8.878),
-    "bm25": Calibration(bias=-5.19, keyword=3.209, per_term=True, coverage=7.269),
+    "bm25": Calibration(bias=-5.15, keyword=3.209, per_term=True, coverage=7.269),
     "vector": Calibration(bias=-4.26, vector=15.817),
 }
 
