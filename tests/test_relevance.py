@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from memvault.config import Settings
 from memvault.index.fulltext import FullText, TextDoc
-from memvault.index.rank import relevance
+from memvault.index.rank import CALIBRATION, relevance
 from memvault.models import Filters
 from memvault.server.tools import recall
 from memvault.service import MemoryService
@@ -198,3 +198,16 @@ def test_relevance_is_in_unit_range_and_grows_with_each_signal(
         low = level(low_bm25, low_cos, low_share)
         high = level(high_bm25, high_cos, high_share)
         assert 0.0 <= low <= high <= 1.0 and not math.isnan(low)
+
+
+@given(st.floats(0, 1), st.floats(0, 30), st.floats(1.0, 2.0))
+def test_a_hit_across_scripts_is_judged_by_its_cosine_on_the_same_language_scale(
+    cosine: float, bm25: float, stretch: float
+) -> None:
+    """Where the question's words cannot reach the memory (reach 0) the vector fit reads
+    the cosine times the stretch; within one script (reach 1) the stretch changes nothing."""
+    across = relevance(0.0, cosine, 3, reach=0.0, coverage=0.0, stretch=stretch)
+    assert across == pytest.approx(CALIBRATION["vector"].level(None, cosine * stretch))
+    assert across >= relevance(0.0, cosine, 3, reach=0.0, coverage=0.0)
+    same = relevance(bm25, cosine, 3, reach=1.0, coverage=0.5, stretch=stretch)
+    assert same == relevance(bm25, cosine, 3, reach=1.0, coverage=0.5)

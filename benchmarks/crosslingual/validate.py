@@ -9,6 +9,7 @@ languages of the query and its gold memories, or a query copies its memory's tex
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import sys
@@ -115,6 +116,12 @@ def _query_problems(q: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> list
     return out
 
 
+def half(query: str) -> str:
+    """'dev' or 'holdout', fixed by the query's text (first byte of its SHA-256 even: dev).
+    Settings are chosen on dev; holdout only reports them."""
+    return "dev" if hashlib.sha256(query.encode("utf-8")).digest()[0] % 2 == 0 else "holdout"
+
+
 def load(folder: Path = HERE) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The memories and queries of the set; SystemExit with the problems when it is broken."""
     memories = read_jsonl(folder / "memories.jsonl")
@@ -130,11 +137,13 @@ def main() -> None:
     langs = Counter(m["lang"] for m in memories)
     types = Counter(m["type"] for m in memories)
     directions = Counter(q["direction"] for q in queries)
+    devs = Counter(q["direction"] for q in queries if half(q["query"]) == "dev")
     print(f"memories: {len(memories)} ({', '.join(f'{k} {v}' for k, v in sorted(langs.items()))})")
     print("types: " + ", ".join(f"{k} {v}" for k, v in sorted(types.items())))
     print(f"queries: {len(queries)}")
     for direction in DIRECTIONS:
-        print(f"  {direction}: {directions[direction]}")
+        n, dev = directions[direction], devs[direction]
+        print(f"  {direction}: {n} (dev {dev}, holdout {n - dev})")
     print("ok")
 
 

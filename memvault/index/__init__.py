@@ -417,8 +417,17 @@ class Index:
         return (
             reach,
             covered,
-            _relevance(query, keyword, cosines if vector else None, reach, covered),
+            _relevance(
+                query, keyword, cosines if vector else None, reach, covered, self._stretch()
+            ),
         )
+
+    def _stretch(self) -> float:
+        """How far below the same-language scale the loaded embedder's cosines across
+        scripts sit (language.LanguageMeans.stretch; 1 without a correction)."""
+        embedder = self.loader.get(timeout=0) if self.settings.crosslingual else None
+        means = language_means(embedder.name) if embedder is not None else None
+        return means.stretch if means is not None else 1.0
 
     def _min_relevance(self, filters: Filters | None) -> float:
         """The filters' floor, else the setting's (0 keeps every candidate)."""
@@ -533,6 +542,7 @@ def _relevance(
     cosines: dict[str, float] | None,
     reach: dict[str, float],
     covered: dict[str, float],
+    stretch: float = 1.0,
 ) -> dict[str, float]:
     """Each candidate's absolute relevance (rank.relevance) from the legs that ran;
     ``covered``: each candidate's share of the query's terms (full text ran)."""
@@ -544,6 +554,7 @@ def _relevance(
             terms,
             reach.get(i, 1.0),
             covered.get(i, 0.0) if query.mode != "vector" else None,
+            stretch,
         )
         for i in dict.fromkeys([*keyword, *(cosines or {})])
     }

@@ -182,9 +182,9 @@ class Calibration:
 
 
 CALIBRATION = {
-    "hybrid": Calibration(bias=-5.5, keyword=0.665, coverage=4.587, vector=8.878),
+    "hybrid": Calibration(bias=-5.54, keyword=0.665, coverage=4.587, vector=8.878),
     "bm25": Calibration(bias=-5.15, keyword=3.209, per_term=True, coverage=7.269),
-    "vector": Calibration(bias=-4.25, vector=15.817),
+    "vector": Calibration(bias=-4.26, vector=15.817),
 }
 
 
@@ -199,6 +199,7 @@ def relevance(
     terms: int = 1,
     reach: float = 1.0,
     coverage: float | None = None,
+    stretch: float = 1.0,
 ) -> float:
     """How likely a hit is to answer the query, in [0, 1], from its raw signals alone.
 
@@ -206,11 +207,15 @@ def relevance(
     a hit the leg ran for but did not find has BM25 0. ``terms``: the query's distinct
     terms; ``coverage``: the share of them the memory contains (None: full text did not
     run). ``reach`` (as in :class:`Candidate`): where the query's words cannot reach the
-    memory's script, BM25's silence is no evidence, so the cosine alone judges.
+    memory's script, BM25's silence is no evidence, so the cosine alone judges, read on
+    the same-language scale: times ``stretch`` (``LanguageMeans.stretch``: a translation's
+    cosine is that much below the original's; the vector fit was made within one
+    language).
     """
     if bm25 is None and cosine is None:
         return 0.0
     level = CALIBRATION[legs(bm25, cosine)].level(bm25, cosine, terms, coverage)
-    if bm25 is None or cosine is None or reach >= 1.0:
+    if cosine is None or reach >= 1.0:
         return level
-    return reach * level + (1.0 - reach) * CALIBRATION["vector"].level(None, cosine)
+    across = CALIBRATION["vector"].level(None, cosine * stretch)
+    return reach * level + (1.0 - reach) * across
