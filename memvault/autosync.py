@@ -53,6 +53,7 @@ class AfterWrites:
         self.service, self.delay = service, delay
         self._sync, self._timer_factory = sync, timer
         self._pending: Timer | None = None
+        self._running: threading.Thread | None = None  # the thread of a sync under way
         self._lock = threading.Lock()
         self._stopped = False
         service.listeners.append(self.changed)
@@ -74,6 +75,7 @@ class AfterWrites:
             self._pending = None
             if self._stopped:
                 return
+            self._running = threading.current_thread()
         try:
             result = self._sync(self.service)
             log.info("sync after writes: %s", getattr(result, "error", None) or "done")
@@ -81,12 +83,20 @@ class AfterWrites:
             log.warning("sync after writes failed (tried again after the next write): %s", exc)
         except Exception:  # the server must outlive any sync
             log.exception("sync after writes failed")
+        finally:
+            with self._lock:
+                self._running = None
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 60.0) -> None:
+        """No new countdown; a pending one is cancelled; a sync under way is waited for
+        (so the server never exits in the middle of a rebase or merge)."""
         with self._lock:
             self._stopped = True
             if self._pending is not None:
                 self._pending.cancel()
                 self._pending = None
+            running = self._running
         if self.changed in self.service.listeners:
             self.service.listeners.remove(self.changed)
+        if running is not None and running is not threading.current_thread():
+            running.join(timeout)

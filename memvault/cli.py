@@ -697,8 +697,7 @@ def _forget_selected(
     if result.mode == "purge":
         data["erased"], data["warning"] = list(result.erased), CLONE_WARNING
         click.echo(f"warning: {CLONE_WARNING}", err=True)
-    done = {"archive": "archived", "delete": "deleted", "purge": "purged"}[mode]
-    lines = [f"{done} {m.path}" for m in result.memories] or ["nothing matched"]
+    lines = [f"{result.action} {m.path}" for m in result.memories] or ["nothing matched"]
     _emit(ctx, data, lambda: click.echo("\n".join(lines)))
 
 

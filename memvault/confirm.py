@@ -111,7 +111,7 @@ class Tokens:
             raise ConfirmationError(
                 f"confirmation token {token!r} expired (tokens last {minutes} minutes): {again}"
             )
-        if (bound.mode, bound.ids) != (operation.mode, operation.ids):
+        if (bound.mode, sorted(bound.ids)) != (operation.mode, sorted(operation.ids)):
             raise ConfirmationError(
                 f"confirmation token {token!r} was given to {bound.describe()}, "
                 f"not to {operation.describe()}: {again}"

@@ -471,6 +471,12 @@ class Archival:
     mode: str = "archive"
     erased: tuple[str, ...] = ()  # purge: where the memories were erased from
 
+    @property
+    def action(self) -> str:
+        """What happened: archived, deleted or purged; unchanged when nothing matched."""
+        done = {"archive": "archived", "delete": "deleted", "purge": "purged"}
+        return done.get(self.mode, self.mode) if self.memories else "unchanged"
+
 
 @dataclass(frozen=True)
 class RememberResult:

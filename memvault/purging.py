@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from . import recovery
+from .errors import InvalidInputError
 from .models import Archival, ChangeEvent, Memory, WriteResult
 
 if TYPE_CHECKING:
@@ -25,6 +26,14 @@ def purge(service: MemoryService, id_or_path: str, reason: str | None) -> WriteR
 def purge_many(service: MemoryService, ids: Sequence[str], reason: str | None) -> Archival:
     """Purge several memories with one history rewrite (a confirmed ``forget(filter=...)``).
     The commits name how many, never which: the filter itself may say what was private."""
+    from .proposals import Drafts  # here: proposals builds on the service
+
+    if isinstance(service, Drafts):  # a client whose writes are proposals (agent_writes)
+        raise InvalidInputError(
+            "this client's writes are proposals (agent_writes): a purge erases history and "
+            "cannot be one; forget with mode archive or delete, or ask the person to run "
+            "`memvault forget --filter ... --purge`"
+        )
     with service._writing():
         memories = [service.get(i) for i in ids]
         if not memories:
@@ -51,10 +60,11 @@ def _erase(
         f"forget: {what} (purge)",
         service._trailers("forget-purge", memory_id),
     )
-    rewritten = service.history.purge(names)
     from .proposals import drop_worktrees  # here: proposals builds on the service
 
-    drop_worktrees(service)  # checked out before the rewrite: they may hold the memories
+    # first: a worktree's index refers to the memories' blobs, and gc keeps what it refers to
+    drop_worktrees(service)
+    rewritten = service.history.purge(names)
     trailers = service._trailers("purge", memory_id)
     if reason:
         trailers["Memvault-Reason"] = reason
@@ -69,6 +79,8 @@ def _forget_derived(service: MemoryService, memories: list[Memory], rewritten: i
     erased += service.access.erase(ids)
     service.vault.id_map()  # rewrites the id catalog without the purged paths
     erased.append("id catalog")
+    service.refresh_provenance()  # history was rewritten: its cache is rebuilt without them
+    erased.append("provenance cache")
     paths = tuple(m.path for m in memories)
     service._notify(ChangeEvent(changed=paths, removed=paths), *memories)
     return erased

@@ -6,7 +6,8 @@ every condition. The words are ``key:value`` pairs (a value with spaces in doubl
 - ``type:`` and ``scope:`` may repeat and match any of their values;
 - ``tag:`` may repeat and matches memories carrying all of them;
 - ``folder:`` a folder the memory is under; ``since:``/``until:`` when it was created
-  (ISO date or time, ``until`` exclusive of later times as in ``recall``);
+  (ISO date or time, or a year or month meaning its first day; ``until`` leaves out later
+  times, as in ``recall``);
 - ``archived:yes`` also selects archived and superseded memories (default: active only).
 
 Expired memories are selected like any other. A filter with no condition, an unknown key or
@@ -17,6 +18,7 @@ would make the selection fuzzy, which is the wrong property for forgetting.
 from __future__ import annotations
 
 import datetime as dt
+import re
 import shlex
 
 from . import validate
@@ -74,11 +76,15 @@ def _words(text: str) -> list[str]:
 
 
 def _moment(key: str, values: list[str]) -> dt.datetime | None:
+    """An ISO date or time; a year (``2025``) or a month (``2026-01``) means its first day."""
     if not values:
         return None
-    moment = parse_time(values[0])
+    text = values[0]
+    if re.fullmatch(r"\d{4}(-\d{2})?", text):
+        text = f"{text}-01-01" if len(text) == 4 else f"{text}-01"
+    moment = parse_time(text)
     if moment is None:
-        raise InvalidInputError(f"filter {key}: must be an ISO date like 2026-11-30")
+        raise InvalidInputError(f"filter {key}: must be an ISO date like 2026-11-30 (or 2026-11)")
     return moment
 
 

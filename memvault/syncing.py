@@ -18,6 +18,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
@@ -42,6 +43,15 @@ Pause = Callable[[], AbstractContextManager[Any]]  # held while git rewrites the
 ATTEMPTS = 2  # a push refused because the remote moved meanwhile: fetch and integrate again
 MOVED = "the remote moved meanwhile"
 _running: ContextVar[bool] = ContextVar("memvault_sync_running", default=False)
+
+
+_locks: dict[Path, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def _lock_for(root: Path) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault(Path(root).resolve(), threading.Lock())
 
 
 def running() -> bool:
@@ -85,11 +95,12 @@ def sync(
     changed: list[str] = []
     inside = _running.set(True)
     try:
-        for _ in range(ATTEMPTS):
-            result = _round(service, name, branch, pause or service.pause or nullcontext)
-            changed += result.changed
-            if result.error is None or MOVED not in result.error:
-                break
+        with _lock_for(service.root):  # the tool, the schedule and after-writes take turns
+            for _ in range(ATTEMPTS):
+                result = _round(service, name, branch, pause or service.pause or nullcontext)
+                changed += result.changed
+                if result.error is None or MOVED not in result.error:
+                    break
     finally:
         _running.reset(inside)
     final = replace(result, changed=tuple(dict.fromkeys(changed)))

@@ -7,15 +7,22 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
+from mcp import Client
 
 from memvault import selection
+from memvault.config import Settings
 from memvault.errors import MemvaultError
 from memvault.service import MemoryService
 
-from .helpers import DAY0, Clock, commit_count, git, run_memvault
+from .helpers import DAY0, Clock, call_tool, commit_count, git, in_process, run_memvault
 from .test_confirm import add, answering, at_terminal, error, forget
+from .test_proposals import as_client, host, vault_state
 
 
 def files(svc: MemoryService) -> list[str]:
@@ -30,6 +37,8 @@ def test_a_filter_line_becomes_the_same_filters_recall_uses() -> None:
     assert not found.include_archived and found.include_expired
     assert selection.parse("folder:journal/2025 archived:yes").include_archived
     assert selection.parse("folder:journal/2025").folder == "journal/2025"
+    assert selection.parse("type:x until:2026-01").until == dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    assert selection.parse("type:x since:2025").since == dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
 
 
 @pytest.mark.parametrize(
@@ -41,6 +50,7 @@ def test_a_filter_line_becomes_the_same_filters_recall_uses() -> None:
         ("colour:blue", "not key:value"),
         ("type:", "not key:value"),
         ("since:last-may", "ISO date"),
+        ("until:2026-1", "ISO date"),
         ("folder:a folder:b", "more than once"),
         ('tag:"unclosed', "cannot be read"),
         ("archived:maybe type:fact", "yes or no"),
@@ -220,3 +230,66 @@ def test_archiving_by_filter_leaves_memories_already_archived_untouched(svc: Mem
     assert (svc.root / svc.get(done_before).path).read_text(encoding="utf-8") == archived_text
     deleting = forget(svc, {"filter": "tag:books archived:yes", "mode": "delete"})
     assert sorted(deleting["pending"]) == sorted([done_before, current])
+
+
+# -- in proposal mode ----------------------------------------------------------------------
+@pytest.fixture
+def proposing(vault_path: Path) -> Iterator[MemoryService]:
+    """A text-only vault whose MCP clients' writes are proposals."""
+    service = MemoryService.open(vault_path, Settings(embedder="none", agent_writes="propose"))
+    yield service
+    service.close()
+
+
+def test_a_purge_by_filter_cannot_be_proposed_and_the_vault_history_is_untouched(
+    proposing: MemoryService,
+) -> None:
+    made = proposing.remember(
+        "The user's locker code is four digits long.", type="fact", tags=["x9"]
+    )
+    assert made.memory is not None
+    before, history = vault_state(proposing), git(proposing.root, "rev-list", "--all")
+    args = {"filter": "tag:x9", "mode": "purge"}
+
+    async def body(client: Client) -> str:
+        first = await client.call_tool("forget", args)
+        token = (first.structured_content or {}).get("confirm")
+        second = await client.call_tool("forget", {**args, "confirm": token})
+        assert second.is_error
+        return str(second.content[0].text)  # type: ignore[union-attr]
+
+    assert "cannot be one" in in_process(proposing, body, **host("cursor"))
+    assert vault_state(proposing) == before and git(proposing.root, "rev-list", "--all") == history
+
+
+def test_archiving_by_filter_as_a_proposing_client_says_proposed(proposing: MemoryService) -> None:
+    made = proposing.remember("The user jogs on Mondays.", type="episode", tags=["jog"])
+    assert made.memory is not None
+    before = vault_state(proposing)
+
+    async def body(client: Client) -> dict[str, Any]:
+        first = await call_tool(client, "forget", {"filter": "tag:jog"})
+        return await call_tool(client, "forget", {"filter": "tag:jog", "confirm": first["confirm"]})
+
+    done = in_process(proposing, body, **host("cursor"))
+    assert done["action"] == "proposed" and done["archived"] == [made.memory.id]
+    assert vault_state(proposing) == before  # the vault itself is unchanged until accepted
+
+
+def test_a_purge_leaves_no_object_of_the_memory_while_a_proposal_worktree_exists(
+    proposing: MemoryService,
+) -> None:
+    made = proposing.remember("The user's locker code is four digits long.", type="fact")
+    assert made.memory is not None
+    as_client(proposing, "cursor", "remember", {"content": "The user rides a red bicycle."})
+    assert (proposing.root / ".memvault" / "proposals" / "cursor").is_dir()
+    proposing.forget(made.memory.id, mode="purge")
+    objects = subprocess.run(
+        ["git", "cat-file", "--batch-all-objects", "--batch"],
+        cwd=proposing.root,
+        capture_output=True,
+        check=True,
+    ).stdout
+    assert b"locker" not in objects and b"bicycle" in objects
+    provenance = proposing.root / ".memvault" / "provenance.json"
+    assert not provenance.exists() or "locker" not in provenance.read_text(encoding="utf-8")

@@ -696,3 +696,31 @@ def test_memvault_and_obsidian_git_on_one_vault_lose_nothing_and_commit_nothing_
         assert len(added) == 1, f"{path} was committed as new {len(added)} times"
     assert git(pair.a.root, "status", "--porcelain") == ""
     git(pair.a.root, "fsck", "--no-progress")
+
+
+def test_stopping_sync_after_writes_waits_for_a_sync_under_way(pair: Pair) -> None:
+    timers, make = fake_timers()
+    started, release = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def slow_sync(service: MemoryService) -> None:
+        started.set()
+        release.wait(timeout=60)
+        order.append("sync finished")
+
+    after = AfterWrites(pair.a, 5.0, sync=slow_sync, timer=make)
+    pair.a.remember("The wiki moved to a new host", type="fact")
+    firing = threading.Thread(target=timers[-1].fire)
+    firing.start()
+    assert started.wait(timeout=60)
+
+    def stop() -> None:
+        after.stop()
+        order.append("stopped")
+
+    stopping = threading.Thread(target=stop)
+    stopping.start()
+    release.set()
+    for thread in (firing, stopping):
+        thread.join(timeout=60)
+    assert order == ["sync finished", "stopped"]

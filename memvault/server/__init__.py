@@ -33,10 +33,10 @@ with every change committed to git. At the start of a task, read memory://index 
 `recall` with the topic) to learn the user's preferences and facts. When the user states a
 preference, a fact about themselves or their work, or a decision, call `remember` once per
 item, written so it stands alone later (who, what, when, and what it answers: "Mel has
-been married 5 years", not "5 years already!"); a fact the profile holds (name, language, allergies...: see `get_profile`) goes to
-`set_profile` instead. When something you remembered turns out wrong, call `update_memory`
-(or `remember` with `supersedes`). Never store secrets. Nothing is lost: every change can be
-reverted."""
+been married 5 years", not "5 years already!"); a fact the profile holds (name, language,
+allergies...: see `get_profile`) goes to `set_profile` instead. When something you
+remembered turns out wrong, call `update_memory` (or `remember` with `supersedes`). Never
+store secrets. Nothing is lost: every change can be reverted."""
 
 
 def build_server(service: MemoryService) -> tuple[MCPServer, Notifier]:

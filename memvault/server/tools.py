@@ -232,10 +232,10 @@ def forget(
     if not verdict.go:
         return _unconfirmed(operation, verdict)
     if scope is not None:
-        return _many_out(lifecycle.forget_scope(service, scope, reason))
+        return _many_out(service, lifecycle.forget_scope(service, scope, reason))
     if filter is not None:
         ids = operation.ids
-        return _many_out(lifecycle.forget_selected(service, ids, mode, reason, filter))
+        return _many_out(service, lifecycle.forget_selected(service, ids, mode, reason, filter))
     return _one_out(service.forget(operation.ids[0], mode, reason))
 
 
@@ -471,15 +471,16 @@ def _one_out(result: WriteResult) -> ForgetOut:
     )
 
 
-def _many_out(result: Archival) -> ForgetOut:
-    """Several memories forgotten in one commit (a session scope or a filter)."""
+def _many_out(service: MemoryService, result: Archival) -> ForgetOut:
+    """Several memories forgotten in one commit (a session scope or a filter); on a
+    proposing client's branch, proposed."""
     ids = [m.id for m in result.memories]
-    done = {"archive": "archived", "delete": "deleted", "purge": "purged"}[result.mode]
     warning = CLONE_WARNING if ids and result.mode == "purge" else None
     if not ids:
         warning = "no active memory matches: nothing forgotten"
+    proposed = isinstance(service, proposals.Drafts) and result.commit is not None
     return ForgetOut(
-        action=done if ids else "unchanged",
+        action="proposed" if proposed else result.action,
         commit=result.commit,
         warning=warning,
         erased=list(result.erased),
