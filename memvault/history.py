@@ -52,6 +52,12 @@ PROC = Path("/proc")
 PURGED_NAME = "(purged)"
 # Commit messages that name a purged path (a commit that also changed another file)
 # get the name replaced: awk reads the names from the environment, no quoting involved.
+# Like --prune-empty (a commit left with nothing to change is dropped), except the records
+# of earlier purges: empty on purpose, they are the audit trail of what was erased.
+_COMMIT_FILTER = (
+    'msg=$(cat); case "$msg" in "purge: "*) printf "%s\\n" "$msg" | git commit-tree "$@";; '
+    '*) printf "%s\\n" "$msg" | git_commit_non_empty_tree "$@";; esac'
+)
 _MSG_FILTER = (
     'awk \'BEGIN { n = split(ENVIRON["MEMVAULT_PURGED"], names, "\\n") }'
     ' { for (i = 1; i <= n; i++) if (names[i] != "")'
@@ -652,7 +658,8 @@ class History:
         self.run(
             "filter-branch",
             "--force",
-            "--prune-empty",
+            "--commit-filter",
+            _COMMIT_FILTER,
             "--index-filter",
             f"git rm -r -q --cached --ignore-unmatch -- {quoted}",
             "--msg-filter",

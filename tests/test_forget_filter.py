@@ -293,3 +293,18 @@ def test_a_purge_leaves_no_object_of_the_memory_while_a_proposal_worktree_exists
     assert b"locker" not in objects and b"bicycle" in objects
     provenance = proposing.root / ".memvault" / "provenance.json"
     assert not provenance.exists() or "locker" not in provenance.read_text(encoding="utf-8")
+
+
+def test_a_later_purge_keeps_the_records_of_earlier_purges(svc: MemoryService) -> None:
+    first = add(svc, "The user's old bank PIN hint is 'garden'.", type="fact")
+    second = add(svc, "The user's old alarm code hint is 'harbour'.", type="fact")
+    svc.forget(first, "purge", "privacy request")
+    svc.forget(second, "purge", "privacy request")
+    subjects = git(svc.root, "log", "--format=%s").splitlines()
+    records = [s for s in subjects if s.startswith("purge: ")]
+    assert records == [
+        f"purge: memory {second} erased from history",
+        f"purge: memory {first} erased from history",
+    ]
+    history = git(svc.root, "log", "--all", "-p")
+    assert "garden" not in history and "harbour" not in history

@@ -268,6 +268,7 @@ def test_purge_says_what_it_erased(text_only: MemoryService) -> None:
         "vector caches",
         "access statistics",
         "id catalog",
+        "provenance cache",
     )
 
 
