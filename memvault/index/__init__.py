@@ -363,6 +363,7 @@ class Index:
                 keyword=keyword.get(i) if keyword else None,
                 vector=vector.get(i) if vector else None,
                 keyword_reach=reach.get(i, 1.0),
+                relevance=scored[i],
                 hits=seen[i].hits if i in seen else 0,
                 last_seen=last_seen(docs[i], seen.get(i)),
             )

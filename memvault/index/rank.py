@@ -49,6 +49,9 @@ class Candidate:
     # rest of the keyword weight goes to the vector leg: BM25 cannot match a Chinese
     # question to an English memory, so its silence there is no evidence against it.
     keyword_reach: float = 1.0
+    # Absolute relevance (see ``relevance`` below; None: not computed). When some
+    # candidate's script is out of the query's reach, it is the keyword leg of all.
+    relevance: float | None = None
     hits: int = 0  # times returned to a client
     last_seen: dt.datetime | None = None  # last access or change, whichever is later
 
@@ -110,6 +113,18 @@ def _rrf(values: dict[str, float]) -> dict[str, float]:
     return {k: (RRF_K + 1.0) / (RRF_K + 1.0 + rank) for rank, k in enumerate(ordered)}
 
 
+CROSS_SCRIPT = 0.5  # keyword reach below this: the query's words cannot reach the memory
+
+
+def across_scripts(candidates: list[Candidate]) -> bool:
+    """Whether the keyword leg reads relevance: some candidate (with a relevance) lies in a
+    script the query's words cannot reach. BM25 over the best BM25 gives a memory that
+    shares one common word with the question (用户, 十一月) the full keyword weight, and
+    the vector score that stands in for BM25 across scripts is relative too; relevance
+    judges both on one absolute scale (the cosine across scripts read as within one)."""
+    return any(c.keyword_reach < CROSS_SCRIPT and c.relevance is not None for c in candidates)
+
+
 def rank(candidates: list[Candidate], weights: Weights, now: dt.datetime) -> list[Ranked]:
     """Score every candidate; best first (ties broken by id for a stable order)."""
     kw_raw = {c.id: c.keyword for c in candidates if c.keyword is not None}
@@ -120,11 +135,15 @@ def rank(candidates: list[Candidate], weights: Weights, now: dt.datetime) -> lis
         kw, vec = _by_max(kw_raw), _normalised(vec_raw)
     w_kw = weights.keyword if kw_raw else 0.0
     w_vec = weights.vector if vec_raw else 0.0
+    # both legs ran, weighted fusion: relevance is the keyword leg of every candidate
+    mixed = bool(w_kw and w_vec) and weights.fusion != "rrf" and across_scripts(candidates)
+    if mixed:
+        kw = {c.id: c.relevance or 0.0 for c in candidates}
     # a missing leg (no vectors yet, or a one-leg mode) hands its weight to the other
     scale = (weights.keyword + weights.vector) / ((w_kw + w_vec) or 1.0)
     out = []
     for c in candidates:
-        reach = c.keyword_reach if w_vec else 1.0
+        reach = c.keyword_reach if w_vec and not mixed else 1.0
         parts = {
             "keyword": w_kw * reach * scale * kw.get(c.id, 0.0),
             "vector": (w_vec + w_kw * (1.0 - reach)) * scale * vec.get(c.id, 0.0),
