@@ -1018,7 +1018,8 @@ def _decide(
         service = _service(ctx, embedder=action == "accept")  # accepted memories get vectors
         if everything:
             waiting = [p.id for p in proposals.pending(service, client)]
-            ids = tuple(waiting if action == "accept" else reversed(waiting))  # later ones first
+            # client by client: each one's oldest first to accept, newest first to reject
+            ids = tuple(waiting if action == "accept" else reversed(waiting))
         for proposal_id in ids:  # each its own commit: what is done stays done
             decisions.append(decide(service, proposal_id))
             if not ctx.json:
@@ -1037,7 +1038,9 @@ def _print_decisions(decisions: list[Any]) -> None:
 
 @review.command()
 @click.argument("ids", nargs=-1)
-@click.option("--all", "everything", is_flag=True, help="Every waiting proposal, oldest first.")
+@click.option(
+    "--all", "everything", is_flag=True, help="Every waiting proposal: each client's oldest first."
+)
 @click.option("--client", default=None, help="With --all: only this client's.")
 @pass_ctx
 def accept(ctx: Ctx, ids: tuple[str, ...], everything: bool, client: str | None) -> None:
@@ -1047,7 +1050,9 @@ def accept(ctx: Ctx, ids: tuple[str, ...], everything: bool, client: str | None)
 
 @review.command()
 @click.argument("ids", nargs=-1)
-@click.option("--all", "everything", is_flag=True, help="Every waiting proposal, newest first.")
+@click.option(
+    "--all", "everything", is_flag=True, help="Every waiting proposal: each client's newest first."
+)
 @click.option("--client", default=None, help="With --all: only this client's.")
 @pass_ctx
 def reject(ctx: Ctx, ids: tuple[str, ...], everything: bool, client: str | None) -> None:

@@ -273,6 +273,12 @@ class History:
                 return (self.root / text.removeprefix("gitdir:").strip()).resolve()
         return dot_git
 
+    def unfinished(self) -> bool:
+        """Whether a git merge or rebase stopped half-way here (a person's to finish or abort):
+        nothing may be committed over it."""
+        git_dir = self.git_dir()
+        return any((git_dir / f).exists() for f in ("MERGE_HEAD", "rebase-merge", "rebase-apply"))
+
     # -- locks left by killed git processes ------------------------------------
     def stale_locks(
         self, now: float | None = None, min_age: float = STALE_LOCK_SECONDS, proc: Path = PROC
@@ -500,14 +506,14 @@ class History:
             return []
         return [c for c in (_parse_record(r, path) for r in self.run(*args).split(_RS)) if c]
 
-    def commits_since(self, since: str | None = None) -> list[Commit]:
-        """Commits after ``since`` (every commit when None), oldest first, renames detected."""
+    def commits_since(self, since: str | None = None, tip: str = "HEAD") -> list[Commit]:
+        """Commits after ``since`` (every commit when None) up to ``tip``, oldest first,
+        renames detected."""
         if self.head() is None:
             return []
         fmt = _RS + _US.join(["%H", "%aI", "%an", "%s", f"%(trailers:only,unfold,separator={_GS})"])
         args = ["log", "--reverse", "-M", f"--format={fmt}", "--name-status", "-z"]
-        if since is not None:
-            args.append(f"{since}..HEAD")
+        args.append(tip if since is None else f"{since}..{tip}")
         return [c for c in (_parse_record(r, None) for r in self.run(*args).split(_RS)) if c]
 
     def commit_before(self, moment: str) -> str | None:

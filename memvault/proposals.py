@@ -10,12 +10,17 @@ either. The writing client does: its ``recall``, ``get_memory`` and ``list_memor
 the vault's plus its branch's changes (:func:`overlay`), marked ``proposed``.
 
 Each proposal is one commit on the branch, named by its sha. Before a proposal is written the
-branch merges the vault's branch (its own version winning where both changed a file), so
-the worktree starts from what the vault says now. :func:`accept` applies a proposal's change
-to the vault under the write lock (one commit attributed to the person, naming the proposal
-and its client; index, provenance and subscribers as for any write), then records the
-acceptance on the branch; :func:`reject` reverts it on the branch (one commit, attributed).
-A proposal whose files changed in the vault since is refused, never merged over.
+branch merges the vault's branch (its own version winning where both changed a file), and
+every file no pending proposal changes is given the vault's version (:func:`_restore`), so
+the worktree is the vault plus what waits for review. :func:`accept` applies a proposal's
+change to the vault under the write lock (one commit attributed to the person, naming the
+proposal and its client; index, provenance and subscribers as for any write), then records
+the acceptance on the branch; :func:`reject` reverts it on the branch (one commit,
+attributed). A proposal whose files changed in the vault since is refused, never merged
+over. Nothing is decided or proposed while the vault is mid-merge or mid-rebase.
+
+An MCP call whose client gave no name proposes as ``unnamed`` (``server.tools`` names it): a
+missing name never turns proposal mode into direct writes.
 """
 
 from __future__ import annotations
@@ -24,10 +29,10 @@ import logging
 import re
 import shutil
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import asof, ids
 from .config import Settings
@@ -43,17 +48,14 @@ from .index import Index
 from .models import ChangeEvent, Filters, Hit, Memory, MemoryInfo, Page, sort_infos
 from .service import MemoryService, current_client
 from .sync import IndexSync
+from .syncing import _unmerged
 from .vault import Vault
-
-if TYPE_CHECKING:
-    from contextlib import AbstractContextManager
 
 log = logging.getLogger(__name__)
 
 BRANCHES = "memvault/proposals/"
 FOLDER = "proposals"  # under .memvault/
 MODES = ("direct", "propose")
-_FS, _RS, _GS = "\x1f", "\x1e", "\x1d"
 
 
 # -- who proposes ------------------------------------------------------------------------
@@ -97,6 +99,7 @@ class Drafts(MemoryService):
     the vault's. Its own small index (text only) holds what it wrote, for ids."""
 
     main: MemoryService | None = None
+    name: str = ""  # the client's slug: its branch and folder
 
     def __post_init__(self) -> None:
         main = self._main
@@ -111,7 +114,22 @@ class Drafts(MemoryService):
         return self.main
 
     def _writing(self) -> AbstractContextManager[None]:
-        return self._main._writing()
+        return self._checked_out()
+
+    @contextmanager
+    def _checked_out(self) -> Iterator[None]:
+        """The vault's lock, with the worktree checked out again if a purge dropped it after
+        :func:`writer` looked (its files and index then went with it)."""
+        main = self._main
+        with main._writing():
+            _refuse_unfinished(main.history)
+            if not (self.vault.root / ".git").is_file():
+                branch = _worktree(main, self.vault.root, self.name)
+                _follow(main, branch, self.name, {"Memvault-Op": "follow"})
+                self.index.close()
+                self.index = _drafts_index(self.vault, self.settings)
+                self.indexing = IndexSync(self.vault, self.index, self.settings)
+            yield
 
     def _trailers(self, op: str, memory_id: str | None) -> dict[str, str]:
         return super()._trailers(op, memory_id) | _proposal_key()
@@ -166,61 +184,132 @@ def writer(service: MemoryService) -> Iterator[MemoryService]:
         yield service
         return
     assert client is not None
-    root = service.vault.state_dir / FOLDER / slug(client)
+    name = slug(client)
+    root = _root(service, name)
     with service._writing():
-        branch = _worktree(service, root, slug(client))
-        _follow(service, branch, {"Memvault-Op": "follow"})
+        _refuse_unfinished(service.history)
+        branch = _worktree(service, root, name)
+        _follow(service, branch, name, {"Memvault-Op": "follow"})
     vault = Vault(root, service.settings.max_file_bytes)
-    vault.state_dir.mkdir(exist_ok=True)
     # what git says of the vault's files: ids of id-less files are the same in the worktree
     vault.origins, vault.edited = service.vault.origins, service.vault.edited
-    text_only = replace(service.settings, embedder="none")
-    index = Index(vault.state_dir / "index", text_only, load_embedder=False)
+    index = _drafts_index(vault, service.settings)
     drafts = Drafts(vault, branch, service.settings, index, service.client, main=service)
+    drafts.name = name
     drafts.clock = lambda: service.clock()  # noqa: PLW0108 (tests move the vault's clock)
     try:
         yield drafts
     finally:
-        index.close()
+        drafts.index.close()
+
+
+def _drafts_index(vault: Vault, settings: Settings) -> Index:
+    """The worktree's small text-only index (what the client's proposals wrote, for ids)."""
+    vault.state_dir.mkdir(parents=True, exist_ok=True)
+    text_only = replace(settings, embedder="none")
+    return Index(vault.state_dir / "index", text_only, load_embedder=False)
+
+
+def _refuse_unfinished(history: History) -> None:
+    if history.unfinished():
+        raise InvalidInputError(
+            "a git merge or rebase is in progress in the vault: finish or abort it "
+            "(`git merge --abort` / `git rebase --abort`), then accept, reject or propose again"
+        )
+
+
+class _Checkout(History):
+    """A proposal worktree's git: it never looks above the worktree for a repository, so a
+    checkout removed meanwhile fails instead of reaching the vault's own repository."""
+
+    def run(
+        self,
+        *args: str,
+        check: bool = True,
+        input_text: str | None = None,
+        identity: bool = True,
+        env: dict[str, str] | None = None,
+    ) -> str:
+        pinned = {"GIT_CEILING_DIRECTORIES": str(self.root.parent)} | (env or {})
+        return super().run(*args, check=check, input_text=input_text, identity=identity, env=pinned)
 
 
 def _worktree(service: MemoryService, root: Path, name: str) -> History:
     """The client's branch, checked out at ``root`` (created from the vault's HEAD)."""
     if not (root / ".git").is_file():
         history = service.history
-        history.run("worktree", "prune")
+        # what a write left after a purge dropped the checkout: not a checkout, maybe erased text
+        shutil.rmtree(root, ignore_errors=True)
+        history.run("worktree", "prune")  # and the registration of a folder gone
         branch = BRANCHES + name
         if history.commit_of(f"refs/heads/{branch}"):
             history.run("worktree", "add", "--quiet", str(root), branch)
         else:
             history.run("worktree", "add", "--quiet", "-b", branch, str(root), "HEAD")
     settings = service.settings
-    return History(root, settings.author_name, settings.author_email)
+    return _Checkout(root, settings.author_name, settings.author_email)
 
 
-def _follow(service: MemoryService, branch: History, trailers: dict[str, str]) -> None:
-    """Bring the branch up to the vault: leftovers of a crashed proposal committed, then the
-    vault's HEAD merged in, the branch's version winning where both changed a file."""
+def _follow(
+    service: MemoryService,
+    branch: History,
+    name: str,
+    trailers: dict[str, str],
+    skip: str | None = None,
+) -> None:
+    """Bring the branch up to the vault in one commit: leftovers of a crashed proposal
+    committed, the vault's HEAD merged in (the branch's version winning where both changed
+    a file), and the vault's version of every file no pending proposal (but ``skip``)
+    changes. An acceptance (``Memvault-Accepted``) is recorded even when nothing changed."""
     _recover(branch)
-    head, before = service.history.head(), branch.head()
-    forced = "Memvault-Accepted" in trailers  # the acceptance is recorded by this commit
-    if head is None or (branch.is_ancestor(head, "HEAD") and not forced):
+    head = service.history.head()
+    if head is None:
         return
-    subject = "proposals: follow the vault"
-    args = ["merge", "--quiet", "--no-ff", "-X", "ours", "-m", format_message(subject, trailers)]
-    try:
-        branch.run(*args, head)
-    except GitError:
-        if not _keep_ours(branch):  # not a conflict: leave the branch as it was
-            branch.run("merge", "--abort", check=False)
-            raise
-        branch.run("commit", "--quiet", "--no-verify", "--no-edit")
-    if forced and branch.head() == before:  # nothing to merge: record it all the same
-        branch.commit_empty(subject, trailers)
+    merging = not branch.is_ancestor(head, "HEAD")
+    if merging:
+        args = ["merge", "--quiet", "--no-ff", "--no-commit", "-X", "ours", head]
+        try:
+            branch.run(*args)
+        except GitError:
+            if not _keep_ours(branch):  # not a conflict: leave the branch as it was
+                branch.run("merge", "--abort", check=False)
+                raise
+    restored = _restore(service, branch, name, skip)
+    if merging or restored or "Memvault-Accepted" in trailers:
+        message = format_message("proposals: follow the vault", trailers)
+        branch.run("commit", "--quiet", "--no-verify", "--allow-empty", "-m", message)
+
+
+def _restore(
+    service: MemoryService, branch: History, name: str, skip: str | None = None
+) -> list[str]:
+    """Put the vault's version of each file no pending proposal (but ``skip``) changes in
+    the worktree, staged: what ``-X ours`` kept of a decided proposal, what an accepted one
+    left at a path the vault gave another memory, what a rejected one reverted to. The
+    paths."""
+    head = service.history.head()
+    if head is None:
+        return []
+    waiting = {p for x in _pending_of(service.history, name) if x.key != skip for p in x.paths}
+    out = branch.run("diff", "--name-only", "--no-renames", "-z", head)
+    stale = [p for p in out.split("\0") if p and p not in waiting]
+    for at in range(0, len(stale), 500):
+        chunk = stale[at : at + 500]
+        listed = branch.run("ls-tree", "-r", "--name-only", "-z", head, "--", *chunk)
+        kept = [p for p in listed.split("\0") if p]  # in the vault: its version
+        gone = [p for p in chunk if p not in set(kept)]  # not in the vault: removed
+        if kept:
+            branch.run("checkout", "--quiet", head, "--", *kept)
+        if gone:
+            branch.run("rm", "--quiet", "--ignore-unmatch", "--", *gone)
+    return stale
 
 
 def _recover(branch: History) -> None:
-    """Commit what a crash left in the worktree, as a proposal (a person reviews it)."""
+    """Commit what a crash left in the worktree, as a proposal (a person reviews it); a
+    merge a crash interrupted is dropped (the next follow makes it again)."""
+    if branch.unfinished():
+        branch.run("merge", "--abort", check=False)
     leftovers = branch.uncommitted()
     if leftovers:
         trailers = {"Memvault-Op": "recover"} | _proposal_key()
@@ -230,11 +319,7 @@ def _recover(branch: History) -> None:
 def _keep_ours(branch: History) -> bool:
     """Settle what ``-X ours`` leaves unmerged (a file changed on the branch and deleted in
     the vault, or the reverse) with the branch's side; False when nothing was unmerged."""
-    unmerged: dict[str, set[int]] = {}
-    for entry in branch.run("ls-files", "-u", "-z").split("\0"):
-        head, tab, path = entry.partition("\t")
-        if tab:
-            unmerged.setdefault(path, set()).add(int(head.split()[2]))
+    unmerged = _unmerged(branch)
     for path, stages in unmerged.items():
         if 2 in stages:
             branch.run("checkout", "--ours", "--", path)
@@ -273,7 +358,8 @@ def pending(service: MemoryService, client: str | None = None) -> list[Pending]:
 
 
 def waiting(service: MemoryService) -> dict[str, int]:
-    """client -> how many of its proposals wait for review (clients with none left out)."""
+    """client -> how many of its proposals wait for review (clients with none left out):
+    one ``git log`` per client."""
     counts = {name: len(_pending_of(service.history, name)) for name in clients(service)}
     return {name: n for name, n in counts.items() if n}
 
@@ -290,25 +376,21 @@ def _pending_of(history: History, name: str) -> list[Pending]:
     branch = f"refs/heads/{BRANCHES}{name}"
     if history.commit_of(branch) is None or history.head() is None:
         return []
-    fmt = _FS.join(["%H", "%P", "%aI", "%s", "%(trailers:only,unfold,separator=%x1d)"]) + _RS
-    out = history.run("log", "--reverse", f"--format={fmt}", f"HEAD..{branch}")
     done: set[str] = set()
     found = []
-    for record in filter(None, (r.strip("\n") for r in out.split(_RS))):
-        sha, parents, time, subject, raw = (record.split(_FS) + [""] * 5)[:5]
-        trailers = dict(
-            (k.strip(), v.strip()) for k, _, v in (t.partition(":") for t in raw.split(_GS))
-        )
+    for commit in history.commits_since("HEAD", branch):  # merges list no files
+        trailers = commit.trailers
         done.update(
             trailers[k] for k in ("Memvault-Accepted", "Memvault-Rejected") if k in trailers
         )
         key = trailers.get("Memvault-Proposed")
-        if len(parents.split()) == 1 and key:
+        if key:  # only proposals carry one (never a merge of the vault)
             op, memory = trailers.get("Memvault-Op", "?"), trailers.get("Memvault-Id")
             by = trailers.get("Memvault-Client")
-            found.append(Pending(sha[:12], name, sha, key, time, subject, op, memory, by, ()))
-    left = [p for p in found if p.key not in done]
-    return [replace(p, paths=tuple(path for _, path in _changes(history, p.commit))) for p in left]
+            paths = tuple(sorted({*commit.files, *(old for old, _ in commit.renames)}))
+            sha, time, subject = commit.sha, commit.date, commit.subject
+            found.append(Pending(sha[:12], name, sha, key, time, subject, op, memory, by, paths))
+    return [p for p in found if p.key not in done]
 
 
 def _changes(history: History, commit: str) -> list[tuple[str, str]]:
@@ -351,13 +433,9 @@ class Decision:
 def accept(service: MemoryService, proposal_id: str) -> Decision:
     """Apply a proposal to the vault as one commit by the person; record it on the branch."""
     with service._writing():
+        _refuse_unfinished(service.history)
         proposal = _find(service, proposal_id)
         plan = _plan(service, proposal)
-        for path, data in plan:
-            if data is None:
-                service.vault.delete(path)
-            else:
-                service.vault.write(path, data)
         trailers = service._trailers("accept", proposal.memory)
         trailers |= {
             "Memvault-Proposal": proposal.commit,
@@ -365,17 +443,47 @@ def accept(service: MemoryService, proposal_id: str) -> Decision:
         }
         paths = [path for path, _ in plan]
         subject = f"accept: {proposal.subject} (proposal {proposal.id})"
-        sha = service.history.commit(paths, subject, trailers, as_person=True) if paths else None
-        branch = _worktree(service, _root(service, proposal.client), proposal.client)
-        _follow(service, branch, {"Memvault-Op": "accepted", "Memvault-Accepted": proposal.key})
+        sha = _apply(service, plan, subject, trailers)
+        name = proposal.client
+        marker = {"Memvault-Op": "accepted", "Memvault-Accepted": proposal.key}
+        _follow(service, _worktree(service, _root(service, name), name), name, marker, proposal.key)
     if paths:
         service.sync_index(paths)
         service.refresh_provenance()
-        service.publish(_event(plan, proposal))
+        service.publish(_event(plan))
     return Decision(proposal, "accepted", sha, tuple(paths))
 
 
-def _event(plan: Sequence[tuple[str, bytes | None]], proposal: Pending) -> ChangeEvent:
+def _apply(
+    service: MemoryService,
+    plan: Sequence[tuple[str, bytes | None]],
+    subject: str,
+    trailers: dict[str, str],
+) -> str | None:
+    """Write the plan to the vault and commit it as the person; the files put back as they
+    were when the commit fails."""
+    vault, paths = service.vault, [path for path, _ in plan]
+    if not paths:
+        return None
+    before = {p: vault.read_regular(p) if vault.abspath(p).exists() else None for p in paths}
+    try:
+        for path, data in plan:
+            if data is None:
+                vault.delete(path)
+            else:
+                vault.write(path, data)
+        return service.history.commit(paths, subject, trailers, as_person=True)
+    except Exception:
+        service.history.run("reset", "--quiet", "--", *paths, check=False)
+        for path, old in before.items():
+            if old is not None:
+                vault.write(path, old)
+            elif vault.abspath(path).exists():
+                vault.delete(path)
+        raise
+
+
+def _event(plan: Sequence[tuple[str, bytes | None]]) -> ChangeEvent:
     return ChangeEvent(
         changed=tuple(p for p, _ in plan),
         added=tuple(p for p, d in plan if d is not None),
@@ -429,6 +537,7 @@ def _blobs_at(history: History, rev: str, paths: Sequence[str]) -> dict[str, byt
 def reject(service: MemoryService, proposal_id: str) -> Decision:
     """Revert a proposal on its branch: one commit by the person; the vault is untouched."""
     with service._writing():
+        _refuse_unfinished(service.history)
         proposal = _find(service, proposal_id)
         branch = _worktree(service, _root(service, proposal.client), proposal.client)
         _recover(branch)
@@ -440,10 +549,12 @@ def reject(service: MemoryService, proposal_id: str) -> Decision:
                 f"proposal {proposal.id} cannot be rejected alone: a later proposal changes "
                 "the same memory; reject that one first (`memvault review` lists them)"
             ) from exc
+        restored = _restore(service, branch, proposal.client, skip=proposal.key)
         trailers = service._trailers("reject", proposal.memory)
         trailers["Memvault-Rejected"] = proposal.key
         subject = f"reject: {proposal.subject} (proposal {proposal.id})"
-        sha = branch.commit(list(proposal.paths), subject, trailers, as_person=True)
+        paths = list(dict.fromkeys([*proposal.paths, *restored]))
+        sha = branch.commit(paths, subject, trailers, as_person=True)
         if sha is None:
             sha = branch.commit_empty(subject, trailers)
     return Decision(proposal, "rejected", sha, ())
@@ -485,12 +596,11 @@ def overlay(service: MemoryService) -> Overlay | None:
     tip = history.commit_of(f"refs/heads/{BRANCHES}{slug(client)}")
     if tip is None or history.head() is None:
         return None
-    out = history.run("diff", "--name-status", "--no-renames", "-z", f"HEAD...{tip}")
-    tokens = [t for t in out.split("\0") if t]
-    pairs = [(s[:1], p) for s, p in zip(tokens[::2], tokens[1::2], strict=False)]
-    if not pairs:
+    # what its pending proposals changed, never what the branch kept of decided ones
+    changed = sorted({p for x in _pending_of(history, slug(client)) for p in x.paths})
+    if not changed:
         return None
-    wanted = [p for s, p in pairs if s != "D" and service.vault.is_memory_path(p)]
+    wanted = [p for p in changed if service.vault.is_memory_path(p)]  # the rest only hide
     memories = {}
     for path, data in _blobs_at(history, tip, wanted).items():
         try:
@@ -498,7 +608,7 @@ def overlay(service: MemoryService) -> Overlay | None:
         except MalformedMemoryError:
             continue
         memories[memory.id] = memory
-    return Overlay(memories, frozenset(p for _, p in pairs))
+    return Overlay(memories, frozenset(changed))
 
 
 def recall(service: MemoryService, query: str, k: int, filters: Filters) -> list[Hit]:

@@ -3,8 +3,10 @@
 Files memvault wrote and did not commit (a crash; known from the vault's write journal)
 become a ``recover`` commit by memvault; everything else is a person's edit and is
 committed as ``external`` with the repository's own identity. Symlinks and other
-non-regular files are never staged (``git add`` would commit the link; doctor reports it).
-The caller holds the vault's write lock.
+non-regular files are never staged (``git add`` would commit the link; doctor reports it),
+nor is a file git left unmerged (``git add`` would settle a person's conflict with its
+markers); while a merge or rebase is stopped half-way nothing is committed: it is the
+person's to finish. The caller holds the vault's write lock.
 """
 
 from __future__ import annotations
@@ -27,8 +29,12 @@ def commit_leftovers(
     vault: Vault, history: History, trailers: Trailers
 ) -> tuple[str | None, list[str]]:
     """Commit uncommitted safe paths: (last sha, the paths)."""
+    if history.unfinished():
+        log.warning("a git merge or rebase is in progress in the vault: nothing recovered")
+        return None, []
     own = vault.journal_paths()
-    pending = committable(vault, history.changed_paths())
+    unmerged = unmerged_paths(history)
+    pending = [p for p in committable(vault, history.changed_paths()) if p not in unmerged]
     mine = [p for p in pending if p in own]
     theirs = [p for p in pending if p not in own]
     sha = None
@@ -55,6 +61,12 @@ def commit_external(
         return None
     when = saved_at(vault, paths)
     return history.commit(paths, external_subject(paths), trailers("external"), True, when)
+
+
+def unmerged_paths(history: History) -> set[str]:
+    """Paths git left unmerged (a conflict of a merge, a `git stash pop`, a `checkout -m`)."""
+    entries = history.run("ls-files", "-u", "-z").split("\0")
+    return {path for _, tab, path in (e.partition("\t") for e in entries) if tab}
 
 
 def committable(vault: Vault, paths: Iterable[str]) -> list[str]:

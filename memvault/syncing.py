@@ -174,8 +174,7 @@ def _branch(history: History) -> str:
             "the vault is not on a branch (detached HEAD): check out its branch, e.g. "
             "`git switch main`, then sync"
         )
-    git_dir = history.root / ".git"
-    if any((git_dir / f).exists() for f in ("MERGE_HEAD", "rebase-merge", "rebase-apply")):
+    if history.unfinished():
         raise InvalidInputError(
             "a git merge or rebase is in progress in the vault: finish or abort it "
             "(`git merge --abort` / `git rebase --abort`), then sync"

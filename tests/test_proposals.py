@@ -4,23 +4,32 @@ differently named clients, the real command line."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import subprocess
 from collections.abc import Iterator
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from click.testing import CliRunner
 from mcp import Client
+from mcp.server.runner import modern_on_request
+from mcp.shared.direct_dispatcher import create_direct_dispatcher_pair
 from mcp.types import Implementation
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
+from mcp_types.version import LATEST_MODERN_VERSION
 
 from memvault import proposals
 from memvault.cli import cli
 from memvault.config import Settings, load_settings
 from memvault.errors import InvalidInputError, StaleRevisionError
 from memvault.models import ChangeEvent
-from memvault.service import MemoryService
+from memvault.server import build_server
+from memvault.service import MemoryService, current_client
 
 from .helpers import commit_count, git, in_process, tool, watching
 
@@ -465,3 +474,145 @@ def test_a_stale_git_lock_in_a_proposal_worktree_is_cleared_like_the_vaults(
     os.utime(lock, (old, old))
     made = as_client(vault, "cursor", "remember", {"content": "The user swims on Fridays."})
     assert made["action"] == "proposed" and not lock.exists()
+
+
+# -- the branch after a decision -----------------------------------------------------------
+def test_after_a_reject_the_client_sees_the_vaults_version_and_proposes_on_it(
+    vault: MemoryService,
+) -> None:
+    made = vault.remember("The user's gym is on Elm Street.", type="fact")
+    assert made.memory is not None
+    memory_id = made.memory.id
+    args = {"id": memory_id, "content": "The user's gym is on Oak Street."}
+    as_client(vault, "cursor", "update_memory", args)
+    vault.update(memory_id, content="The user's gym is on Pine Street.")  # a person, meanwhile
+    as_client(vault, "cursor", "remember", {"content": "The user swims on Fridays."})
+    update, _swim = proposals.pending(vault)
+    proposals.reject(vault, update.id)
+
+    mine = as_client(vault, "cursor", "get_memory", {"id": memory_id})
+    assert "Pine Street" in mine["body"] and not mine.get("proposed")
+    assert [h["id"] for h in recalled(vault, "cursor", "gym Elm Street")] == [memory_id]
+    assert "Pine" in recalled(vault, "cursor", "gym Pine Street")[0]["snippet"]
+    on_branch = git(vault.root, "diff", "--name-only", "HEAD", BRANCH)
+    assert made.memory.path not in on_branch  # the branch holds the vault's version again
+
+    again = {"id": memory_id, "content": "The user's gym is on Birch Street."}
+    assert as_client(vault, "cursor", "update_memory", again)["action"] == "proposed"
+    latest = proposals.pending(vault)[-1]
+    proposals.accept(vault, latest.id)  # built on Pine: not stale
+    assert "Birch Street" in vault.get(memory_id).body
+
+
+def test_after_accepting_onto_a_taken_path_the_client_sees_both_memories(
+    vault: MemoryService,
+) -> None:
+    made = propose_tea(vault)
+    theirs = vault.remember(TEA, type="preference")  # a person, the same title meanwhile
+    assert theirs.memory is not None and theirs.memory.path == made["path"]
+    assert theirs.memory.id != made["id"]
+
+    decision = proposals.accept(vault, made["commit"][:12])
+    assert decision.paths != (made["path"],)  # the proposal went beside the person's memory
+
+    got = as_client(vault, "cursor", "get_memory", {"id": theirs.memory.id})
+    assert got["path"] == made["path"] and not got.get("proposed")
+    listed = as_client(vault, "cursor", "list_memories", {})["memories"]
+    assert sorted((m["id"], m["path"], m.get("proposed")) for m in listed) == sorted(
+        [(theirs.memory.id, made["path"], None), (made["id"], decision.paths[0], None)]
+    )
+    assert git(vault.root, "diff", "--name-only", "HEAD", BRANCH) == ""
+    assert as_client(vault, "cursor", "list_proposals", {})["proposals"] == []
+
+
+# -- a vault mid-merge ---------------------------------------------------------------------
+def test_decisions_and_proposals_are_refused_while_the_vault_is_mid_merge(
+    vault: MemoryService,
+) -> None:
+    made = propose_tea(vault)
+    car = vault.remember("The user's car is blue.", type="fact").memory
+    assert car is not None
+    main = git(vault.root, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    note = vault.root / car.path
+    git(vault.root, "switch", "-q", "-c", "elsewhere")
+    note.write_text(note.read_text().replace("blue", "red"))
+    git(vault.root, "commit", "-qam", "red on another machine")
+    git(vault.root, "switch", "-q", main)
+    note.write_text(note.read_text().replace("blue", "green"))
+    git(vault.root, "commit", "-qam", "green here")
+    with pytest.raises(subprocess.CalledProcessError):
+        git(vault.root, "merge", "elsewhere")  # stops on the conflict: the person's to finish
+    before, on_branch = vault_state(vault), branch_commits(vault)
+
+    for decide in (proposals.accept, proposals.reject):
+        with pytest.raises(InvalidInputError, match="merge or rebase is in progress"):
+            decide(vault, made["commit"][:12])
+    code, _, err = cli_run(vault.root, "review", "accept", made["commit"][:12])
+    assert code == 1 and "merge or rebase is in progress" in err
+    text = failing(vault, "cursor", "remember", {"content": "The user swims on Fridays."})
+    assert "merge or rebase is in progress" in text
+
+    assert vault_state(vault) == before and branch_commits(vault) == on_branch
+    assert git(vault.root, "ls-files", "-u").strip()  # still the person's conflict
+    assert not (vault.root / made["path"]).exists()
+    assert [p.key for p in proposals.pending(vault)] == [proposals.pending(vault)[0].key]
+
+
+# -- who proposes --------------------------------------------------------------------------
+def test_an_mcp_call_without_a_client_name_is_a_proposal_not_a_direct_write(
+    vault: MemoryService,
+) -> None:
+    """A modern (per-request) MCP call may leave out its client info: it still proposes."""
+    server, notifier = build_server(vault)
+    envelope = {PROTOCOL_VERSION_META_KEY: LATEST_MODERN_VERSION, CLIENT_CAPABILITIES_META_KEY: {}}
+    args = {"content": "The user keeps bees.", "type": "fact"}
+
+    async def unnamed(tool_name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        lowlevel = server._lowlevel_server
+        async with AsyncExitStack() as stack:
+            state = await stack.enter_async_context(lowlevel.lifespan(lowlevel))
+            ours, theirs = create_direct_dispatcher_pair(raise_handler_exceptions=False)
+            group = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(theirs.close)
+            await group.start(theirs.run, modern_on_request(lowlevel, state), _no_notifications)
+            stack.callback(ours.close)
+            await group.start(ours.run, _no_requests, _no_notifications)
+            params = {"name": tool_name, "arguments": arguments, "_meta": envelope}
+            return await ours.send_raw_request("tools/call", params)
+
+    before = vault_state(vault)
+    try:
+        made = asyncio.run(unnamed("remember", args))["structuredContent"]
+        seen = asyncio.run(unnamed("get_memory", {"id": made["id"]}))["structuredContent"]
+    finally:
+        vault.listeners.remove(notifier.on_change)
+    assert made["action"] == "proposed" and vault_state(vault) == before
+    assert seen["proposed"] is True  # the unnamed client sees what it proposed
+    assert [p.client for p in proposals.pending(vault)] == ["unnamed"]
+
+
+async def _no_notifications(*_: Any) -> None:
+    return None
+
+
+async def _no_requests(*_: Any) -> dict[str, Any]:
+    raise AssertionError("the server asked the client something")
+
+
+def test_a_purge_between_opening_the_branch_and_writing_to_it_breaks_nothing(
+    vault: MemoryService,
+) -> None:
+    propose_tea(vault)
+    before = vault_state(vault)
+    asking = current_client.set("cursor/2.0")
+    try:
+        with proposals.writer(vault) as drafts:
+            proposals.drop_worktrees(vault)  # what a purge does, between the two
+            made = drafts.remember("The user swims on Fridays.", type="fact")
+    finally:
+        current_client.reset(asking)
+    assert made.action == "proposed" and vault_state(vault) == before
+    assert git(vault.root, "log", "-1", "--format=%s", BRANCH).startswith("remember: ")
+    later = as_client(vault, "cursor", "remember", {"content": "The user keeps bees."})
+    assert later["action"] == "proposed" and vault_state(vault) == before
+    assert [p.op for p in proposals.pending(vault)] == ["remember"] * 3

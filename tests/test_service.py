@@ -208,6 +208,26 @@ def test_a_crash_between_write_and_commit_is_recovered_on_next_start(vault_path:
         svc.close()
 
 
+def test_opening_the_vault_never_stages_a_file_git_left_unmerged(vault_path: Path) -> None:
+    note = vault_path / "facts" / "car.md"
+    note.parent.mkdir(exist_ok=True)
+    note.write_text("# Car\n\nThe user's car is blue.\n", encoding="utf-8")
+    git(vault_path, "add", "facts/car.md")
+    git(vault_path, "commit", "-qm", "car")
+    note.write_text("# Car\n\nThe user's car is red.\n", encoding="utf-8")
+    git(vault_path, "stash", "-q")
+    note.write_text("# Car\n\nThe user's car is green.\n", encoding="utf-8")
+    git(vault_path, "commit", "-qam", "green")
+    with pytest.raises(subprocess.CalledProcessError):
+        git(vault_path, "stash", "pop")  # a conflict, and no merge in progress
+    before = commit_count(vault_path)
+
+    MemoryService.open(vault_path, Settings(embedder="none")).close()
+
+    assert commit_count(vault_path) == before
+    assert git(vault_path, "ls-files", "-u", "--", "facts/car.md").strip()  # still the person's
+
+
 WRITER = """
 import sys
 from pathlib import Path

@@ -651,14 +651,17 @@ def _attach(ctx: Context | None, notifier: Notifier) -> None:
     notifier.loop = notifier.loop or asyncio.get_running_loop()
 
 
-def _client_name(ctx: Context | None) -> str | None:
+def _client_name(ctx: Context | None) -> str:
+    """The calling client's name and version; ``unnamed`` when it gave none (a modern
+    per-request call may leave its client info out): an MCP call always has a name, so
+    proposal mode never falls back to writing directly."""
     try:
         params = ctx.session.client_params if ctx is not None else None
     except Exception:  # outside a request, or no session: no name
-        return None
-    if params is None or params.client_info is None:
-        return None
-    info = params.client_info
+        params = None
+    info = params.client_info if params is not None else None
+    if info is None or not info.name.strip():
+        return "unnamed"
     return f"{info.name}/{info.version}" if info.version else info.name
 
 
