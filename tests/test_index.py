@@ -12,6 +12,7 @@ import whoosh.index
 
 from memvault.config import Settings
 from memvault.index import INDEX_VERSION, Index
+from memvault.index.fulltext import FullText, TextDoc
 from memvault.index.vectors import make_embedder, resolve_st_model
 from memvault.models import Filters, Hit
 from memvault.reports import status
@@ -275,3 +276,74 @@ def test_the_index_is_disposable(service: MemoryService) -> None:
         assert titles(svc.recall("deleting memvault")) == ["Deleting .memvault loses nothing."]
     finally:
         svc.close()
+
+
+def whoosh_bm25f(folder: Path, query: str) -> dict[str, float]:
+    """What Whoosh itself scores for the query FullText.search runs (every match)."""
+    from whoosh import query as wq
+    from whoosh.scoring import BM25F
+
+    from memvault.index.fulltext import FIELD_BOOSTS
+
+    terms = list(dict.fromkeys(tokens(query)))
+    clauses = [wq.Term(f, t, boost=b) for t in terms for f, b in FIELD_BOOSTS.items()]
+    with whoosh.index.open_dir(str(folder)).searcher(weighting=BM25F()) as searcher:
+        return {hit["id"]: hit.score for hit in searcher.search(wq.Or(clauses), limit=None)}
+
+
+def text_docs(count: int, start: int = 0) -> list[TextDoc]:
+    words = ["budget", "review", "Rust", "Japan", "coffee", "editor", "theme", "report"]
+    return [
+        TextDoc(
+            f"m{n}",
+            f"notes/m{n}.md",
+            f"{words[n % 8]} note {n % 13}",
+            words[(n * 3) % 8],
+            " ".join(words[(n + k) % 8] for k in range(n % 5 + 1)) + f" item {n % 7}",
+            f"2024-05-0{n % 9 + 1} May",
+        )
+        for n in range(start, start + count)
+    ]
+
+
+QUERIES_FT = ["budget review", "Rust editor theme item 3", "coffee", "May report note 5", "x"]
+
+
+def test_full_text_scores_are_whooshs_bm25f_to_the_bit_across_segments_and_deletions(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "text"
+    text = FullText(folder)
+    try:
+        for batch in range(4):  # one segment per commit (small ones get merged)
+            text.upsert(text_docs(60, batch * 50))  # overlapping ids: deleted documents
+        text.delete(["m3", "m77"])
+        for query in QUERIES_FT:
+            assert text.search(query, limit=1000) == whoosh_bm25f(folder, query)
+        # the cut keeps the lower document number among equal scores, as Whoosh's does
+        ties = [TextDoc(f"t{n}", f"t{n}.md", "kiwi", "", "kiwi", "") for n in range(5)]
+        text.upsert(ties)
+        assert list(text.search("kiwi", limit=3)) == ["t0", "t1", "t2"]
+        shares = text.coverage("kiwi coffee", ["t4", "m4", "m0", "m3", "gone"])
+        assert shares == {"t4": 0.5, "m4": 0.5, "m0": 0.0}  # deleted and unknown: left out
+    finally:
+        text.close()
+
+
+@pytest.mark.slow
+def test_full_text_scores_in_a_segment_whoosh_sums_as_a_tree_are_whooshs_to_the_bit(
+    tmp_path: Path,
+) -> None:
+    from memvault.index.fulltext import OR_ARRAY_LIMIT
+
+    folder = tmp_path / "text"
+    text = FullText(folder)
+    try:
+        text.upsert(text_docs(OR_ARRAY_LIMIT + 200))
+        text.delete(["m10"], erase=True)  # one segment of them all
+        with whoosh.index.open_dir(str(folder)).reader() as reader:
+            assert [r.doc_count_all() for r, _ in reader.leaf_readers()] == [OR_ARRAY_LIMIT + 199]
+        for query in QUERIES_FT:
+            assert text.search(query, limit=10_000) == whoosh_bm25f(folder, query)
+    finally:
+        text.close()
