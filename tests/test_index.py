@@ -347,3 +347,33 @@ def test_full_text_scores_in_a_segment_whoosh_sums_as_a_tree_are_whooshs_to_the_
             assert text.search(query, limit=10_000) == whoosh_bm25f(folder, query)
     finally:
         text.close()
+
+
+def test_vectors_added_after_a_search_score_as_after_a_rebuild(
+    service: MemoryService, vault_path: Path
+) -> None:
+    from memvault.index.language import language_means
+    from memvault.index.store import Store
+
+    texts = ["Standup is at 9:30.", "用户喜欢深色主题", "Billing runs on Postgres."]
+    for text in texts:
+        service.remember(text, type="fact")
+    service.recall("standup time")  # builds the search matrices
+    for text in ["The budget review is on Monday.", "周五下午开周会", "Rust for the new CLI."]:
+        service.remember(text, type="fact")
+    store = service.index.store
+    embedder = service.index.loader.get()
+    assert embedder is not None
+    means = language_means(embedder.name)
+    assert means is not None  # the transformed copy is extended too
+    query = means.query(embedder.embed_query("when is the weekly meeting"))
+    ids = list(store.docs)
+    store.refresh()
+    grown = store.nearest_and(query, 4, lambda i: True, ids, means.passages)
+    rebuilt = Store(vault_path / ".memvault" / "index" / "store.sqlite")
+    try:
+        assert rebuilt.nearest_and(query, 4, lambda i: True, ids, means.passages) == grown
+        assert store._row_owner == rebuilt._row_owner  # same rows, same order
+    finally:
+        rebuilt.close()
+    assert len(grown[1]) == 6
