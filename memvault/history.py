@@ -15,6 +15,7 @@ import configparser
 import itertools
 import logging
 import os
+import re
 import shlex
 import shutil
 import tempfile
@@ -38,6 +39,7 @@ from .models import Commit
 log = logging.getLogger(__name__)
 
 _RS, _US, _GS = "\x1e", "\x1f", "\x1d"
+_SUMMARY = re.compile(r"\[[^\]\n]* ([0-9a-f]{40})\] ")  # `git commit`'s first line
 _LOCK_MARKERS = ("index.lock", "cannot lock ref", "Unable to create", "unable to lock")
 CLONE_WARNING = (
     "purged from this repository's history; clones, remotes and backups made before "
@@ -371,13 +373,19 @@ class History:
                 "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input_text=add_spec
             )
         wanted = set(paths)
-        staged = self.run("diff", "--cached", "--name-only", "--no-renames", "-z").split("\0")
+        staged = set(self.run("diff", "--cached", "--name-only", "--no-renames", "-z").split("\0"))
+        staged.discard("")
         if not wanted.intersection(staged):
             return None
-        args = ["commit", "-q", "--no-verify", "--pathspec-from-file=-", "--pathspec-file-nul"]
+        args = ["commit", "--no-verify"]
+        if not staged <= wanted:  # changes staged by someone else stay out of this commit
+            args += ["--pathspec-from-file=-", "--pathspec-file-nul"]
+        # else the index holds exactly these paths' changes: committing it is the same
+        # commit without `--only`'s temporary index and second refresh (half the time at 10k)
         if date is not None:
             args.append(f"--date={date}")
-        return self._commit(args, format_message(subject, trailers or {}), as_person, spec)
+        stdin = spec if "--pathspec-file-nul" in args else None
+        return self._commit(args, format_message(subject, trailers or {}), as_person, stdin)
 
     def _commit(
         self, args: list[str], message: str, as_person: bool, stdin: str | None = None
@@ -390,10 +398,13 @@ class History:
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(message)
-            self.run(*args, "-F", message_file, input_text=stdin)
+            # not quiet, full hashes: git's summary line names the commit ("[main <sha>]
+            # subject"), so no `rev-parse HEAD` after it
+            out = self.run("-c", "core.abbrev=no", *args, "-F", message_file, input_text=stdin)
         finally:
             os.unlink(message_file)
-        return self.head()
+        made = _SUMMARY.match(out)
+        return made.group(1) if made else self.head()
 
     def _committable(self, paths: Sequence[str]) -> list[str]:
         """Drop paths that neither exist nor are tracked (created and deleted unseen)."""
@@ -422,7 +433,7 @@ class History:
 
     def commit_empty(self, subject: str, trailers: dict[str, str]) -> str | None:
         """A commit that changes no file: a record in the log (for example of a purge)."""
-        args = ["commit", "-q", "--no-verify", "--allow-empty"]
+        args = ["commit", "--no-verify", "--allow-empty"]
         return self._commit(args, format_message(subject, trailers), as_person=False)
 
     def uncommitted(self) -> list[str]:

@@ -138,3 +138,22 @@ def test_a_folder_with_a_broken_git_file_is_no_repository_and_init_says_why(
     assert caught.value.returncode == 128
     assert caught.value.stderr.startswith("fatal: invalid gitfile format")
     assert (tmp_path / ".git").read_text(encoding="utf-8") == "garbage\n"
+
+
+def test_a_commit_holds_only_its_paths_and_names_itself_whatever_else_is_staged(
+    tmp_path: Path,
+) -> None:
+    history = new_history(tmp_path / "vault")
+    root = history.root
+    (root / "mine.md").write_text("one\n")
+    first = history.commit(["mine.md"], "add: mine", {})
+    assert first == git(root, "rev-parse", "HEAD").strip()  # the whole index was ours
+    (root / "theirs.md").write_text("a person's draft\n")
+    git(root, "add", "theirs.md")  # staged by a person, not by memvault
+    (root / "mine.md").write_text("two\n")
+    second = history.commit(["mine.md"], "edit: mine", {})
+    assert second == git(root, "rev-parse", "HEAD").strip()
+    assert git(root, "show", "--name-only", "--format=", "HEAD").split() == ["mine.md"]
+    assert git(root, "diff", "--cached", "--name-only").split() == ["theirs.md"]  # still staged
+    assert history.commit(["mine.md"], "edit: nothing", {}) is None  # no change, no commit
+    assert commit_count(root) == 2
