@@ -318,6 +318,7 @@ def test_full_text_scores_are_whooshs_bm25f_to_the_bit_across_segments_and_delet
         for batch in range(4):  # one segment per commit (small ones get merged)
             text.upsert(text_docs(60, batch * 50))  # overlapping ids: deleted documents
         text.delete(["m3", "m77"])
+        assert text.count() == 210 - 2  # one document per id, replaced ones deleted
         for query in QUERIES_FT:
             assert text.search(query, limit=1000) == whoosh_bm25f(folder, query)
         # the cut keeps the lower document number among equal scores, as Whoosh's does
