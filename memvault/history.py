@@ -19,6 +19,7 @@ import re
 import shlex
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -39,6 +40,7 @@ from .models import Commit
 log = logging.getLogger(__name__)
 
 _RS, _US, _GS = "\x1e", "\x1f", "\x1d"
+GC_AUTO_LOOSE = 6700  # git's gc.auto default: loose objects before an automatic pack
 _SUMMARY = re.compile(r"\[[^\]\n]* ([0-9a-f]{40})\] ")  # `git commit`'s first line
 _LOCK_MARKERS = ("index.lock", "cannot lock ref", "Unable to create", "unable to lock")
 CLONE_WARNING = (
@@ -189,6 +191,7 @@ class History:
         self.author_email = author_email
         self.lock_retry_seconds = lock_retry_seconds
         self._git = CleanGit(root)
+        self._objects: Path | None = None  # the object folder, found at the first commit
 
     # -- plumbing -----------------------------------------------------------
     def run(
@@ -399,12 +402,37 @@ class History:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(message)
             # not quiet, full hashes: git's summary line names the commit ("[main <sha>]
-            # subject"), so no `rev-parse HEAD` after it
-            out = self.run("-c", "core.abbrev=no", *args, "-F", message_file, input_text=stdin)
+            # subject"), so no `rev-parse HEAD` after it. No `git maintenance run --auto`
+            # after it either (a process per commit): see _tidy
+            config = ["-c", "core.abbrev=no", "-c", "maintenance.auto=false"]
+            out = self.run(*config, *args, "-F", message_file, input_text=stdin)
         finally:
             os.unlink(message_file)
+        self._tidy()
         made = _SUMMARY.match(out)
         return made.group(1) if made else self.head()
+
+    def _tidy(self) -> None:
+        """What ``git commit`` does after each commit, only when it has work: git packs
+        loose objects (``gc --auto``) once about 6,700 are loose, which it estimates from the
+        objects/17 folder; that estimate is one directory listing here, and the maintenance
+        (which checks again, honouring the repository's settings) runs in the background."""
+        if self._objects is None:  # no git process for a plain repository
+            plain = (self.root / ".git").is_dir()
+            common = ".git" if plain else self.run("rev-parse", "--git-common-dir", check=False)
+            self._objects = self.root / common.strip() / "objects"
+        try:
+            loose = sum(1 for _ in os.scandir(self._objects / "17"))
+        except OSError:
+            return
+        if loose > -(-GC_AUTO_LOOSE // 256):  # as git rounds it
+            threading.Thread(
+                target=self.run,
+                args=("maintenance", "run", "--auto", "--quiet"),
+                kwargs={"check": False},
+                name="memvault-git-maintenance",
+                daemon=True,
+            ).start()
 
     def _committable(self, paths: Sequence[str]) -> list[str]:
         """Drop paths that neither exist nor are tracked (created and deleted unseen)."""

@@ -157,3 +157,28 @@ def test_a_commit_holds_only_its_paths_and_names_itself_whatever_else_is_staged(
     assert git(root, "diff", "--cached", "--name-only").split() == ["theirs.md"]  # still staged
     assert history.commit(["mine.md"], "edit: nothing", {}) is None  # no change, no commit
     assert commit_count(root) == 2
+
+
+@pytest.mark.slow
+def test_loose_objects_are_still_packed_when_git_would_pack_them(tmp_path: Path) -> None:
+    """memvault's commits skip git's own check after each commit (a process each time) and
+    start the maintenance themselves once as many objects are loose as git waits for."""
+    import threading
+
+    history = new_history(tmp_path / "vault")
+    root = history.root
+    git(root, "config", "gc.autoDetach", "false")  # the maintenance ends before its thread
+    files = root / "files"
+    files.mkdir()
+    for n in range(10_000):  # committed by hand without git's own check: all left loose
+        (files / f"{n}.txt").write_text(f"loose object {n}\n")
+    git(root, "add", "files")
+    git(root, "-c", "maintenance.auto=false", "commit", "-q", "-m", "files")
+    loose = int(git(root, "count-objects").split()[0])
+    assert loose > 10_000
+    (root / "a.md").write_text("one\n")
+    history.commit(["a.md"], "add: a", {})
+    for thread in threading.enumerate():
+        if thread.name == "memvault-git-maintenance":
+            thread.join(timeout=120)
+    assert int(git(root, "count-objects").split()[0]) < 100  # packed
