@@ -147,7 +147,17 @@ def test_a_commit_holds_only_its_paths_and_names_itself_whatever_else_is_staged(
     root = history.root
     (root / "mine.md").write_text("one\n")
     first = history.commit(["mine.md"], "add: mine", {})
-    assert first == git(root, "rev-parse", "HEAD").strip()  # the whole index was ours
+    assert first == git(root, "rev-parse", "HEAD").strip()
+    git(root, "pack-refs", "--all")  # HEAD's branch now only in packed-refs
+    (root / "also.md").write_text("also\n")
+    also = history.commit(["also.md"], "add: also", {"Memvault-Op": "add"})
+    assert also == git(root, "rev-parse", "HEAD").strip()  # the whole index was ours
+    assert (
+        git(root, "log", "-1", "--format=%P%n%B", also)
+        == f"{first}\nadd: also\n\nMemvault-Op: add\n\n"
+    )
+    assert "commit: add: also" in git(root, "reflog", "-1")
+    assert git(root, "status", "--porcelain") == ""
     (root / "theirs.md").write_text("a person's draft\n")
     git(root, "add", "theirs.md")  # staged by a person, not by memvault
     (root / "mine.md").write_text("two\n")
@@ -156,7 +166,7 @@ def test_a_commit_holds_only_its_paths_and_names_itself_whatever_else_is_staged(
     assert git(root, "show", "--name-only", "--format=", "HEAD").split() == ["mine.md"]
     assert git(root, "diff", "--cached", "--name-only").split() == ["theirs.md"]  # still staged
     assert history.commit(["mine.md"], "edit: nothing", {}) is None  # no change, no commit
-    assert commit_count(root) == 2
+    assert commit_count(root) == 3
 
 
 @pytest.mark.slow
