@@ -15,9 +15,11 @@ import configparser
 import itertools
 import logging
 import os
+import re
 import shlex
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -38,6 +40,9 @@ from .models import Commit
 log = logging.getLogger(__name__)
 
 _RS, _US, _GS = "\x1e", "\x1f", "\x1d"
+_FULL_SHA = re.compile(r"[0-9a-f]{40}")
+GC_AUTO_LOOSE = 6700  # git's gc.auto default: loose objects before an automatic pack
+_SUMMARY = re.compile(r"\[[^\]\n]* ([0-9a-f]{40})\] ")  # `git commit`'s first line
 _LOCK_MARKERS = ("index.lock", "cannot lock ref", "Unable to create", "unable to lock")
 CLONE_WARNING = (
     "purged from this repository's history; clones, remotes and backups made before "
@@ -169,6 +174,15 @@ def _stdin(text: str | None) -> Iterator[IO[bytes] | None]:
         yield handle
 
 
+def _whitespace_cleaned(message: str) -> str:
+    """``message`` as ``git commit -F`` stores it (its "whitespace" clean-up): no trailing
+    spaces, no runs of empty lines, none at either end, a final newline; "" if empty."""
+    lines = [line.rstrip() for line in message.split("\n")]
+    kept = [line for n, line in enumerate(lines) if line or (n and lines[n - 1])]
+    text = "\n".join(kept).strip("\n")
+    return text + "\n" if text else ""
+
+
 def format_message(subject: str, trailers: dict[str, str]) -> str:
     lines = [subject.replace("\n", " ").strip()]
     clean = {k: " ".join(str(v).split()) for k, v in trailers.items() if v}
@@ -193,6 +207,7 @@ class History:
         self.author_email = author_email
         self.lock_retry_seconds = lock_retry_seconds
         self._git = CleanGit(root)
+        self._objects: Path | None = None  # the object folder, found at the first commit
 
     # -- plumbing -----------------------------------------------------------
     def run(
@@ -385,6 +400,7 @@ class History:
         paths = self._committable(paths)
         if not paths:
             return None
+        before = self._head_sha() or self.head()  # to tell another git client's commit
         # Paths go through stdin, not argv: an import of 50k files overflows the argument list.
         spec = "\0".join(paths)
         unstaged = self._not_staged_yet(paths)
@@ -394,21 +410,33 @@ class History:
                 "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input_text=add_spec
             )
         wanted = set(paths)
-        staged = self.run("diff", "--cached", "--name-only", "--no-renames", "-z").split("\0")
+        staged = set(self.run("diff", "--cached", "--name-only", "--no-renames", "-z").split("\0"))
+        staged.discard("")
         if not wanted.intersection(staged):
             return None
-        args = ["commit", "-q", "--no-verify", "--pathspec-from-file=-", "--pathspec-file-nul"]
+        message = format_message(subject, trailers or {})
+        if staged <= wanted and date is None and not as_person:
+            # the index holds exactly these paths' changes: it is the commit
+            made = self._commit_index(message)
+            if made is not None:
+                return made
+        args = ["commit", "--no-verify"]
+        if not staged <= wanted:  # changes staged by someone else stay out of this commit
+            args += ["--pathspec-from-file=-", "--pathspec-file-nul"]
         if date is not None:
             args.append(f"--date={date}")
+        stdin = spec if "--pathspec-file-nul" in args else None
         try:
-            return self._commit(args, format_message(subject, trailers or {}), as_person, spec)
+            return self._commit(args, message, as_person, stdin)
         except GitError:
-            if self._dirty(paths):
+            head = self.head()
+            if head == before or self._dirty(paths):
                 raise
             # Another git client (obsidian-git's backup, a person's `git commit -a`) committed
-            # these files between our staging and our commit: they are in history, not lost.
+            # these files between our staging and our commit: HEAD moved and holds them as
+            # written, so they are in history, not lost; that commit is the answer.
             log.info("%d file(s) were committed by another git client meanwhile", len(paths))
-            return None
+            return head
 
     def _dirty(self, paths: Sequence[str]) -> bool:
         """Whether any of ``paths`` differs from HEAD (in the index or the work tree)."""
@@ -417,6 +445,57 @@ class History:
             if self.run("status", "--porcelain", "-z", "--", *chunk).strip("\0"):
                 return True
         return False
+
+    def _commit_index(self, message: str) -> str | None:
+        """Commit the index as it stands on top of HEAD with git's plumbing: ``write-tree``,
+        ``commit-tree``, then ``update-ref`` from the parent to the new commit, which git
+        refuses if HEAD moved meanwhile. ``git commit`` makes the same commit but first
+        refreshes the stat data of every index entry (an ``lstat`` per file) and writes the
+        index again: at 10k files 42 -> 25 ms of git's CPU, 108 -> 70 ms at load 5.
+        None when this way does not apply (no commit yet, not a plain repository, an empty
+        message, an index git cannot make a tree of, HEAD moved): ``git commit`` then runs,
+        with its own answer."""
+        parent = self._head_sha()
+        text = _whitespace_cleaned(message)
+        if parent is None or not text:
+            return None
+        try:
+            tree = self.run("write-tree").strip()
+        except GitError:
+            return None
+        fd, message_file = tempfile.mkstemp(prefix="memvault-msg-", dir=self.root / ".git")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            sha = self.run("commit-tree", tree, "-p", parent, "-F", message_file).strip()
+        finally:
+            os.unlink(message_file)
+        try:  # as `git commit` moves HEAD (and logs it so in the reflog)
+            self.run("update-ref", "-m", f"commit: {text.split(chr(10))[0]}", "HEAD", sha, parent)
+        except GitError:
+            return None  # the commit object stays unreferenced; git gc drops it
+        self._tidy()
+        return sha
+
+    def _head_sha(self) -> str | None:
+        """The commit HEAD points at, read from the files of a plain repository (loose or
+        packed ref); None when it cannot be read that way (then git is asked instead)."""
+        git_dir = self.root / ".git"
+        try:
+            head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
+            if not head.startswith("ref: "):
+                return head if _FULL_SHA.fullmatch(head) else None
+            ref = head[len("ref: ") :]
+            if (git_dir / ref).is_file():
+                sha = (git_dir / ref).read_text(encoding="utf-8").strip()
+                return sha if _FULL_SHA.fullmatch(sha) else None
+            for line in (git_dir / "packed-refs").read_text(encoding="utf-8").splitlines():
+                sha, _, name = line.partition(" ")
+                if name == ref and _FULL_SHA.fullmatch(sha):
+                    return sha
+        except (OSError, UnicodeDecodeError):
+            return None
+        return None
 
     def _commit(
         self, args: list[str], message: str, as_person: bool, stdin: str | None = None
@@ -429,10 +508,38 @@ class History:
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(message)
-            self.run(*args, "-F", message_file, input_text=stdin)
+            # not quiet, full hashes: git's summary line names the commit ("[main <sha>]
+            # subject"), so no `rev-parse HEAD` after it. No `git maintenance run --auto`
+            # after it either (a process per commit): see _tidy
+            config = ["-c", "core.abbrev=no", "-c", "maintenance.auto=false"]
+            out = self.run(*config, *args, "-F", message_file, input_text=stdin)
         finally:
             os.unlink(message_file)
-        return self.head()
+        self._tidy()
+        made = _SUMMARY.match(out)
+        return made.group(1) if made else self.head()
+
+    def _tidy(self) -> None:
+        """What ``git commit`` does after each commit, only when it has work: git packs
+        loose objects (``gc --auto``) once about 6,700 are loose, which it estimates from the
+        objects/17 folder; that estimate is one directory listing here, and the maintenance
+        (which checks again, honouring the repository's settings) runs in the background."""
+        if self._objects is None:  # no git process for a plain repository
+            plain = (self.root / ".git").is_dir()
+            common = ".git" if plain else self.run("rev-parse", "--git-common-dir", check=False)
+            self._objects = self.root / common.strip() / "objects"
+        try:
+            loose = sum(1 for _ in os.scandir(self._objects / "17"))
+        except OSError:
+            return
+        if loose > -(-GC_AUTO_LOOSE // 256):  # as git rounds it
+            threading.Thread(
+                target=self.run,
+                args=("maintenance", "run", "--auto", "--quiet"),
+                kwargs={"check": False},
+                name="memvault-git-maintenance",
+                daemon=True,
+            ).start()
 
     def _committable(self, paths: Sequence[str]) -> list[str]:
         """Drop paths that neither exist nor are tracked (created and deleted unseen)."""
@@ -461,7 +568,7 @@ class History:
 
     def commit_empty(self, subject: str, trailers: dict[str, str]) -> str | None:
         """A commit that changes no file: a record in the log (for example of a purge)."""
-        args = ["commit", "-q", "--no-verify", "--allow-empty"]
+        args = ["commit", "--no-verify", "--allow-empty"]
         return self._commit(args, format_message(subject, trailers), as_person=False)
 
     def uncommitted(self) -> list[str]:

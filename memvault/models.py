@@ -216,15 +216,16 @@ class Filters:
         return self if self.now is not None else replace(self, now=now)
 
     def accepts(self, memory: Memory | MemoryInfo) -> bool:
-        checks = (
-            self.include_expired or not self._expired(memory),
-            not self.types or memory.type in self.types,
-            not self.tags or set(self.tags) <= set(memory.tags),
-            not self.folder or (memory.path + "/").startswith(self.folder.strip("/") + "/"),
-            not self.scope or bool(set(self.scope) & set(memory.scope)),
-            self.include_archived or memory.status not in ("archived", "superseded"),
+        # lazily, the cheap checks first: listing 10k records runs this 10k times
+        return (
+            (self.include_archived or memory.status not in ("archived", "superseded"))
+            and (not self.types or memory.type in self.types)
+            and (not self.tags or set(self.tags) <= set(memory.tags))
+            and (not self.folder or (memory.path + "/").startswith(self.folder.strip("/") + "/"))
+            and (not self.scope or bool(set(self.scope) & set(memory.scope)))
+            and (self.include_expired or not memory.expires or not self._expired(memory))
+            and self._in_period(memory.created)
         )
-        return all(checks) and self._in_period(memory.created)
 
     def _expired(self, memory: Memory | MemoryInfo) -> bool:
         return lapsed(memory.expires, self.now or dt.datetime.now(dt.UTC))

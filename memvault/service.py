@@ -321,11 +321,11 @@ class MemoryService:
             for previous in old:
                 self._rewrite(previous, {"status": "superseded", "superseded_by": meta["id"]})
             paths = [path, *(m.path for m in old)]
-            sha = self.history.commit(
-                paths, f"remember: {path}", self._trailers("remember", meta["id"])
-            )
-        memory = self.vault.read(path)
-        self.indexing.upsert([memory, *(self.vault.read(m.path) for m in old)])
+            with self.indexing.upserting(paths) as written:  # indexed while git commits
+                sha = self.history.commit(
+                    paths, f"remember: {path}", self._trailers("remember", meta["id"])
+                )
+        memory = written[0]
         self._notify(ChangeEvent(changed=tuple(paths), added=(path,)), memory, *old)
         others = tuple(s for s in similar if s.id not in supersedes)
         return RememberResult("created", memory, sha, others, None)

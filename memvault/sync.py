@@ -9,7 +9,8 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 from .config import Settings
 from .embedding import VectorFiller
@@ -104,6 +105,30 @@ class IndexSync:
             [i for i in self.index.ids_at([m.path for m in memories]) if i not in ids]
         )
         self.index.upsert(memories, self.vault.stats([m.path for m in memories]), embed)
+
+    @contextmanager
+    def upserting(self, paths: Sequence[str]) -> Iterator[list[Memory]]:
+        """Read and index the memories just written at ``paths`` in a thread while the block
+        runs (a git commit: a subprocess, so both proceed at once on two cores); the list
+        holds them once the block is done. An error of either is raised, the block's first."""
+        written: list[Memory] = []
+        failed: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                written.extend(self.vault.read(rel) for rel in paths)
+                self.upsert(written)
+            except BaseException as exc:  # raised in the caller's thread below
+                failed.append(exc)
+
+        worker = threading.Thread(target=run, name="memvault-index-write", daemon=True)
+        worker.start()
+        try:
+            yield written
+        finally:
+            worker.join()
+        if failed:
+            raise failed[0]
 
     def ensure(self, wait: bool = True) -> bool:
         """Sync the index with the files once per process.

@@ -138,3 +138,57 @@ def test_a_folder_with_a_broken_git_file_is_no_repository_and_init_says_why(
     assert caught.value.returncode == 128
     assert caught.value.stderr.startswith("fatal: invalid gitfile format")
     assert (tmp_path / ".git").read_text(encoding="utf-8") == "garbage\n"
+
+
+def test_a_commit_holds_only_its_paths_and_names_itself_whatever_else_is_staged(
+    tmp_path: Path,
+) -> None:
+    history = new_history(tmp_path / "vault")
+    root = history.root
+    (root / "mine.md").write_text("one\n")
+    first = history.commit(["mine.md"], "add: mine", {})
+    assert first == git(root, "rev-parse", "HEAD").strip()
+    git(root, "pack-refs", "--all")  # HEAD's branch now only in packed-refs
+    (root / "also.md").write_text("also\n")
+    also = history.commit(["also.md"], "add: also", {"Memvault-Op": "add"})
+    assert also == git(root, "rev-parse", "HEAD").strip()  # the whole index was ours
+    assert (
+        git(root, "log", "-1", "--format=%P%n%B", also)
+        == f"{first}\nadd: also\n\nMemvault-Op: add\n\n"
+    )
+    assert "commit: add: also" in git(root, "reflog", "-1")
+    assert git(root, "status", "--porcelain") == ""
+    (root / "theirs.md").write_text("a person's draft\n")
+    git(root, "add", "theirs.md")  # staged by a person, not by memvault
+    (root / "mine.md").write_text("two\n")
+    second = history.commit(["mine.md"], "edit: mine", {})
+    assert second == git(root, "rev-parse", "HEAD").strip()
+    assert git(root, "show", "--name-only", "--format=", "HEAD").split() == ["mine.md"]
+    assert git(root, "diff", "--cached", "--name-only").split() == ["theirs.md"]  # still staged
+    assert history.commit(["mine.md"], "edit: nothing", {}) is None  # no change, no commit
+    assert commit_count(root) == 3
+
+
+@pytest.mark.slow
+def test_loose_objects_are_still_packed_when_git_would_pack_them(tmp_path: Path) -> None:
+    """memvault's commits skip git's own check after each commit (a process each time) and
+    start the maintenance themselves once as many objects are loose as git waits for."""
+    import threading
+
+    history = new_history(tmp_path / "vault")
+    root = history.root
+    git(root, "config", "gc.autoDetach", "false")  # the maintenance ends before its thread
+    files = root / "files"
+    files.mkdir()
+    for n in range(10_000):  # committed by hand without git's own check: all left loose
+        (files / f"{n}.txt").write_text(f"loose object {n}\n")
+    git(root, "add", "files")
+    git(root, "-c", "maintenance.auto=false", "commit", "-q", "-m", "files")
+    loose = int(git(root, "count-objects").split()[0])
+    assert loose > 10_000
+    (root / "a.md").write_text("one\n")
+    history.commit(["a.md"], "add: a", {})
+    for thread in threading.enumerate():
+        if thread.name == "memvault-git-maintenance":
+            thread.join(timeout=120)
+    assert int(git(root, "count-objects").split()[0]) < 100  # packed

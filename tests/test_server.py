@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -390,3 +392,74 @@ def test_the_sdk_still_has_the_private_hook_for_legacy_subscriptions(
     assert hasattr(server, "_lowlevel_server"), "mcp SDK changed: fix register_legacy_subscriptions"
     register_legacy_subscriptions(server, build_server(service)[1])
     assert server._lowlevel_server.get_request_handler("resources/subscribe") is not None
+
+
+_RECORDERS: list[list[str]] = []  # lists the audit hook appends opened paths to
+
+
+def _record_opens(event: str, args: tuple[Any, ...]) -> None:
+    if event == "open" and _RECORDERS and isinstance(args[0], (str, bytes)):
+        path = args[0].decode() if isinstance(args[0], bytes) else args[0]
+        for recorder in _RECORDERS:
+            recorder.append(path)
+
+
+def memory_files(service: MemoryService, opened: list[str]) -> set[str]:
+    """The memory files (vault-relative paths) among ``opened``."""
+    root = service.vault.root.resolve()
+    found = set()
+    for path in opened:
+        full = Path(path).resolve()
+        if full.is_relative_to(root) and full.suffix == ".md":
+            rel = full.relative_to(root).as_posix()
+            if not rel.startswith((".git/", ".memvault/")):
+                found.add(rel)
+    return found
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_the_write_path_does_not_read_other_memory_files(text_only: MemoryService) -> None:
+    """remember over MCP, with a client subscribed to every aggregate view and to the
+    changes, opens no memory file but its own: which views changed is decided from the
+    write itself, nothing is re-rendered (text only: no duplicate check reads neighbours)."""
+    from memvault import changes, reports
+
+    sys.addaudithook(_record_opens)  # stays for the process; records only into _RECORDERS
+    for n in range(6):  # every aggregate view has memories to show
+        text_only.remember(f"The user prefers tea number {n} in the morning.", type="preference")
+        text_only.remember(f"The user was born in city {n}.", type="fact", importance=0.9)
+        text_only.remember(f"Meeting notes {n}: the team agreed on plan {n}.", type="note")
+    announced = asyncio.Event()
+
+    async def on_message(message: Any) -> None:
+        root = getattr(message, "root", message)
+        method = getattr(root, "method", "")
+        if method == "notifications/resources/updated" and str(root.params.uri) == changes.URI:
+            announced.set()
+
+    async def body(client: Client) -> tuple[set[str], set[str], set[str]]:
+        for uri in (*reports.AGGREGATES, changes.URI):
+            await client.session.subscribe_resource(uri)
+        written, during, rendering = set(), [], []
+        _RECORDERS.append(during)
+        try:
+            for content, kind in [
+                ("The user prefers green tea.", "preference"),
+                ("The user lives in Lisbon.", "fact"),
+            ]:
+                announced.clear()
+                args = {"content": content, "type": kind, "importance": 0.9}
+                written.add((await call_tool(client, "remember", args))["path"])
+                await asyncio.wait_for(announced.wait(), timeout=10)
+        finally:
+            _RECORDERS.remove(during)
+        _RECORDERS.append(rendering)
+        try:
+            await client.read_resource(reports.PREFERENCES)  # a rendering reads files
+        finally:
+            _RECORDERS.remove(rendering)
+        return written, memory_files(text_only, during), memory_files(text_only, rendering)
+
+    written, during, rendering = run(text_only, "legacy", body, message_handler=on_message)
+    assert len(written) == 2 and during <= written  # its own file, read back after writing
+    assert len(rendering) >= 6  # the hook does see memory files being read

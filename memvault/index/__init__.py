@@ -447,12 +447,8 @@ class Index:
         transform = means.passages if means is not None else None
         if means is not None:
             query_vector = means.query(query_vector)
-        found = self.store.nearest(query_vector, VECTOR_CANDIDATES, keep, transform)
-        rest = {i for i in also if i not in found}
-        if not rest:
-            return found, found
-        more = self.store.nearest(query_vector, len(rest), rest.__contains__, transform)
-        return found, {**found, **more}
+        found, more = self.store.nearest_and(query_vector, VECTOR_CANDIDATES, keep, also, transform)
+        return found, {**found, **{i: c for i, c in more.items() if i not in found}}
 
     def _keyword_reach(self, text: str, ids: list[str]) -> dict[str, float]:
         """Per candidate, how far the question's words can reach its script (judged by

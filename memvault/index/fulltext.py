@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import threading
+from bisect import bisect_right
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from whoosh import index as windex
-from whoosh import query as wq
 from whoosh.analysis import Token, Tokenizer
+from whoosh.codec.whoosh3 import LENGTHS_COLUMN, W3LeafMatcher
 from whoosh.fields import ID, TEXT, Schema
 from whoosh.filedb.filestore import FileStorage
+from whoosh.matching.wrappers import FilterMatcher
 from whoosh.scoring import BM25F
 from whoosh.util.filelock import try_for
+from whoosh.util.numeric import byte_to_length
 
 from ..errors import LockTimeoutError
 from ..text import tokens
@@ -107,8 +112,11 @@ class FullText:
             self._ix = windex.create_in(str(folder), schema())
         self._lock = threading.Lock()
         self._searcher = self._ix.searcher(weighting=BM25F())
+        self._postings = _Postings()
+        self._last: _View | None = None
 
     def close(self) -> None:
+        self._last = None
         self._searcher.close()
         self._ix.close()
 
@@ -132,8 +140,15 @@ class FullText:
             return
         writer = self._ix.writer(timeout=60.0, delay=0.05)
         try:
+            # the writer holds the index's lock: no other commit lands before ours, so the
+            # current view tells which ids are there. A new one is added without Whoosh's
+            # search for a document to replace (a searcher over every segment: ~15 ms at 10k)
+            with self._lock:
+                present = set(self._view().numbers)
             for doc in docs:
-                writer.update_document(
+                add = writer.update_document if doc.id in present else writer.add_document
+                present.add(doc.id)
+                add(
                     id=doc.id,
                     path=doc.path,
                     title=doc.title,
@@ -163,55 +178,220 @@ class FullText:
         writer.commit(optimize=erase)
 
     def search(self, text: str, limit: int = 100) -> dict[str, float]:
-        """BM25F scores of the best ``limit`` memories; terms are OR-ed (natural language)."""
+        """BM25F scores of the best ``limit`` memories; terms are OR-ed (natural language).
+
+        The scores and the cut are Whoosh's (an Or of one Term per term and field, with
+        FIELD_BOOSTS, under BM25F; ties to the lower document number), computed with numpy
+        over posting lists read once per segment (:class:`_Postings`)."""
         terms = list(dict.fromkeys(tokens(text)))
         if not terms:
             return {}
-        clauses = [
-            wq.Term(field, term, boost=boost)
-            for term in terms
-            for field, boost in FIELD_BOOSTS.items()
-        ]
         with self._lock:
-            results = self._current().search(wq.Or(clauses), limit=limit)
-            return {hit["id"]: float(hit.score) for hit in results}
+            view = self._view()
+            scores = view.bm25(terms)
+            matched = np.flatnonzero(scores > 0)
+            best = matched[np.lexsort((matched, -scores[matched]))][:limit]
+            return {view.ids[n]: float(scores[n]) for n in best.tolist()}
 
     def coverage(self, text: str, ids: Iterable[str]) -> dict[str, float]:
         """Per memory of ``ids``, the share of the query's distinct terms it contains (in
         any field): unlike BM25 it does not depend on how many memories the vault holds.
-        Only the given memories are looked at (posting lists skipped to them)."""
+        Memories not in the index are left out."""
         terms = list(dict.fromkeys(tokens(text)))
         if not terms:
             return {}
         with self._lock:
-            searcher = self._current()
-            numbers: dict[int, str] = {}
-            for doc_id in dict.fromkeys(ids):
-                number = searcher.document_number(id=doc_id)
-                if number is not None:
-                    numbers[number] = doc_id
-            order = sorted(numbers)
-            found = dict.fromkeys(order, 0)
-            for term in terms:
-                for number in _containing(searcher.reader(), term, order):
-                    found[number] += 1
-        return {numbers[n]: count / len(terms) for n, count in found.items()}
+            view = self._view()
+            numbers = {i: view.numbers[i] for i in dict.fromkeys(ids) if i in view.numbers}
+            if not numbers:
+                return {}
+            found = view.containing(terms)
+            return {i: int(found[n]) / len(terms) for i, n in numbers.items()}
+
+    def _view(self) -> _View:
+        """The current searcher's segments with their cached data (a new view when another
+        commit, by any process, changed the index; data of segments gone is dropped)."""
+        searcher = self._current()
+        if self._last is None or self._last.searcher is not searcher:
+            self._last = _View(searcher, self._postings)
+        return self._last
 
 
-def _containing(reader: Any, term: str, order: list[int]) -> set[int]:
-    """The document numbers of ``order`` (ascending) with ``term`` in any field."""
-    has: set[int] = set()
-    for field in FIELD_BOOSTS:
+# BM25F as FullText's searchers score (whoosh.scoring.BM25F defaults)
+K1 = 1.2
+B = 0.75
+_LENGTHS = np.array([byte_to_length(b) for b in range(256)], dtype=np.float64)
+OR_ARRAY_LIMIT = 5000  # whoosh's Or sums larger segments in a tree (Or._matcher)
+_NO_DOCS = np.zeros(0, dtype=np.int64)
+_NO_SCORES = np.zeros(0)
+POSTINGS_CACHE = 2_000_000  # postings (document number + weight) kept across searches
+
+
+class _Postings:
+    """What never changes in a Whoosh segment, read once: each document's stored id and
+    field lengths, and posting lists (document numbers, weights) as numpy arrays, kept
+    least recently used first up to POSTINGS_CACHE postings. Deletions are not in here:
+    they change without changing the segment, so each :class:`_View` applies them."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, list[str]] = {}
+        self.lengths: dict[tuple[str, str], np.ndarray] = {}
+        self.lists: OrderedDict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self.size = 0
+
+    def keep_only(self, segments: set[str]) -> None:
+        """Drop everything of segments no longer in the index (a purge leaves no term
+        of a purged memory in memory either)."""
+        for seg in [s for s in self.ids if s not in segments]:
+            del self.ids[seg]
+        for field_key in [k for k in self.lengths if k[0] not in segments]:
+            del self.lengths[field_key]
+        for term_key in [k for k in self.lists if k[0] not in segments]:
+            self.size -= len(self.lists.pop(term_key)[0])
+
+    def stored_ids(self, seg: str, reader: Any) -> list[str]:
+        if seg not in self.ids:
+            self.ids[seg] = [
+                reader.stored_fields(n).get("id", "") for n in range(reader.doc_count_all())
+            ]
+        return self.ids[seg]
+
+    def field_lengths(self, seg: str, reader: Any, field: str) -> np.ndarray:
+        """Each document's length of ``field`` as BM25F sees it (Whoosh keeps it as one
+        byte: ``byte_to_length``)."""
+        key = (seg, field)
+        if key not in self.lengths:
+            column = reader._perdoc._cached_reader(f"_{field}_len", LENGTHS_COLUMN)
+            raw = np.zeros(reader.doc_count_all(), dtype=np.uint8)
+            if column is not None:
+                stored = column._dbfile.get(column._basepos, column._count)
+                raw[: len(stored)] = np.frombuffer(stored, dtype=np.uint8)
+            self.lengths[key] = _LENGTHS[raw]
+        return self.lengths[key]
+
+    def postings(
+        self, seg: str, reader: Any, field: str, term: str
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """(document numbers in the segment, weights) of ``term`` in ``field``, deleted
+        documents included; None when the segment does not have the term there."""
+        key = (seg, field, term)
+        found = self.lists.get(key)
+        if found is not None:
+            self.lists.move_to_end(key)
+            return found
         if (field, term) not in reader:
-            continue
-        postings = reader.postings(field, term)
-        for number in order:
-            if not postings.is_active():
-                break
-            if number in has or postings.id() > number:
+            return None
+        found = _read_postings(reader.postings(field, term))
+        self.lists[key] = found
+        self.size += len(found[0])
+        while self.size > POSTINGS_CACHE and len(self.lists) > 1:
+            self.size -= len(self.lists.popitem(last=False)[1][0])
+        return found
+
+
+def _read_postings(matcher: Any) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(matcher, FilterMatcher):  # the reader's filter of deleted documents
+        matcher = matcher.child
+    ids: list[int] = []
+    weights: list[float] = []
+    if isinstance(matcher, W3LeafMatcher):  # a block at a time
+        while matcher.is_active():
+            matcher._read_ids()
+            matcher._read_weights()
+            ids.extend(matcher._ids)
+            weights.extend(matcher._weights)
+            matcher._next_block()
+    else:  # postings inlined in the term's info
+        while matcher.is_active():
+            ids.append(matcher.id())
+            weights.append(matcher.weight())
+            matcher.next()
+    return np.array(ids, dtype=np.int64), np.array(weights, dtype=np.float64)
+
+
+def _tree_sum(clauses: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Sum sparse clause scores pairwise as whoosh's ``make_weighted_tree`` nests its union
+    matchers: the two lightest (fewest postings; equal weights keep their order) first."""
+    nodes = [(len(docs), n, (docs, values)) for n, (docs, values) in enumerate(clauses)]
+    nodes.sort(key=lambda node: node[0])
+    made = len(nodes)
+    while len(nodes) > 1:
+        (wa, _, (da, va)), (wb, _, (db, vb)) = nodes.pop(0), nodes.pop(0)
+        docs = np.union1d(da, db)
+        values = np.zeros(len(docs))
+        values[np.searchsorted(docs, da)] += va
+        values[np.searchsorted(docs, db)] += vb
+        weight = wa + wb
+        at = bisect_right([node[0] for node in nodes], weight)
+        nodes.insert(at, (weight, made, (docs, values)))
+        made += 1
+    return nodes[0][2]
+
+
+class _View:
+    """One searcher's segments: document numbers <-> ids of the live documents, and the
+    scores and term counts of a query over all of them."""
+
+    def __init__(self, searcher: Any, cache: _Postings) -> None:
+        self.searcher = searcher
+        self.cache = cache
+        self.segments: list[tuple[str, Any, int]] = []
+        self.ids: list[str] = []
+        live = []
+        for reader, offset in searcher.reader().leaf_readers():
+            segment = reader.segment()
+            if segment is None:  # an empty index
                 continue
-            if postings.id() < number:
-                postings.skip_to(number)
-            if postings.is_active() and postings.id() == number:
-                has.add(number)
-    return has
+            seg = segment.segment_id()
+            self.segments.append((seg, reader, offset))
+            self.ids.extend(cache.stored_ids(seg, reader))
+            mask = np.ones(reader.doc_count_all(), dtype=bool)
+            deleted = list(reader.deleted_docs_set)
+            mask[deleted] = False
+            live.append(mask)
+        cache.keep_only({seg for seg, _, _ in self.segments})
+        self.live = np.concatenate(live) if live else np.zeros(0, dtype=bool)
+        self.numbers = {self.ids[n]: n for n in np.flatnonzero(self.live).tolist()}
+
+    def bm25(self, terms: list[str]) -> np.ndarray:
+        """Per document number, the BM25F score of the Or of (term, field) clauses, deleted
+        documents 0. The clauses are summed as Whoosh sums them, so that the scores are the
+        same to the last bit (ties decide which memories make the cut): in clause order in
+        a segment of up to OR_ARRAY_LIMIT documents, else in its weighted tree."""
+        searcher, scores = self.searcher, np.zeros(len(self.live))
+        avgfl = {f: searcher.avg_field_length(f) or 1 for f in FIELD_BOOSTS}
+        for seg, reader, offset in self.segments:
+            clauses: list[tuple[np.ndarray, np.ndarray]] = []
+            for term in terms:
+                for field, boost in FIELD_BOOSTS.items():
+                    found = self.cache.postings(seg, reader, field, term)
+                    if found is None:
+                        clauses.append((_NO_DOCS, _NO_SCORES))
+                        continue
+                    docs, tf = found
+                    fl = self.cache.field_lengths(seg, reader, field)[docs]
+                    idf = searcher.idf(field, term)
+                    part = idf * ((tf * (K1 + 1)) / (tf + K1 * ((1 - B) + B * fl / avgfl[field])))
+                    clauses.append((docs, part * boost))
+            if reader.doc_count_all() > OR_ARRAY_LIMIT:
+                docs, summed = _tree_sum(clauses)
+                scores[docs + offset] = summed
+            else:
+                part = scores[offset : offset + reader.doc_count_all()]
+                for docs, values in clauses:
+                    part[docs] += values
+        scores[~self.live] = 0.0
+        return scores
+
+    def containing(self, terms: list[str]) -> np.ndarray:
+        """Per document number, how many of ``terms`` it has in any field."""
+        count = np.zeros(len(self.live), dtype=np.int32)
+        for term in terms:
+            has = np.zeros(len(self.live), dtype=bool)
+            for field in FIELD_BOOSTS:
+                for seg, reader, offset in self.segments:
+                    found = self.cache.postings(seg, reader, field, term)
+                    if found is not None:
+                        has[found[0] + offset] = True
+            count += has
+        return count

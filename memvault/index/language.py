@@ -61,7 +61,10 @@ class _Side:
 
     def apply(self, vectors: np.ndarray) -> np.ndarray:
         """Rows without the language direction, centred and renormalised."""
-        out = vectors - np.outer(vectors @ self.direction, self.direction) - self.centre
+        # einsum, not `vectors @ direction`: BLAS's result for a row depends on the rows
+        # around it (and its threads spin), so rows added later could not be mapped alone
+        along = np.einsum("ij,j->i", vectors, self.direction)
+        out = vectors - np.outer(along, self.direction) - self.centre
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return np.asarray(out / np.where(norms > 0, norms, 1.0), dtype=np.float32)
 

@@ -67,6 +67,7 @@ class Store:
         self._matrix: np.ndarray | None = None
         self._transformed: tuple[Callable[[np.ndarray], np.ndarray], np.ndarray] | None = None
         self._row_owner: list[str] = []
+        self._owner_row: dict[str, int] = {}
         self._starts: np.ndarray = np.zeros(0, dtype=np.int64)
         self.refresh()
 
@@ -232,12 +233,16 @@ class Store:
                 self.docs.pop(doc_id, None)
                 self._vectors.pop(doc_id, None)
             changed = [r[0] for r in rows]
+            # only new memories (a write): their rows go at the end, where a rebuild would
+            # put them (the order of self._vectors), without copying the other rows again
+            appended = not gone and not any(i in self._vectors for i in changed)
             for row in rows:
                 self.docs[row[0]] = info_from_row(*row)
             self._load_vectors(changed)
             self._gen = gen
-            self._matrix = None
-            self._transformed = None
+            if not (appended and self._append_rows(changed)):
+                self._matrix = None
+                self._transformed = None
             return True
 
     def _load_vectors(self, ids: list[str]) -> None:
@@ -271,9 +276,21 @@ class Store:
         every memory unless filters reject most of the nearest ones. ``transform`` maps
         the stored vectors before the product (kept until the next change).
         """
-        matrix, owners, starts = self._search_matrix(transform)
+        return self.nearest_and(query, n, keep, (), transform)[0]
+
+    def nearest_and(
+        self,
+        query: np.ndarray,
+        n: int,
+        keep: Callable[[str], bool],
+        also: Iterable[str],
+        transform: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> tuple[dict[str, float], dict[str, float]]:
+        """:meth:`nearest`, and the best cosines of the memories ``also`` (those with
+        vectors) from the same product."""
+        matrix, owners, starts, rows = self._search_matrix(transform)
         if matrix is None or matrix.shape[0] == 0 or matrix.shape[1] != query.shape[0]:
-            return {}
+            return {}, {}
         # einsum, not `matrix @ query`: BLAS worker threads keep spinning after a product
         # and starve the embedder's own threads (measured: query embedding 10 ms -> 100 ms)
         best = np.maximum.reduceat(np.einsum("ij,j->i", matrix, query), starts)
@@ -283,22 +300,23 @@ class Store:
         if len(out) < n and first < len(best):  # filters rejected most of the head
             more = _take(np.argsort(-best)[first:], best, owners, keep, n - len(out))
             out.update(more)
-        return out
+        return out, {i: float(best[rows[i]]) for i in also if i in rows}
 
     def _search_matrix(
         self, transform: Callable[[np.ndarray], np.ndarray] | None
-    ) -> tuple[np.ndarray | None, list[str], np.ndarray]:
-        """The stored vectors (``transform``-ed, cached until the next change), their owners
-        and each memory's first row."""
+    ) -> tuple[np.ndarray | None, list[str], np.ndarray, dict[str, int]]:
+        """The stored vectors (``transform``-ed, cached until the next change), their owners,
+        each memory's first row and each owner's place among them."""
         with self._lock:
             if self._matrix is None:
                 self._build_matrix()
             matrix, owners, starts = self._matrix, self._row_owner, self._starts
+            rows = self._owner_row
             if transform is not None and matrix is not None and matrix.shape[0]:
                 if self._transformed is None or self._transformed[0] != transform:
                     self._transformed = (transform, transform(matrix))
                 matrix = self._transformed[1]
-        return matrix, owners, starts
+        return matrix, owners, starts, rows
 
     def pairs_above(
         self, threshold: float, block: int = 512, limit: int = 1000
@@ -321,6 +339,34 @@ class Store:
         pairs.sort(key=lambda p: -p[2])
         return pairs[:limit]
 
+    def _append_rows(self, ids: list[str]) -> bool:
+        """Add the vectors of new memories ``ids`` (now the last of self._vectors) to the
+        search matrix and its transformed copy; False when the matrix must be rebuilt."""
+        if self._matrix is None or not self._matrix.shape[0]:
+            return False
+        added = [i for i in ids if i in self._vectors]
+        owners = list(self._vectors)[len(self._vectors) - len(added) :]
+        blocks = [self._vectors[o] for o in owners]
+        if sorted(owners) != sorted(added) or any(
+            b.shape[1] != self._matrix.shape[1] for b in blocks
+        ):
+            return False
+        if not blocks:
+            return True
+        rows = np.vstack(blocks).astype(np.float32, copy=False)
+        lengths = np.array([b.shape[0] for b in blocks], dtype=np.int64)
+        first, first_owner = self._matrix.shape[0], len(self._row_owner)
+        starts = first + np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        self._matrix = _grown(self._matrix, rows)
+        self._starts = np.concatenate([self._starts, starts.astype(np.int64)])
+        # new objects, not changed in place: a search outside the lock holds the old ones
+        self._owner_row = {**self._owner_row, **{o: first_owner + n for n, o in enumerate(owners)}}
+        self._row_owner = [*self._row_owner, *owners]
+        if self._transformed is not None:  # rows are transformed one by one (see language)
+            transform, matrix = self._transformed
+            self._transformed = (transform, _grown(matrix, transform(rows)))
+        return True
+
     def _build_matrix(self) -> None:
         owners = list(self._vectors)
         if not owners:
@@ -329,6 +375,7 @@ class Store:
                 [],
                 np.zeros(0, np.int64),
             )
+            self._owner_row = {}
             return
         dims = [self._vectors[o].shape[1] for o in owners]
         dim = max(set(dims), key=dims.count)  # after a model change, until all are redone
@@ -338,6 +385,26 @@ class Store:
         self._starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         self._matrix = np.vstack(blocks).astype(np.float32, copy=False)
         self._row_owner = owners
+        self._owner_row = {o: n for n, o in enumerate(owners)}
+
+
+def _grown(matrix: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``matrix`` with ``rows`` below it: a view of a buffer with room to spare, so that
+    adding a few rows after each write does not copy the whole matrix each time."""
+    base = matrix.base if isinstance(matrix.base, np.ndarray) else matrix
+    used = matrix.shape[0]
+    if (
+        base.shape[0] >= used + rows.shape[0]
+        and base.shape[1] == matrix.shape[1]
+        and base[:used].ctypes.data == matrix.ctypes.data
+        and base.flags.c_contiguous
+    ):
+        base[used : used + rows.shape[0]] = rows
+        return base[: used + rows.shape[0]]
+    grown = np.empty((max(2 * used, used + rows.shape[0], 64), matrix.shape[1]), np.float32)
+    grown[:used] = matrix
+    grown[used : used + rows.shape[0]] = rows
+    return grown[: used + rows.shape[0]]
 
 
 def _take(
