@@ -34,7 +34,7 @@ if shutil.which("git") is None:
 
 import git
 
-from .errors import GitError, MemvaultError
+from .errors import GitError, InvalidInputError, MemvaultError
 from .models import Commit
 
 log = logging.getLogger(__name__)
@@ -293,6 +293,16 @@ class History:
         nothing may be committed over it."""
         git_dir = self.git_dir()
         return any((git_dir / f).exists() for f in ("MERGE_HEAD", "rebase-merge", "rebase-apply"))
+
+    def refuse_unfinished(self, what: str) -> None:
+        """Raise :class:`InvalidInputError` while a merge or rebase is half-way: a commit
+        over it would fail after the files were written, or join the person's merge."""
+        if self.unfinished():
+            raise InvalidInputError(
+                f"a git merge or rebase is in progress in the vault: finish or abort it "
+                f"(`git merge --continue` or `--abort`, `git rebase --abort`), then {what} "
+                "again; nothing was written"
+            )
 
     # -- locks left by killed git processes ------------------------------------
     def stale_locks(

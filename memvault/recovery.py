@@ -14,7 +14,8 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 from .errors import UnsafePathError
 from .history import History
@@ -23,6 +24,15 @@ from .vault import Vault
 log = logging.getLogger(__name__)
 
 Trailers = Callable[[str], dict[str, str]]  # op -> commit trailers
+
+
+@contextmanager
+def writing(vault: Vault, history: History, timeout: float) -> Iterator[None]:
+    """The vault's write lock for a write: refused (nothing written) while a git merge or
+    rebase is half-way, which a commit would fail over or join."""
+    with vault.write_lock(timeout):
+        history.refuse_unfinished("write")
+        yield
 
 
 def commit_leftovers(
@@ -54,7 +64,11 @@ def commit_leftovers(
 def commit_external(
     vault: Vault, history: History, paths: Sequence[str], trailers: Trailers
 ) -> str | None:
-    """Commit a person's edits (and what they staged for memories, e.g. by `git mv`)."""
+    """Commit a person's edits (and what they staged for memories, e.g. by `git mv`).
+    Nothing while a merge or rebase is half-way: the person's merge commit takes them."""
+    if history.unfinished():
+        log.info("a git merge or rebase is in progress: %d edit(s) left to it", len(paths))
+        return None
     staged = [p for p in history.staged_paths() if vault.is_memory_path(p)]
     paths = committable(vault, [*paths, *staged])
     if not paths:

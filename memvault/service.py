@@ -123,12 +123,13 @@ class MemoryService:
         self.access.close()
 
     def _writing(self) -> AbstractContextManager[None]:
-        """The vault's cross-process write lock (every MCP host runs its own server)."""
-        return self.vault.write_lock(self.settings.lock_timeout)
+        """The vault's cross-process write lock (every MCP host runs its own server); no
+        write starts over a git merge or rebase a person has not finished."""
+        return recovery.writing(self.vault, self.history, self.settings.lock_timeout)
 
     def recover(self) -> str | None:
         """Commit changes left uncommitted, as what they are (see :mod:`recovery`)."""
-        with self._writing():
+        with self.vault.write_lock(self.settings.lock_timeout):
             self.history.clear_stale_locks()  # a git killed mid-write must not stop the vault
             sha, pending = recovery.commit_leftovers(self.vault, self.history, self._op_trailers)
         if pending:
@@ -155,7 +156,7 @@ class MemoryService:
         """Commit edits made by a person, with the repository's own git identity."""
         if not paths:
             return None
-        with self._writing():
+        with self.vault.write_lock(self.settings.lock_timeout):
             sha = recovery.commit_external(self.vault, self.history, paths, self._op_trailers)
         self.refresh_provenance()
         return sha

@@ -16,13 +16,13 @@ from mcp import Client
 
 from memvault.config import Settings
 from memvault.doctor import run_checks
-from memvault.errors import GitError
+from memvault.errors import GitError, InvalidInputError
 from memvault.history import CLONE_WARNING, STALE_LOCK_SECONDS, History
 from memvault.server import build_server
 from memvault.service import MemoryService
 from memvault.text import tokens
 
-from .helpers import commit_count, git, run_memvault
+from .helpers import commit_count, git, run_memvault, watching
 
 HOUR = 3600.0
 MARKER = "zebra-quartz-7731"
@@ -308,3 +308,51 @@ def test_the_mcp_forget_tool_says_the_clone_warning_once(
         said = asyncio.run(main())
     logged = " ".join(r.getMessage() for r in caplog.records)
     assert (said + logged).count("clones, remotes and backups") == 1
+
+
+# -- a git merge or rebase the person has not finished ----------------------------------------
+def leave_a_merge_half_way(service: MemoryService) -> str:
+    """A real conflicting merge stopped for the person to finish; the conflicted file."""
+    made = service.remember("The user's car is blue.", type="fact").memory
+    assert made is not None
+    main = git(service.root, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    note = service.root / made.path
+    git(service.root, "switch", "-q", "-c", "elsewhere")
+    note.write_text(note.read_text(encoding="utf-8").replace("blue", "red"), encoding="utf-8")
+    git(service.root, "commit", "-qam", "red on another machine")
+    git(service.root, "switch", "-q", main)
+    note.write_text(note.read_text(encoding="utf-8").replace("blue", "green"), encoding="utf-8")
+    git(service.root, "commit", "-qam", "green here")
+    with pytest.raises(subprocess.CalledProcessError):
+        git(service.root, "merge", "elsewhere")
+    return made.path
+
+
+def test_no_write_starts_over_an_unfinished_merge_and_nothing_is_left_behind(
+    text_only: MemoryService,
+) -> None:
+    leave_a_merge_half_way(text_only)
+    before = (commit_count(text_only.root), git(text_only.root, "status", "--porcelain"))
+    with pytest.raises(InvalidInputError, match="merge or rebase is in progress"):
+        text_only.remember("The user's bike is black.", type="fact")
+    added = run_memvault("--vault", str(text_only.root), "add", "The user's boat is white.")
+    assert added.returncode != 0 and "merge or rebase is in progress" in added.stderr
+    after = (commit_count(text_only.root), git(text_only.root, "status", "--porcelain"))
+    assert after == before and (text_only.root / ".git" / "MERGE_HEAD").exists()
+    assert "bike" not in after[1] and "boat" not in after[1]
+
+
+def test_the_watcher_leaves_a_persons_edit_during_an_unfinished_merge_to_their_merge(
+    text_only: MemoryService,
+) -> None:
+    leave_a_merge_half_way(text_only)
+    other = text_only.root / "inbox" / "by-hand.md"
+    commits = commit_count(text_only.root)
+    with watching(text_only) as (_, watcher, _events):
+        other.write_text("A note typed during the merge.\n", encoding="utf-8")
+        assert watcher.wait_for(lambda: watcher.batches >= 1)
+    assert watcher.errors == [] and watcher.commits == 0
+    assert commit_count(text_only.root) == commits
+    assert (text_only.root / ".git" / "MERGE_HEAD").exists()
+    git(text_only.root, "commit", "-qam", "merged by hand")  # the person finishes it
+    text_only.remember("The user's bike is black.", type="fact")  # and memvault writes again
