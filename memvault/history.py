@@ -43,6 +43,10 @@ _RS, _US, _GS = "\x1e", "\x1f", "\x1d"
 _FULL_SHA = re.compile(r"[0-9a-f]{40}")
 GC_AUTO_LOOSE = 6700  # git's gc.auto default: loose objects before an automatic pack
 _SUMMARY = re.compile(r"\[[^\]\n]* ([0-9a-f]{40})\] ")  # `git commit`'s first line
+# "cannot lock ref 'HEAD': is at X but expected Y": the ref moved (update-ref's check), which
+# no waiting changes: not a busy lock
+_MOVED = "but expected"
+_LOOSE = re.compile(r"[0-9a-f]{38}")  # a loose object's file name in objects/xx/
 _LOCK_MARKERS = ("index.lock", "cannot lock ref", "Unable to create", "unable to lock")
 CLONE_WARNING = (
     "purged from this repository's history; clones, remotes and backups made before "
@@ -208,6 +212,7 @@ class History:
         self.lock_retry_seconds = lock_retry_seconds
         self._git = CleanGit(root)
         self._objects: Path | None = None  # the object folder, found at the first commit
+        self._maintenance: threading.Thread | None = None  # git's packing, in the background
 
     # -- plumbing -----------------------------------------------------------
     def run(
@@ -239,7 +244,8 @@ class History:
             returncode, stdout, stderr = self._execute(cmd, input_text, env)
             if returncode == 0 or not check:
                 return stdout
-            if any(m in stderr for m in _LOCK_MARKERS) and time.monotonic() < deadline:
+            busy = any(m in stderr for m in _LOCK_MARKERS) and _MOVED not in stderr
+            if busy and time.monotonic() < deadline:
                 if self.clear_stale_locks():
                     continue
                 log.debug("git lock busy, retrying in %.2fs: %s", delay, stderr.strip())
@@ -538,18 +544,23 @@ class History:
             plain = (self.root / ".git").is_dir()
             common = ".git" if plain else self.run("rev-parse", "--git-common-dir", check=False)
             self._objects = self.root / common.strip() / "objects"
-        try:
-            loose = sum(1 for _ in os.scandir(self._objects / "17"))
+        if self._maintenance is not None and self._maintenance.is_alive():
+            return  # one at a time: loose objects stay counted until it has packed them
+        try:  # object names only, as git counts them (not tmp_obj_* files)
+            loose = sum(1 for e in os.scandir(self._objects / "17") if _LOOSE.fullmatch(e.name))
         except OSError:
             return
         if loose > -(-GC_AUTO_LOOSE // 256):  # as git rounds it
-            threading.Thread(
-                target=self.run,
-                args=("maintenance", "run", "--auto", "--quiet"),
-                kwargs={"check": False},
-                name="memvault-git-maintenance",
-                daemon=True,
-            ).start()
+            self._maintenance = threading.Thread(
+                target=self._maintain, name="memvault-git-maintenance", daemon=True
+            )
+            self._maintenance.start()
+
+    def _maintain(self) -> None:
+        try:
+            self.run("maintenance", "run", "--auto", "--quiet", check=False)
+        except MemvaultError as exc:  # the vault was closed or moved meanwhile
+            log.debug("background git maintenance did not run: %s", exc)
 
     def _committable(self, paths: Sequence[str]) -> list[str]:
         """Drop paths that neither exist nor are tracked (created and deleted unseen)."""

@@ -192,3 +192,19 @@ def test_loose_objects_are_still_packed_when_git_would_pack_them(tmp_path: Path)
         if thread.name == "memvault-git-maintenance":
             thread.join(timeout=120)
     assert int(git(root, "count-objects").split()[0]) < 100  # packed
+
+
+def test_a_ref_that_moved_is_reported_at_once_not_waited_for_as_a_busy_lock(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    history = new_history(tmp_path / "vault")
+    (history.root / "a.md").write_text("one\n")
+    first = history.commit(["a.md"], "add: a", {})
+    (history.root / "a.md").write_text("two\n")
+    second = history.commit(["a.md"], "edit: a", {})
+    assert first and second
+    caplog.set_level("DEBUG", logger="memvault.history")
+    with pytest.raises(GitError, match="but expected"):  # HEAD is at `second`, not `first`
+        history.run("update-ref", "HEAD", first, first)
+    assert not [r for r in caplog.records if "retrying" in r.getMessage()]
+    assert git(history.root, "rev-parse", "HEAD").strip() == second
