@@ -300,6 +300,17 @@ class History:
         git_dir = self.git_dir()
         return any((git_dir / f).exists() for f in ("MERGE_HEAD", "rebase-merge", "rebase-apply"))
 
+    def unmerged(self) -> dict[str, dict[int, tuple[str, str]]]:
+        """What git left unmerged (a merge's conflict, a `git stash pop`, a `checkout -m`):
+        path -> stage (1 base, 2 ours, 3 theirs) -> (file mode, blob)."""
+        out: dict[str, dict[int, tuple[str, str]]] = {}
+        for entry in self.run("ls-files", "-u", "-z").split("\0"):
+            head, tab, path = entry.partition("\t")
+            parts = head.split()
+            if tab and len(parts) == 3:
+                out.setdefault(path, {})[int(parts[2])] = (parts[0], parts[1])
+        return out
+
     def refuse_unfinished(self, what: str) -> None:
         """Raise :class:`InvalidInputError` while a merge or rebase is half-way: a commit
         over it would fail after the files were written, or join the person's merge."""

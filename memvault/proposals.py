@@ -48,7 +48,7 @@ from .index import Index
 from .models import ChangeEvent, Filters, Hit, Memory, MemoryInfo, Page, sort_infos
 from .service import MemoryService, current_client
 from .sync import IndexSync
-from .syncing import _unmerged
+from .syncing import unmerged_files
 from .vault import Vault
 
 log = logging.getLogger(__name__)
@@ -319,7 +319,7 @@ def _recover(branch: History) -> None:
 def _keep_ours(branch: History) -> bool:
     """Settle what ``-X ours`` leaves unmerged (a file changed on the branch and deleted in
     the vault, or the reverse) with the branch's side; False when nothing was unmerged."""
-    unmerged = _unmerged(branch)
+    unmerged = unmerged_files(branch)
     for path, stages in unmerged.items():
         if 2 in stages:
             branch.run("checkout", "--ours", "--", path)

@@ -43,7 +43,7 @@ def commit_leftovers(
         log.warning("a git merge or rebase is in progress in the vault: nothing recovered")
         return None, []
     own = vault.journal_paths()
-    unmerged = unmerged_paths(history)
+    unmerged = history.unmerged()
     pending = [p for p in committable(vault, history.changed_paths()) if p not in unmerged]
     mine = [p for p in pending if p in own]
     theirs = [p for p in pending if p not in own]
@@ -75,12 +75,6 @@ def commit_external(
         return None
     when = saved_at(vault, paths)
     return history.commit(paths, external_subject(paths), trailers("external"), True, when)
-
-
-def unmerged_paths(history: History) -> set[str]:
-    """Paths git left unmerged (a conflict of a merge, a `git stash pop`, a `checkout -m`)."""
-    entries = history.run("ls-files", "-u", "-z").split("\0")
-    return {path for _, tab, path in (e.partition("\t") for e in entries) if tab}
 
 
 def committable(vault: Vault, paths: Iterable[str]) -> list[str]:

@@ -240,7 +240,7 @@ def _merge(service: MemoryService, remote: str, branch: str, theirs: str) -> tup
         try:
             history.run("merge", "--no-ff", "--no-commit", "--quiet", theirs)
         except GitError:
-            if not _unmerged(history):
+            if not unmerged_files(history):
                 raise  # not a conflict (e.g. an untracked file in the way)
         conflicts = _settle(service, remote, theirs)
         if history.run("ls-files", "-u").strip():
@@ -275,7 +275,7 @@ def _undo(history: History, what: str) -> None:
 def _settle(service: MemoryService, remote: str, theirs: str) -> tuple[str, ...]:
     """Write a merged file for each path git left unmerged; the memories in conflict."""
     history = service.history
-    stages = _unmerged(history)
+    stages = unmerged_files(history)
     if not stages:
         return ()
     blobs = history.blob_bytes(b for by_stage in stages.values() for b in by_stage.values())
@@ -320,19 +320,17 @@ def _settle_one(
     return merged.text.encode("utf-8"), merged.conflict
 
 
-def _unmerged(history: History) -> dict[str, dict[int, str]]:
-    """path -> stage (1 base, 2 ours, 3 theirs) -> blob, of every unmerged file."""
+def unmerged_files(history: History) -> dict[str, dict[int, str]]:
+    """path -> stage (1 base, 2 ours, 3 theirs) -> blob, of every unmerged file; a symlink
+    or submodule changed on both sides is refused (memvault merges files only)."""
     out: dict[str, dict[int, str]] = {}
-    for entry in history.run("ls-files", "-u", "-z").split("\0"):
-        head, tab, path = entry.partition("\t")
-        parts = head.split()
-        if tab and len(parts) == 3:
-            if parts[0] not in _FILE_MODES:
-                raise MemvaultError(
-                    f"{path} is a symbolic link or submodule changed on both sides, which "
-                    "memvault does not merge"
-                )
-            out.setdefault(path, {})[int(parts[2])] = parts[1]
+    for path, stages in history.unmerged().items():
+        if any(mode not in _FILE_MODES for mode, _ in stages.values()):
+            raise MemvaultError(
+                f"{path} is a symbolic link or submodule changed on both sides, which "
+                "memvault does not merge"
+            )
+        out[path] = {stage: blob for stage, (_, blob) in stages.items()}
     return out
 
 
