@@ -39,8 +39,10 @@ def run_memvault(
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
     input_text: str | None = None,
+    stdin: int | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """The real command line in a subprocess."""
+    """The real command line in a subprocess (``stdin``: a file descriptor, e.g. a pty's,
+    instead of ``input_text``)."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "memvault.cli", *args],
@@ -49,6 +51,7 @@ def run_memvault(
         text=True,
         env=full_env,
         input=input_text,
+        stdin=stdin,
         timeout=120,
         check=False,
     )
@@ -121,9 +124,11 @@ class Clock:
         self.now = DAY0 + dt.timedelta(days=n)
 
 
-def updated_listener() -> tuple[list[str], asyncio.Event, Callable[[Any], Awaitable[None]]]:
-    """(URIs seen, an event set on each, a client message handler recording every
-    ``notifications/resources/updated``)."""
+def updated_listener(
+    uri: str | None = None,
+) -> tuple[list[str], asyncio.Event, Callable[[Any], Awaitable[None]]]:
+    """(URIs seen, an event set on each (or only on ``uri``'s), a client message handler
+    recording every ``notifications/resources/updated``)."""
     seen: list[str] = []
     arrived = asyncio.Event()
 
@@ -131,6 +136,7 @@ def updated_listener() -> tuple[list[str], asyncio.Event, Callable[[Any], Awaita
         root = getattr(message, "root", message)
         if getattr(root, "method", "") == "notifications/resources/updated":
             seen.append(str(root.params.uri))
-            arrived.set()
+            if uri is None or seen[-1] == uri:
+                arrived.set()
 
     return seen, arrived, on_message

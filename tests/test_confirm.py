@@ -9,7 +9,6 @@ import json
 import os
 import pty
 import subprocess
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -282,16 +281,8 @@ def at_terminal(vault: Path, answer: str, *args: str) -> subprocess.CompletedPro
     leader, follower = pty.openpty()
     try:
         os.write(leader, f"{answer}\n".encode())
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
-        return subprocess.run(
-            [sys.executable, "-m", "memvault.cli", "--vault", str(vault), "forget", *args],
-            stdin=follower,
-            check=False,
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
+        env = {"PYTHONPATH": str(REPO)}
+        return run_memvault("--vault", str(vault), "forget", *args, env=env, stdin=follower)
     finally:
         os.close(leader)
         os.close(follower)

@@ -429,13 +429,7 @@ def test_the_write_path_does_not_read_other_memory_files(text_only: MemoryServic
         text_only.remember(f"The user prefers tea number {n} in the morning.", type="preference")
         text_only.remember(f"The user was born in city {n}.", type="fact", importance=0.9)
         text_only.remember(f"Meeting notes {n}: the team agreed on plan {n}.", type="note")
-    announced = asyncio.Event()
-
-    async def on_message(message: Any) -> None:
-        root = getattr(message, "root", message)
-        method = getattr(root, "method", "")
-        if method == "notifications/resources/updated" and str(root.params.uri) == changes.URI:
-            announced.set()
+    _, announced, on_message = updated_listener(changes.URI)
 
     async def body(client: Client) -> tuple[set[str], set[str], set[str]]:
         for uri in (*reports.AGGREGATES, changes.URI):
