@@ -427,7 +427,7 @@ class History:
         paths = self._committable(paths)
         if not paths:
             return None
-        before = self._head_sha() or self.head()  # to tell another git client's commit
+        before = self._head_sha()  # a file read: to tell another git client's commit apart
         # Paths go through stdin, not argv: an import of 50k files overflows the argument list.
         spec = "\0".join(paths)
         unstaged = self._not_staged_yet(paths)
@@ -456,8 +456,8 @@ class History:
         try:
             return self._commit(args, message, as_person, stdin)
         except GitError:
-            head = self.head()
-            if head == before or self._dirty(paths):
+            head = self._head_sha()
+            if before is None or head == before or self._dirty(paths):
                 raise
             # Another git client (obsidian-git's backup, a person's `git commit -a`) committed
             # these files between our staging and our commit: HEAD moved and holds them as
