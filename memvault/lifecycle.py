@@ -9,11 +9,10 @@ import logging
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import policy, purging, validate
 from .errors import InvalidInputError, MemvaultError
-from .fields import stem_path
 from .models import Archival, ChangeEvent, Filters, Memory, MemoryInfo, Proposal
 from .note import strip_title
 
@@ -112,7 +111,7 @@ def forget_many(
         if mode == "delete":
             moves = [(m, _delete(service, m)) for m in memories]
         else:
-            moves = [(m, _archive(service, m, reason)) for m in memories]
+            moves = [(m, service._archive_file(m, reason)) for m in memories]
         trailers = service._trailers(f"forget-{mode}", None) | trailers
         if reason:
             trailers["Memvault-Reason"] = reason
@@ -154,22 +153,6 @@ def _delete(service: MemoryService, memory: Memory) -> str | None:
     """Delete a memory's file (no commit; git history keeps it): it has no new path."""
     service.vault.delete(memory.path)
     return None
-
-
-def _archive(service: MemoryService, memory: Memory, reason: str | None) -> str:
-    """Mark a memory archived and move it under archive/ (no commit); its new path."""
-    fields: dict[str, Any] = {
-        "status": "archived",
-        "archived": service.clock().replace(microsecond=0),
-    }
-    if reason:
-        fields["archived_reason"] = reason
-    service._rewrite(memory, fields)
-    if memory.path.startswith("archive/"):
-        return memory.path
-    new_path = service.vault.free_path("archive", stem_path(memory.path))
-    service.vault.move(memory.path, new_path)
-    return new_path
 
 
 def _texts(service: MemoryService, infos: Iterable[MemoryInfo]) -> dict[str, str]:

@@ -369,6 +369,21 @@ class MemoryService:
         action = "updated" if sha else "unchanged"
         return WriteResult(fresh, sha, action, previous_revision=memory.content_hash)
 
+    def _archive_file(self, memory: Memory, reason: str | None) -> str:
+        """Mark ``memory`` archived and move it under archive/ (no commit); its new path."""
+        fields: dict[str, Any] = {
+            "status": "archived",
+            "archived": self.clock().replace(microsecond=0),
+        }
+        if reason:
+            fields["archived_reason"] = reason
+        self._rewrite(memory, fields)
+        if memory.path.startswith("archive/"):
+            return memory.path
+        new_path = self.vault.free_path("archive", _stem_path(memory.path))
+        self.vault.move(memory.path, new_path)
+        return new_path
+
     def _rewrite(self, memory: Memory, changes: dict[str, Any], body: str | None = None) -> None:
         """Minimal-edit rewrite of a file; refuses files memvault cannot parse."""
         self.vault.rewrite(memory, changes, body, self.clock().replace(microsecond=0))
@@ -390,17 +405,7 @@ class MemoryService:
                 self.vault.delete(memory.path)
                 paths, new_path = [memory.path], None
             else:
-                fields: dict[str, Any] = {
-                    "status": "archived",
-                    "archived": self.clock().replace(microsecond=0),
-                }
-                if reason:
-                    fields["archived_reason"] = reason
-                self._rewrite(memory, fields)
-                new_path = memory.path
-                if not memory.path.startswith("archive/"):
-                    new_path = self.vault.free_path("archive", _stem_path(memory.path))
-                    self.vault.move(memory.path, new_path)
+                new_path = self._archive_file(memory, reason)
                 paths = [memory.path, new_path]
             subject = f"{op}: {memory.path}" if op else f"forget: {memory.path} ({mode})"
             sha = self.history.commit(paths, subject, trailers)
