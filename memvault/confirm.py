@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import ConfirmationError
+from .models import memory_count
 
 if TYPE_CHECKING:
     from .service import MemoryService
@@ -67,7 +68,7 @@ class Operation:
         count = len(self.paths)
         shown = ", ".join(self.paths[:SHOWN_PATHS])
         more = f" and {count - SHOWN_PATHS} more" if count > SHOWN_PATHS else ""
-        what = f"{count} memor{'y' if count == 1 else 'ies'}"
+        what = memory_count(count)
         of = f" of {self.scope}" if self.scope else ""
         of = f" matching {self.selection!r}" if self.selection is not None else of
         return f"forget {what}{of} by {_MODES.get(self.mode, self.mode)}: {shown}{more}"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from . import policy, purging, validate
 from .errors import InvalidInputError, MemvaultError
-from .models import Archival, ChangeEvent, Filters, Memory, MemoryInfo, Proposal
+from .models import Archival, ChangeEvent, Filters, Memory, MemoryInfo, Proposal, memory_count
 from .note import strip_title
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ def forget_many(
         if reason:
             trailers["Memvault-Reason"] = reason
         paths = list(dict.fromkeys(p for m, new in moves for p in (m.path, new) if p))
-        subject = f"forget: {len(memories)} memories of {label} ({mode})"
+        subject = f"forget: {memory_count(len(memories))} of {label} ({mode})"
         sha = service.history.commit(paths, subject, trailers)
     fresh = [service.vault.read(new) for _, new in moves if new]
     service.indexing.upsert(fresh)

@@ -178,6 +178,11 @@ class MemoryInfo:
         }
 
 
+def memory_count(count: int) -> str:
+    """``1 memory``, ``3 memories``: how many, for messages and commit subjects."""
+    return f"{count} memor{'y' if count == 1 else 'ies'}"
+
+
 def sort_infos(infos: Sequence[MemoryInfo], sort: str = "updated") -> list[MemoryInfo]:
     """Records newest first by ``updated``/``created``, by importance (then newest), or by path."""
     return sorted(infos, key=_sort_key(sort))
@@ -619,5 +624,6 @@ __all__ = [
     "Similar",
     "Status",
     "WriteResult",
+    "memory_count",
     "parse_time",
 ]

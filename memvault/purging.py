@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from . import recovery
 from .errors import InvalidInputError
-from .models import Archival, ChangeEvent, Memory, WriteResult
+from .models import Archival, ChangeEvent, Memory, WriteResult, memory_count
 
 if TYPE_CHECKING:
     from .service import MemoryService
@@ -54,7 +54,7 @@ def _erase(
     recovery.commit_leftovers(service.vault, service.history, service._op_trailers)
     for memory in memories:
         service.vault.delete(memory.path)
-    what = f"memory {memory_id}" if memory_id else f"{len(memories)} memories"
+    what = f"memory {memory_id}" if memory_id else memory_count(len(memories))
     service.history.commit(
         [m.path for m in memories],
         f"forget: {what} (purge)",
