@@ -592,17 +592,15 @@ def overlay(service: MemoryService) -> Overlay | None:
     client = _asking()
     if not proposing(service.settings, client) or client is None:
         return None
-    history = service.history
-    tip = history.commit_of(f"refs/heads/{BRANCHES}{slug(client)}")
-    if tip is None or history.head() is None:
-        return None
-    # what its pending proposals changed, never what the branch kept of decided ones
-    changed = sorted({p for x in _pending_of(history, slug(client)) for p in x.paths})
+    history, name = service.history, slug(client)
+    # what its pending proposals changed (none without a branch), never what the branch
+    # kept of decided ones
+    changed = sorted({p for x in _pending_of(history, name) for p in x.paths})
     if not changed:
         return None
     wanted = [p for p in changed if service.vault.is_memory_path(p)]  # the rest only hide
     memories = {}
-    for path, data in _blobs_at(history, tip, wanted).items():
+    for path, data in _blobs_at(history, f"refs/heads/{BRANCHES}{name}", wanted).items():
         try:
             memory = service.vault.parse_bytes(path, data)
         except MalformedMemoryError:
