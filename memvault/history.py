@@ -123,6 +123,20 @@ _CLEAN_ENV = {
 }
 
 
+def identity_config(name: str, email: str) -> list[str]:
+    """``-c`` options that make ``name <email>`` both author and committer of a commit.
+
+    ``author.*`` and ``committer.*`` (git 2.22+) outrank ``user.*``: a person who set
+    ``author.name`` in their global config would otherwise sign memvault's commits.
+    """
+    pairs = [
+        f"{who}.{key}={value}"
+        for who in ("user", "author", "committer")
+        for key, value in (("name", name), ("email", email))
+    ]
+    return [arg for pair in pairs for arg in ("-c", pair)]
+
+
 def _inherited_git_vars(env: dict[str, str]) -> list[str]:
     """``GIT_*`` variables of this process that ``env`` does not set itself."""
     return sorted(k for k in os.environ if k.startswith("GIT_") and k not in env)
@@ -232,12 +246,7 @@ class History:
         config = ["-c", "commit.gpgsign=false", "-c", "core.quotepath=false"]
         config += ["-c", "core.autocrlf=false", "-c", "core.hooksPath=/dev/null"]
         if identity:
-            config += [
-                "-c",
-                f"user.name={self.author_name}",
-                "-c",
-                f"user.email={self.author_email}",
-            ]
+            config += identity_config(self.author_name, self.author_email)
         cmd = ["git", "--literal-pathspecs", *config, *args]
         delay, deadline = 0.02, time.monotonic() + self.lock_retry_seconds
         while True:
@@ -396,13 +405,17 @@ class History:
     def repo_identity(self) -> tuple[str, str]:
         """The repository's configured identity (a person's edits), else memvault's.
 
-        Read as git reads it: system, user (XDG), global and repository config.
+        Read as git reads it: system, user (XDG), global and repository config; the
+        person's ``author.name`` / ``author.email`` outrank their ``user.*``, as in git.
         """
         try:
             with VaultRepo(self.root) as repo:
                 config = repo.config_reader()
-                name = config.get("user", "name", fallback="").strip()
-                email = config.get("user", "email", fallback="").strip()
+                name, email = (
+                    config.get("author", key, fallback="").strip()
+                    or config.get("user", key, fallback="").strip()
+                    for key in ("name", "email")
+                )
         except (configparser.Error, OSError, git.exc.InvalidGitRepositoryError) as exc:
             log.warning(
                 "could not read the git identity in %s (%s): using memvault's", self.root, exc
@@ -529,8 +542,7 @@ class History:
     ) -> str | None:
         """Run ``git commit`` with the message in a file (stdin may carry pathspecs)."""
         if as_person:
-            name, email = self.repo_identity()
-            args = ["-c", f"user.name={name}", "-c", f"user.email={email}", *args]
+            args = [*identity_config(*self.repo_identity()), *args]
         fd, message_file = tempfile.mkstemp(prefix="memvault-msg-", dir=self.git_dir())
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -240,6 +240,24 @@ def test_a_write_command_commits_a_hand_edit_as_external_with_the_persons_identi
     )
 
 
+def test_a_persons_author_setting_never_signs_memvaults_commits_but_signs_their_edits(
+    vault_path: Path,
+) -> None:
+    # git's author.* and committer.* outrank user.*: set in a person's config they used to
+    # put the person's name on the agent's commits, and hide who wrote what
+    git(vault_path, "config", "user.name", "Ada Person")
+    git(vault_path, "config", "author.name", "Ada Author")
+    git(vault_path, "config", "author.email", "ada@example.org")
+    git(vault_path, "config", "committer.name", "Ada Committer")
+    write(vault_path / "facts" / "hand.md", "---\ntype: fact\n---\nA hand-written fact.\n")
+    invoke(vault_path, "add", "A fact added through the command line.", "--type", "fact")
+    signed = git(vault_path, "log", "-2", "--format=%an <%ae> / %cn <%ce>").splitlines()
+    assert signed == [
+        "memvault <memvault@localhost> / memvault <memvault@localhost>",
+        "Ada Author <ada@example.org> / Ada Author <ada@example.org>",
+    ]
+
+
 def test_a_crash_leftover_is_recovered_by_memvault_and_a_hand_edit_is_the_persons(
     vault_path: Path,
 ) -> None:
