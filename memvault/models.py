@@ -37,6 +37,7 @@ class Memory:
     id_derived: bool = False  # True when the file has no ``id`` key yet
     problems: tuple[str, ...] = ()
     edited: str | None = None  # when a person last edited the file (from git), if known
+    added: str | None = None  # when the file was first committed (from git), if known
 
     @property
     def title(self) -> str:
@@ -91,7 +92,8 @@ class Memory:
 
     @property
     def created(self) -> str | None:
-        return as_iso(self.meta.get("created"))
+        """The frontmatter's ``created``, else when the file was first committed."""
+        return as_iso(self.meta.get("created")) or self.added
 
     @property
     def expires(self) -> str | None:
