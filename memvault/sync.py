@@ -125,8 +125,12 @@ class IndexSync:
         worker.start()
         try:
             yield written
-        finally:
+        except BaseException:
             worker.join()
+            if failed:  # the block's error is raised; this one must not vanish with it
+                log.warning("indexing %s failed too: %s", ", ".join(paths), failed[0])
+            raise
+        worker.join()
         if failed:
             raise failed[0]
 
