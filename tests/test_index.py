@@ -283,11 +283,11 @@ def whoosh_bm25f(folder: Path, query: str) -> dict[str, float]:
     from whoosh import query as wq
     from whoosh.scoring import BM25F
 
-    from memvault.index.fulltext import FIELD_BOOSTS
+    from memvault.index.fulltext import FIELD_BOOSTS, K1, B
 
     terms = list(dict.fromkeys(tokens(query)))
     clauses = [wq.Term(f, t, boost=b) for t in terms for f, b in FIELD_BOOSTS.items()]
-    with whoosh.index.open_dir(str(folder)).searcher(weighting=BM25F()) as searcher:
+    with whoosh.index.open_dir(str(folder)).searcher(weighting=BM25F(B=B, K1=K1)) as searcher:
         return {hit["id"]: hit.score for hit in searcher.search(wq.Or(clauses), limit=None)}
 
 
@@ -327,6 +327,36 @@ def test_full_text_scores_are_whooshs_bm25f_to_the_bit_across_segments_and_delet
         assert list(text.search("kiwi", limit=3)) == ["t0", "t1", "t2"]
         shares = text.coverage("kiwi coffee", ["t4", "m4", "m0", "m3", "gone"])
         assert shares == {"t4": 0.5, "m4": 0.5, "m0": 0.0}  # deleted and unknown: left out
+    finally:
+        text.close()
+
+
+def test_a_longer_memory_with_the_questions_rarer_word_outranks_short_ones_with_only_common_words(
+    tmp_path: Path,
+) -> None:
+    # Whoosh's default BM25F (k1 1.2, b 0.75) put "Maya loves the piano." first: a short
+    # memory's common words outweighed the rare word ("teacher") of the one that answers
+    bodies = [
+        "Maya practises the piano every evening after school.",
+        "Bought a new piano bench for the living room.",
+        "The piano tuner comes twice a year.",
+        "Maya's birthday party is at the climbing gym.",
+        "Maya is allergic to cats.",
+        "Tom's football practice moved to Tuesdays.",
+        "Maya loves the piano.",
+        "Maya's new teacher, Ms Alvarez, wants her to move from grade two to grade three "
+        "pieces this term; lessons are on Thursdays at four, forty minutes each, at the music "
+        "school on Park Road, and she has asked us to buy the blue theory workbook.",
+    ]
+    text = FullText(tmp_path / "text")
+    try:
+        text.upsert(
+            [
+                TextDoc(f"m{n}", f"m{n}.md", body.split(".")[0][:40], "", body, "")
+                for n, body in enumerate(bodies)
+            ]
+        )
+        assert list(text.search("Maya piano teacher"))[:2] == ["m7", "m6"]
     finally:
         text.close()
 

@@ -111,7 +111,7 @@ class FullText:
         else:
             self._ix = windex.create_in(str(folder), schema())
         self._lock = threading.Lock()
-        self._searcher = self._ix.searcher(weighting=BM25F())
+        self._searcher = self._ix.searcher(weighting=BM25F(B=B, K1=K1))
         self._postings = _Postings()
         self._last: _View | None = None
 
@@ -132,7 +132,7 @@ class FullText:
         """
         if not self._searcher.up_to_date():
             self._searcher.close()
-            self._searcher = self._ix.searcher(weighting=BM25F())
+            self._searcher = self._ix.searcher(weighting=BM25F(B=B, K1=K1))
         return self._searcher
 
     def upsert(self, docs: Sequence[TextDoc]) -> None:
@@ -217,9 +217,13 @@ class FullText:
         return self._last
 
 
-# BM25F as FullText's searchers score (whoosh.scoring.BM25F defaults)
-K1 = 1.2
-B = 0.75
+# BM25F as FullText's searchers score. Not Whoosh's defaults (1.2, 0.75): memories are
+# short, and full length normalisation lifts a memory that is short because it says little
+# ("Thanks, Gina!") above one that holds the answer; a lower K1 saturates a repeated word
+# sooner, so the question's other words count for more. Chosen on LoCoMo's dev split
+# (docs/benchmarks.md, "Ranking ideas, round 2").
+K1 = 0.6
+B = 0.3
 _LENGTHS = np.array([byte_to_length(b) for b in range(256)], dtype=np.float64)
 OR_ARRAY_LIMIT = 5000  # whoosh's Or sums larger segments in a tree (Or._matcher)
 _NO_DOCS = np.zeros(0, dtype=np.int64)

@@ -201,8 +201,8 @@ class Calibration:
 
 
 CALIBRATION = {
-    "hybrid": Calibration(bias=-5.54, keyword=0.665, coverage=4.587, vector=8.878),
-    "bm25": Calibration(bias=-5.15, keyword=3.209, per_term=True, coverage=7.269),
+    "hybrid": Calibration(bias=-5.4, keyword=0.525, coverage=4.4, vector=9.27),
+    "bm25": Calibration(bias=-5.0, keyword=3.209, per_term=True, coverage=7.269),
     "vector": Calibration(bias=-4.26, vector=15.817),
 }
 
