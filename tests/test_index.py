@@ -338,6 +338,35 @@ def test_full_text_scores_are_whooshs_bm25f_to_the_bit_across_segments_and_delet
         text.close()
 
 
+def test_a_word_no_memory_had_when_searched_is_found_once_a_memory_with_it_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Full text remembers which words a segment lacks; a later commit (a new segment, or
+    a merge into one) must still find them, with Whoosh's scores, whatever the cache
+    kept."""
+    from memvault.index import fulltext
+
+    folder = tmp_path / "text"
+    text = FullText(folder)
+    try:
+        text.upsert(text_docs(40))
+        assert text.search("kiwi budget", limit=100) == whoosh_bm25f(folder, "kiwi budget")
+        assert text.coverage("kiwi", ["m1"]) == {"m1": 0.0}
+        text.upsert([TextDoc("k1", "k1.md", "kiwi", "", "kiwi budget", "")])
+        text.upsert([TextDoc("m1", "notes/m1.md", "kiwi now", "", "kiwi", "")])  # replaced
+        assert list(text.search("kiwi", limit=10)) == ["m1", "k1"]
+        assert text.search("kiwi budget", limit=100) == whoosh_bm25f(folder, "kiwi budget")
+        assert text.coverage("kiwi", ["m1", "k1", "m2"]) == {"m1": 1.0, "k1": 1.0, "m2": 0.0}
+        text.delete(["m2"], erase=True)  # every segment merged into a new one
+        assert text.search("kiwi budget", limit=100) == whoosh_bm25f(folder, "kiwi budget")
+        monkeypatch.setattr(fulltext, "POSTINGS_CACHE", 3)  # almost nothing kept
+        for query in [*QUERIES_FT, "kiwi", "kiwi budget", "budget zebra yak walrus vole"]:
+            assert text.search(query, limit=1000) == whoosh_bm25f(folder, query)
+        assert len(text._postings.lists) <= 3  # a word a segment lacks counts too
+    finally:
+        text.close()
+
+
 @pytest.mark.slow
 def test_full_text_scores_in_a_segment_whoosh_sums_as_a_tree_are_whooshs_to_the_bit(
     tmp_path: Path,
