@@ -364,6 +364,8 @@ def test_a_longer_memory_with_the_questions_rarer_word_outranks_short_ones_with_
             ]
         )
         assert list(text.search("Maya piano teacher"))[:2] == ["m7", "m6"]
+    finally:
+        text.close()
 
 
 def test_a_word_no_memory_had_when_searched_is_found_once_a_memory_with_it_is_written(
