@@ -15,7 +15,7 @@ import re
 import stat
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,12 +81,11 @@ class Vault:
     def state_dir(self) -> Path:
         return self.root / STATE_DIR
 
-    def _load_ignore(self) -> pathspec.GitIgnoreSpec | None:
+    def _load_ignore(self) -> Callable[[str], bool] | None:
         path = self.root / IGNORE_FILE
         if not path.is_file():
             return None
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        return pathspec.GitIgnoreSpec.from_lines(lines)
+        return ignore_rule(path.read_text(encoding="utf-8", errors="replace").splitlines())
 
     # -- which files are memories -------------------------------------------
     def is_ignored(self, rel: str) -> bool:
@@ -96,7 +95,7 @@ class Vault:
             return True
         if any(p in IGNORED_DIRS or p.startswith(".") for p in rel.split("/")):
             return True
-        return self._ignore is not None and self._ignore.match_file(rel)
+        return self._ignore is not None and self._ignore(rel)
 
     def is_memory_path(self, rel: str) -> bool:
         name = rel.rsplit("/", 1)[-1]
@@ -137,7 +136,7 @@ class Vault:
                 if name[-3:].lower() != ".md" or _TEMP_NAME.match(name):
                     continue
                 rel = prefix + name
-                if ignore is None or not ignore.match_file(rel):
+                if ignore is None or not ignore(rel):
                     _note(entry, rel, regular, unsafe)
         return regular, sorted(unsafe)
 
@@ -474,6 +473,27 @@ class Vault:
             candidate, n = f"{base}-{n}.md", n + 1
         self.abspath(candidate)
         return candidate
+
+
+def ignore_rule(lines: Sequence[str]) -> Callable[[str], bool] | None:
+    """``.memvaultignore`` as a test of a vault-relative path (None: it ignores nothing).
+
+    Without ``!`` patterns a path is ignored when any pattern matches it, so pathspec's
+    regular expressions are joined into one (their directory-marker groups made plain):
+    pathspec's ``match_file`` normalises the path and weighs every match, 3 us a file, a
+    fifth of a status walk at 10k files. With ``!`` patterns pathspec decides (gitignore's
+    order and precedence)."""
+    spec = pathspec.GitIgnoreSpec.from_lines(lines)
+    active = [p for p in spec.patterns if p.include is not None]
+    if not active:
+        return None
+    regexes = [p.regex for p in active if isinstance(p, pathspec.RegexPattern)]
+    plain = [r for r in regexes if r is not None and r.flags == re.UNICODE]
+    if len(plain) != len(active) or not all(p.include for p in active):
+        return spec.match_file
+    joined = "|".join(f"(?:{r.pattern.replace('(?P<ps_d>', '(?:')})" for r in plain)
+    match = re.compile(joined).match
+    return lambda rel: match(rel) is not None
 
 
 def _note(

@@ -374,3 +374,30 @@ def test_show_at_returns_a_memory_as_it_was_before_a_rename(service: MemoryServi
     service.update(created.memory.id, content="The wiki moved to the cloud.")
     old = service.show_at(created.memory.id, created.commit)
     assert "The wiki lives on the intranet." in old and "cloud" not in old
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ["/README.md"],
+        ["private/", "*.draft.md", "**/secret/**", "journal/2019-*.md", "# a comment", ""],
+        ["drafts/", "!drafts/keep.md", "*.tmp.md", "!keep.tmp.md"],
+        ["# only a comment", ""],
+    ],
+)
+def test_memvaultignore_decides_every_path_as_gitignore_does(lines: list[str]) -> None:
+    import pathspec
+
+    from memvault.vault import ignore_rule
+
+    paths = [
+        "README.md", "notes/README.md", "private/a.md", "notes/private/b.md", "privateer.md",
+        "x.draft.md", "notes/x.draft.md", "a/secret/b/c.md", "secret.md", "journal/2019-05.md",
+        "journal/2020-05.md", "old/journal/2019-05.md", "drafts/a.md", "drafts/keep.md",
+        "a.tmp.md", "keep.tmp.md", "notes/keep.tmp.md", "facts/plain.md",
+    ]  # fmt: skip
+    spec = pathspec.GitIgnoreSpec.from_lines(lines)
+    rule = ignore_rule(lines)
+    decided = {p: bool(rule and rule(p)) for p in paths}
+    assert decided == {p: spec.match_file(p) for p in paths}
+    assert any(decided.values()) == any(line and not line.startswith("#") for line in lines)
