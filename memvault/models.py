@@ -37,7 +37,6 @@ class Memory:
     id_derived: bool = False  # True when the file has no ``id`` key yet
     problems: tuple[str, ...] = ()
     edited: str | None = None  # when a person last edited the file (from git), if known
-    added: str | None = None  # when the file was first committed (from git), if known
 
     @property
     def title(self) -> str:
@@ -92,8 +91,7 @@ class Memory:
 
     @property
     def created(self) -> str | None:
-        """The frontmatter's ``created``, else when the file was first committed."""
-        return as_iso(self.meta.get("created")) or self.added
+        return as_iso(self.meta.get("created"))
 
     @property
     def expires(self) -> str | None:

@@ -4,10 +4,6 @@
   when it was first committed; git's rename detection follows it through moves, so the id
   survives them without memvault rewriting the file (the id is written into the file only
   when memvault next edits it).
-- **When it came in.** The author date of the first commit that added the file (moves
-  followed). A file without ``created:`` (hand-made, imported) counts as created then, so
-  ``since:``/``until:`` and sorting by creation do not pass it over. The index re-reads
-  only files whose indexed record has no created time when this changes.
 - **A person's last edit.** The author date of the last commit by a person (no memvault
   operation, or ``external``) that touched the file. A memory's ``updated`` is the later of
   its frontmatter's and this, so a correction made in Obsidian counts as fresh.
@@ -30,7 +26,7 @@ from .models import Commit
 log = logging.getLogger(__name__)
 
 PERSON_OPS = (None, "external")  # commits without a memvault op are a person's (or their tools')
-VERSION = 2
+VERSION = 1
 
 
 @dataclass
@@ -39,7 +35,6 @@ class Provenance:
     head: str | None = None
     origins: dict[str, str] = field(default_factory=dict)  # path -> first committed path
     edited: dict[str, str] = field(default_factory=dict)  # path -> ISO time of a person's edit
-    added: dict[str, str] = field(default_factory=dict)  # path -> ISO time it was first committed
 
     @classmethod
     def load(cls, path: Path) -> Provenance:
@@ -47,64 +42,48 @@ class Provenance:
             data = json.loads(path.read_text(encoding="utf-8"))
             if data.get("version") != VERSION:
                 raise ValueError("other version")
-            maps = (dict(data[key]) for key in ("origins", "edited", "added"))
-            return cls(path, data["head"], *maps)
+            return cls(path, data["head"], dict(data["origins"]), dict(data["edited"]))
         except (OSError, ValueError, KeyError, TypeError):
             return cls(path)  # missing or unreadable: rebuilt from history
 
-    def refresh(
-        self,
-        history: History,
-        exists: Callable[[str], bool],
-        undated: Callable[[set[str]], set[str]] = set,
-    ) -> set[str]:
+    def refresh(self, history: History, exists: Callable[[str], bool]) -> set[str]:
         """Fold in commits made since the last refresh; the paths whose origin or edit
-        time changed (their index entries need re-reading), and those of ``undated(paths)``
-        whose first commit changed (the ones whose indexed record has no created time: every
-        file memvault writes has one, so its own commits re-read nothing)."""
+        time changed (their index entries need re-reading)."""
         head = history.head()
         if head == self.head:
             return set()
         since = self.head if self.head and head and history.is_ancestor(self.head, head) else None
-        before = (dict(self.origins), dict(self.edited), dict(self.added))
+        before = (dict(self.origins), dict(self.edited))
         if since is None:
-            self.origins, self.edited, self.added = {}, {}, {}
+            self.origins, self.edited = {}, {}
         for commit in history.commits_since(since):
             self._fold(commit)
         self.origins = {p: o for p, o in self.origins.items() if p != o and exists(p)}
         self.edited = {p: t for p, t in self.edited.items() if exists(p)}
-        self.added = {p: t for p, t in self.added.items() if exists(p)}
         self.head = head
         self._save()
-        changed = [_changed(old, new, exists) for old, new in zip(before, self.maps, strict=True)]
-        return changed[0] | changed[1] | (undated(changed[2]) if changed[2] else set())
-
-    @property
-    def maps(self) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
-        return self.origins, self.edited, self.added
+        return {
+            p
+            for old, new in zip(before, (self.origins, self.edited), strict=True)
+            for p in set(old) | set(new)
+            if old.get(p) != new.get(p) and exists(p)
+        }
 
     def _fold(self, commit: Commit) -> None:
         for old, new in commit.renames:
             self.origins[new] = self.origins.pop(old, old)
-            for known in (self.edited, self.added):
-                if old in known:
-                    known[new] = known.pop(old)
-        for rel in commit.files:
-            self.added.setdefault(rel, commit.date)
+            if old in self.edited:
+                self.edited[new] = self.edited.pop(old)
         if commit.trailers.get("Memvault-Op") in PERSON_OPS:
             for rel in commit.files:
                 self.edited[rel] = commit.date
 
     def _save(self) -> None:
         data = {"version": VERSION, "head": self.head, "origins": self.origins}
-        data["edited"], data["added"] = self.edited, self.added
+        data["edited"] = self.edited
         tmp = self.path.with_suffix(".tmp")
         try:
             tmp.write_text(json.dumps(data), encoding="utf-8")
             tmp.replace(self.path)
         except OSError as exc:  # a cache: losing it costs one rebuild
             log.warning("could not save %s: %s", self.path, exc)
-
-
-def _changed(old: dict[str, str], new: dict[str, str], exists: Callable[[str], bool]) -> set[str]:
-    return {p for p in set(old) | set(new) if old.get(p) != new.get(p) and exists(p)}

@@ -163,16 +163,12 @@ class MemoryService:
 
     def refresh_provenance(self) -> None:
         """Fold new commits into what git says of the files: where id-less files were
-        first committed (their ids survive moves), when each came in and when a person
-        last edited it."""
-        changed = self.provenance.refresh(self.history, self.vault.is_safe_file, self._undated)
-        self.vault.origins, self.vault.edited, self.vault.added = self.provenance.maps
+        first committed (their ids survive moves) and when a person last edited each."""
+        changed = self.provenance.refresh(self.history, self.vault.is_safe_file)
+        self.vault.origins, self.vault.edited = self.provenance.origins, self.provenance.edited
         if changed:
             self.vault.reset_catalog()
             self.sync_index(sorted(changed))
-
-    def _undated(self, paths: set[str]) -> set[str]:
-        return {d.path for d in self.index.records() if d.path in paths and not d.created}
 
     def indexed_hashes(self) -> dict[str, str]:
         """path -> content hash of what the index holds now (other processes included)."""
