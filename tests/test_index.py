@@ -397,6 +397,28 @@ def test_a_word_no_memory_had_when_searched_is_found_once_a_memory_with_it_is_wr
         text.close()
 
 
+def test_words_no_memory_has_cannot_fill_memory_by_their_number(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A missing word is cached per segment and field with no postings; each entry still
+    costs memory, so a server asked thousands of typos keeps the cache within its bound."""
+    from memvault.index import fulltext
+
+    monkeypatch.setattr(fulltext, "POSTINGS_CACHE", 1200)
+    folder = tmp_path / "text"
+    text = FullText(folder)
+    try:
+        text.upsert(text_docs(20))
+        for n in range(300):
+            assert text.search(f"qzx{n}word", limit=10) == {}
+        cached = text._postings
+        assert cached.size <= 1200
+        assert len(cached.lists) <= 1200 // fulltext.ENTRY_COST
+        assert text.search("kiwi budget", limit=100) == whoosh_bm25f(folder, "kiwi budget")
+    finally:
+        text.close()
+
+
 @pytest.mark.slow
 def test_full_text_scores_in_a_segment_whoosh_sums_as_a_tree_are_whooshs_to_the_bit(
     tmp_path: Path,

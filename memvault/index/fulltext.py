@@ -296,9 +296,14 @@ class _Postings:
 _ABSENT = (np.zeros(0, dtype=np.int64), np.zeros(0))  # a term the segment does not have
 
 
+ENTRY_COST = 12  # an entry's own memory (key, node, arrays: ~190 bytes) in 16-byte postings
+
+
 def _cost(found: tuple[np.ndarray, np.ndarray]) -> int:
-    """What a cached posting list counts against POSTINGS_CACHE (an absent term: 1)."""
-    return max(len(found[0]), 1)
+    """What a cached posting list counts against POSTINGS_CACHE: its postings plus the
+    entry itself, so that words no segment has (typos, other vaults' names: one entry per
+    segment and field, with no postings) cannot fill memory by their number."""
+    return len(found[0]) + ENTRY_COST
 
 
 def _read_postings(matcher: Any) -> tuple[np.ndarray, np.ndarray]:
