@@ -128,9 +128,7 @@ class IndexSync:
         except BaseException:
             worker.join()
             if failed:  # the block's error is raised; this one must not vanish with it
-                log.warning(
-                    "indexing %d file(s) (%s) failed too: %s", len(paths), paths[0], failed[0]
-                )
+                log.warning("indexing %d file(s) failed too: %s", len(paths), failed[0])
             raise
         worker.join()
         if failed:
