@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.tune_locomo import line
 from memvault.config import Settings
 from memvault.eval import locomo, runner
 from memvault.index import fulltext
@@ -326,15 +327,6 @@ def measure(convs: list[Conv], kn: Knobs | None) -> dict[str, dict[str, float]]:
             covers = [conv.covers[i] for i in order]
             rows.append((q.category, locomo.score(covers, q.gold, q.relevant)))
     return locomo.aggregate(rows)
-
-
-def line(name: str, table: dict[str, dict[str, float]], base: dict[str, dict[str, float]]) -> str:
-    head, five = table["1-4"], table["5"]
-    cells = []
-    for row, key in ((head, "R_any@5"), (head, "R_any@10"), (head, "nDCG@10"), (five, "R_any@5")):
-        ref = base["1-4" if row is head else "5"][key]
-        cells.append(f"{row[key]:.1f} ({row[key] - ref:+.1f})")
-    return f"| {name} | " + " | ".join(cells) + " |"
 
 
 # Question words the stop list (memvault.text) keeps; "likely" stems to "like"
