@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,8 @@ class Provenance:
     head: str | None = None
     origins: dict[str, str] = field(default_factory=dict)  # path -> first committed path
     edited: dict[str, str] = field(default_factory=dict)  # path -> ISO time of a person's edit
+    # the watcher's thread and a write command's may both refresh
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
     def load(cls, path: Path) -> Provenance:
@@ -49,6 +52,10 @@ class Provenance:
     def refresh(self, history: History, exists: Callable[[str], bool]) -> set[str]:
         """Fold in commits made since the last refresh; the paths whose origin or edit
         time changed (their index entries need re-reading)."""
+        with self._lock:
+            return self._refresh(history, exists)
+
+    def _refresh(self, history: History, exists: Callable[[str], bool]) -> set[str]:
         head = history.head()
         if head == self.head:
             return set()
@@ -56,10 +63,18 @@ class Provenance:
         before = (dict(self.origins), dict(self.edited))
         if since is None:
             self.origins, self.edited = {}, {}
+        touched: set[str] = set()
         for commit in history.commits_since(since):
             self._fold(commit)
-        self.origins = {p: o for p, o in self.origins.items() if p != o and exists(p)}
-        self.edited = {p: t for p, t in self.edited.items() if exists(p)}
+            touched.update(commit.files, *commit.renames)
+
+        def kept(rel: str) -> bool:
+            # a file only leaves history by a commit that touches it: checking the others
+            # (an lstat walk each) cost 0.77 s per watcher commit at 10k person-made files
+            return (since is not None and rel not in touched) or exists(rel)
+
+        self.origins = {p: o for p, o in self.origins.items() if p != o and kept(p)}
+        self.edited = {p: t for p, t in self.edited.items() if kept(p)}
         self.head = head
         self._save()
         return {
