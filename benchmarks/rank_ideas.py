@@ -1,14 +1,20 @@
-"""Ranking ideas of issue 14 part 4, round 2: measured offline on the dev split only.
+"""Ranking ideas of issue 14 part 4, rounds 2 and 3: measured offline on the dev split only.
 
 Usage:
-  python -m benchmarks.rank_ideas [--set main|bm25|prf|ontop] [--only NAME ...] [--per-conv]
+  python -m benchmarks.rank_ideas [--set main|bm25|prf|ontop|adaptive] [--only NAME ...]
+      [--per-conv]
 
 ``main``: one row per idea (BM25 k1, b and field weights, question words, vector
 candidates and normalisation, RM3 on the keyword leg, Rocchio on the vector leg, coverage
 bonuses); ``bm25``: the k1 x b grid; ``prf``: RM3 from the memories' bodies only;
-``ontop``: ideas on top of the kept k1 0.6, b 0.3. Every row is against variant T hybrid
-with k1 1.2, b 0.75 (Whoosh's defaults, the product's before round 2); ``--per-conv``
-adds each dev conversation's row.
+``ontop``: ideas on top of the kept k1 0.6, b 0.3. Every row of these is against variant
+T hybrid with k1 1.2, b 0.75 (Whoosh's defaults, the product's before round 2).
+``adaptive`` (round 3): the vector weight per query from how sure the keyword leg is
+(the best candidate's coverage, its idf-weighted coverage, the share of the query's terms
+the vault holds, the legs' agreement, the query's length, the cosine range), per
+candidate (a coverage gate, a cap relative to the keyword part), and fusion on the
+absolute relevance (rank.CALIBRATION); its rows are against the product as it is (k1 0.6,
+b 0.3). ``--per-conv`` adds each dev conversation's row.
 
 Each dev conversation's cached variant T vault (``benchmarks.tune_locomo``'s) is opened
 once; per question the raw signals of every memory are computed once from the product's
@@ -38,7 +44,7 @@ from memvault.config import Settings
 from memvault.eval import locomo, runner
 from memvault.index import fulltext
 from memvault.index.language import language_means
-from memvault.index.rank import decay_rate, recency
+from memvault.index.rank import CALIBRATION, decay_rate, recency
 from memvault.models import Filters
 from memvault.note import parse_time
 from memvault.text import tokens
@@ -200,6 +206,17 @@ class Knobs:
     rocchio_weight: float = 0.5
     coverage: float = 0.0  # bonus x share of query terms present
     all_terms: float = 0.0  # bonus when every query term is present
+    # round 3, adaptive fusion: the vector weight per query (``adapt``) or per candidate
+    adapt: str = ""  # "" | cov_lin | cov_step | known_lin | known_step | idfcov_lin | spread
+    adapt_a: float = 0.0  # strength: w_vec x (1 - a x signal), or x (1 - a) past the step
+    adapt_t: float = 1.0  # the step's level
+    gate: float = 2.0  # per candidate: the vector part x gate_keep at coverage >= gate
+    gate_keep: float = 0.0
+    cap: float = 0.0  # per candidate: vector part <= cap x keyword part (0: off)
+    cap_kw_only: bool = False  # the cap only where BM25 found the candidate
+    rel: float = 0.0  # fuse on absolute relevance (rank.CALIBRATION hybrid): its weight
+    rel_only: bool = False  # relevance replaces the keyword and vector legs
+    rel_logit: bool = False  # its logit (linear in the signals) instead of the sigmoid
 
 
 def bm25(conv: Conv, q: Question, kn: Knobs, weights: dict[str, float]) -> np.ndarray:
@@ -262,8 +279,87 @@ def fuse(conv: Conv, q: Question, kn: Knobs, kw_scores: np.ndarray, cos: np.ndar
             kw[kw_c] = np.minimum(1.0, np.log1p(kw_scores[kw_c]) / math.log1p(30.0))
     vec = vector_part(kn.vec_norm, cos, vec_c, cand)
     out = np.full(len(conv.ids), -np.inf)
-    out[cand] = kn.w_kw * kw[cand] + kn.w_vec * vec[cand] + conv.recency[cand]
+    if not (kn.adapt or kn.gate <= 1.0 or kn.cap or kn.rel):
+        out[cand] = kn.w_kw * kw[cand] + kn.w_vec * vec[cand] + conv.recency[cand]
+        return out
+    share = containing(conv, q, q.terms)
+    w_vec = kn.w_vec * adaptive(conv, q, kn, share, kw_c, cos, vec_c)
+    kw_part = kn.w_kw * kw[cand]
+    vec_part = np.full(len(cand), w_vec) * vec[cand]
+    if kn.gate <= 1.0:
+        vec_part = np.where(share[cand] >= kn.gate, kn.gate_keep * vec_part, vec_part)
+    if kn.cap:
+        capped = np.minimum(vec_part, kn.cap * kw_part)
+        vec_part = np.where(kw_part > 0, capped, vec_part) if kn.cap_kw_only else capped
+    fused = kw_part + vec_part
+    if kn.rel:
+        level = calibrated(q, kw_scores, cos, share, kn.rel_logit)[cand]
+        fused = (0 if kn.rel_only else fused) + kn.rel * level
+    out[cand] = fused + conv.recency[cand]
     return out
+
+
+def adaptive(
+    conv: Conv,
+    q: Question,
+    kn: Knobs,
+    share: np.ndarray,
+    kw_c: np.ndarray,
+    cos: np.ndarray,
+    vec_c: np.ndarray,
+) -> float:
+    """The query's vector weight factor: how sure the keyword leg is, or how spread the
+    vector leg is."""
+    if not kn.adapt:
+        return 1.0
+    if kn.adapt.startswith("cov"):  # the best keyword candidate's share of the terms
+        signal = float(share[kw_c].max()) if len(kw_c) else 0.0
+    elif kn.adapt.startswith("known"):  # share of the query's terms the vault holds
+        signal = known(conv, q.terms)
+    elif kn.adapt.startswith("idfcov"):  # the best candidate's idf-weighted share
+        signal = idf_coverage(conv, q.terms, kw_c)
+    elif kn.adapt.startswith("agree"):  # share of BM25's top 10 in the vector leg's top 10
+        signal = len(set(kw_c[:10].tolist()) & set(vec_c[:10].tolist())) / 10
+    elif kn.adapt.startswith("short"):  # a query of few terms: 1 / its distinct terms
+        signal = 1.0 / max(1, len(q.terms))
+    else:  # spread: cosine range of the vector candidates against a reference range
+        v = cos[vec_c]
+        return min(1.0, float(v.max() - v.min()) / kn.adapt_t) if len(v) else 1.0
+    if kn.adapt.endswith("_lin"):
+        return 1.0 - kn.adapt_a * signal
+    return 1.0 - kn.adapt_a if signal >= kn.adapt_t else 1.0
+
+
+def known(conv: Conv, terms: list[str]) -> float:
+    found = sum(1 for t in terms if any((t, f) in conv.postings for f in FIELDS))
+    return found / max(1, len(terms))
+
+
+def idf_coverage(conv: Conv, terms: list[str], kw_c: np.ndarray) -> float:
+    n = len(conv.ids)
+    weight = {t: math.log(1 + n / (1 + conv.df.get(t, 0))) for t in terms}
+    total = sum(weight.values()) or 1.0
+    has = np.zeros(len(conv.ids))
+    for t in terms:
+        mask = np.zeros(len(conv.ids), dtype=bool)
+        for f in FIELDS:
+            if (t, f) in conv.postings:
+                mask[conv.postings[(t, f)][0]] = True
+        has += weight[t] * mask
+    return float(has[kw_c].max()) / total if len(kw_c) else 0.0
+
+
+def calibrated(
+    q: Question, kw_scores: np.ndarray, cos: np.ndarray, share: np.ndarray, logit: bool = False
+) -> np.ndarray:
+    """rank.relevance of every memory with the hybrid fit (single script: reach 1); with
+    ``logit`` its logit over 10 (linear in the signals)."""
+    c = CALIBRATION["hybrid"]
+    z = c.bias + c.keyword * np.log1p(np.maximum(0, kw_scores)) + c.coverage * share
+    z = z + c.vector * cos
+    if logit:
+        return z / 10
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -60, 60)))
 
 
 def ranked(conv: Conv, q: Question, kn: Knobs) -> list[int]:
@@ -429,7 +525,81 @@ def ontop_set() -> list[tuple[str, Knobs]]:
     ]
 
 
+def adaptive_set() -> list[tuple[str, Knobs]]:
+    """Round 3: adaptive fusion on top of the product (k1 0.6, b 0.3)."""
+    out = [("k1 0.6 b 0.3 (the product, re-computed)", KEPT)]
+    out += [("BM25 alone, k1 0.6 b 0.3", replace(BM25_ALONE, k1=0.6, b=0.3))]
+    for sig in ("cov", "known", "idfcov"):
+        out += [
+            (f"{sig}: w_vec x (1 - {a} x signal)", replace(KEPT, adapt=f"{sig}_lin", adapt_a=a))
+            for a in (0.25, 0.5, 0.75, 1.0)
+        ]
+        out += [
+            (
+                f"{sig}: w_vec x {1 - a:g} when signal >= {t}",
+                replace(KEPT, adapt=f"{sig}_step", adapt_a=a, adapt_t=t),
+            )
+            for t in (0.5, 0.67, 0.8, 1.0)
+            for a in (0.5, 1.0)
+        ]
+    for sig in ("agree", "short"):
+        out += [
+            (f"{sig}: w_vec x (1 - {a} x signal)", replace(KEPT, adapt=f"{sig}_lin", adapt_a=a))
+            for a in (-1.0, -0.5, 0.5, 1.0)
+        ]
+    out += [
+        (
+            f"w_vec {w}, cov: x (1 - {a} x signal)",
+            replace(KEPT, w_vec=w, adapt="cov_lin", adapt_a=a),
+        )
+        for w in (0.4, 0.5)
+        for a in (0.5, 1.0)
+    ]
+    out += [
+        (f"per candidate: vector x {k} at coverage >= {g}", replace(KEPT, gate=g, gate_keep=k))
+        for g in (0.5, 0.67, 0.8, 1.0)
+        for k in (0.0, 0.5)
+    ]
+    out += [
+        (
+            f"per candidate: vector <= {c} x keyword{' (BM25 hits only)' if o else ''}",
+            replace(KEPT, cap=c, cap_kw_only=o),
+        )
+        for c in (0.5, 1.0, 2.0)
+        for o in (False, True)
+    ]
+    out += [("relevance alone (+ recency)", replace(KEPT, rel=1.0, rel_only=True))]
+    out += [
+        (f"+ {r} x relevance", replace(KEPT, rel=r))
+        for r in (0.05, 0.1, 0.2, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+    ]
+    out += [
+        (f"keyword 0.5 + {r} x relevance (no vector leg)", replace(KEPT, w_vec=0.0, rel=r))
+        for r in (0.2, 0.3, 0.5)
+    ]
+    out += [
+        (f"relevance alone, logit / 10, x {r}", replace(KEPT, rel=r, rel_only=True, rel_logit=True))
+        for r in (0.5, 1.0, 2.0)
+    ]
+    out += [
+        (f"relevance {r} + keyword {k} + vector {v}", replace(KEPT, w_kw=k, w_vec=v, rel=r))
+        for r, k, v in (
+            (1.0, 0.1, 0.0),
+            (1.0, 0.1, 0.1),
+            (1.0, 0.2, 0.1),
+            (1.0, 0.0, 0.1),
+            (2.0, 0.5, 0.3),
+        )
+    ]
+    out += [
+        (f"spread: w_vec x min(1, cosine range / {t})", replace(KEPT, adapt="spread", adapt_t=t))
+        for t in (0.1, 0.15, 0.2, 0.25, 0.3)
+    ]
+    return out
+
+
 SETS: dict[str, Callable[[], list[tuple[str, Knobs]]]] = {
+    "adaptive": adaptive_set,
     "main": main_set,
     "bm25": bm25_set,
     "prf": prf_set,
@@ -445,11 +615,13 @@ def main() -> None:
     parser.add_argument("--per-conv", action="store_true")
     args = parser.parse_args()
     convs = load(args.cache)
-    base = measure(convs, Knobs())
     product = measure(convs, None)
+    # round 3 compares with the product; the earlier sets with k1 1.2, b 0.75
+    base = product if args.set == "adaptive" else measure(convs, Knobs())
     print("| idea (dev, n = 231 / 71) | R_any@5 | R_any@10 | nDCG@10 | cat 5 R_any@5 |")
     print("|---|---|---|---|---|")
-    print(line("variant T, hybrid, k1 1.2, b 0.75 (re-computed)", base, base), flush=True)
+    if args.set != "adaptive":
+        print(line("variant T, hybrid, k1 1.2, b 0.75 (re-computed)", base, base), flush=True)
     print(line("variant T, hybrid, the product as it is", product, base), flush=True)
     same = measure(convs, Knobs(k1=fulltext.K1, b=fulltext.B))
     assert same == product, "the re-computation no longer matches the product"
