@@ -341,12 +341,17 @@ def idf_coverage(conv: Conv, terms: list[str], kw_c: np.ndarray) -> float:
     total = sum(weight.values()) or 1.0
     has = np.zeros(len(conv.ids))
     for t in terms:
-        mask = np.zeros(len(conv.ids), dtype=bool)
-        for f in FIELDS:
-            if (t, f) in conv.postings:
-                mask[conv.postings[(t, f)][0]] = True
-        has += weight[t] * mask
+        has += weight[t] * holding(conv, t)
     return float(has[kw_c].max()) / total if len(kw_c) else 0.0
+
+
+def holding(conv: Conv, term: str) -> np.ndarray:
+    """Which memories hold ``term`` in any field."""
+    mask = np.zeros(len(conv.ids), dtype=bool)
+    for f in FIELDS:
+        if (term, f) in conv.postings:
+            mask[conv.postings[(term, f)][0]] = True
+    return mask
 
 
 def calibrated(
@@ -406,11 +411,7 @@ def ranked(conv: Conv, q: Question, kn: Knobs) -> list[int]:
 def containing(conv: Conv, q: Question, terms: list[str]) -> np.ndarray:
     count = np.zeros(len(conv.ids))
     for t in terms:
-        has = np.zeros(len(conv.ids), dtype=bool)
-        for f in FIELDS:
-            if (t, f) in conv.postings:
-                has[conv.postings[(t, f)][0]] = True
-        count += has
+        count += holding(conv, t)
     return count / max(1, len(terms))
 
 
