@@ -1027,25 +1027,17 @@ def _parse_record(record: str, path: str | None) -> Commit | None:
     names = rest.split("\0")
     files: list[str] = []
     renames: list[tuple[str, str]] = []
-    created: list[str] = []
-    deleted: list[str] = []
     i = 0
     while i < len(names) - 1:
         status = names[i].strip()
         if status[:1] in ("R", "C") and i + 2 < len(names):
             renames.append((names[i + 1], names[i + 2]))
             files.append(names[i + 2])
-            created += [names[i + 2]] if status[:1] == "C" else []
             i += 3
         elif status:
             files.append(names[i + 1])
-            created += [names[i + 1]] if status == "A" else []
-            deleted += [names[i + 1]] if status == "D" else []
             i += 2
         else:
             i += 1
     where = files[-1] if (path is not None and files) else None
-    return Commit(
-        sha, date, author, subject, where, trailers, tuple(files), tuple(renames),
-        tuple(created), tuple(deleted),
-    )  # fmt: skip
+    return Commit(sha, date, author, subject, where, trailers, tuple(files), tuple(renames))

@@ -102,7 +102,6 @@ def import_path(
             _unstage(service, run.changed())
             raise
     written = [*run.new, *run.updated]
-    service.refresh_provenance()  # when each file came in: the created time of undated notes
     service.sync_index(written, progress=progress)
     if run.changed():
         service.publish(ChangeEvent(changed=tuple(run.changed()), added=tuple(run.new)))

@@ -37,7 +37,6 @@ class Memory:
     id_derived: bool = False  # True when the file has no ``id`` key yet
     problems: tuple[str, ...] = ()
     edited: str | None = None  # when a person last edited the file (from git), if known
-    added: str | None = None  # when the file was first committed (from git), if known
 
     @property
     def title(self) -> str:
@@ -95,11 +94,6 @@ class Memory:
         return as_iso(self.meta.get("created"))
 
     @property
-    def created_or_added(self) -> str | None:
-        """``created``, else when git first saw the file (see MemoryInfo.added)."""
-        return self.created or self.added
-
-    @property
     def expires(self) -> str | None:
         """When the memory lapses (``expires:``, a date or a date-time), if it does."""
         value = self.meta.get("expires")
@@ -136,7 +130,6 @@ class Memory:
             links=self.links,
             problems=self.problems,
             expires=self.expires,
-            added=self.added,
         )
 
     def summary(self) -> dict[str, Any]:
@@ -166,14 +159,6 @@ class MemoryInfo:
     links: tuple[str, ...] = ()  # link targets as written (resolved when asked: see links.py)
     problems: tuple[str, ...] = ()  # what is wrong with the file (malformed frontmatter...)
     expires: str | None = None
-    # when git first saw the file (provenance): what ``since:``/``until:`` and sorting by
-    # creation use for a file without ``created:``. Not a recency or a last use: a note
-    # taken in from elsewhere is neither new nor seen, so ranking and forgetting ignore it
-    added: str | None = None
-
-    @property
-    def created_or_added(self) -> str | None:
-        return self.created or self.added
 
     def summary(self) -> dict[str, Any]:
         """A JSON-friendly view (the shape of CLI ``list`` and ``show``)."""
@@ -209,7 +194,7 @@ def _sort_key(sort: str) -> Callable[[MemoryInfo], Any]:
     if sort == "importance":
         return lambda m: (-m.importance, newest_first(m.updated))
     if sort == "created":
-        return lambda m: newest_first(m.created_or_added)
+        return lambda m: newest_first(m.created)
     if sort == "updated":
         return lambda m: newest_first(m.updated)
     raise InvalidInputError(f"sort must be {', '.join(SORTS)}, not {sort!r}")
@@ -244,7 +229,7 @@ class Filters:
             and (not self.folder or (memory.path + "/").startswith(self.folder.strip("/") + "/"))
             and (not self.scope or bool(set(self.scope) & set(memory.scope)))
             and (self.include_expired or not memory.expires or not self._expired(memory))
-            and self._in_period(memory.created_or_added)
+            and self._in_period(memory.created)
         )
 
     def _expired(self, memory: Memory | MemoryInfo) -> bool:
@@ -436,8 +421,6 @@ class Commit:
     trailers: dict[str, str] = field(default_factory=dict)
     files: tuple[str, ...] = ()  # paths this commit touched (new names for renames)
     renames: tuple[tuple[str, str], ...] = ()  # (old, new) pairs
-    added: tuple[str, ...] = ()  # paths this commit created (status A)
-    deleted: tuple[str, ...] = ()  # paths this commit removed (status D)
 
     def brief(self) -> dict[str, Any]:
         return {

@@ -192,7 +192,7 @@ def writer(service: MemoryService) -> Iterator[MemoryService]:
         _follow(service, branch, name, {"Memvault-Op": "follow"})
     vault = Vault(root, service.settings.max_file_bytes)
     # what git says of the vault's files: ids of id-less files are the same in the worktree
-    vault.origins, vault.edited, vault.added = service.provenance.maps
+    vault.origins, vault.edited = service.vault.origins, service.vault.edited
     index = _drafts_index(vault, service.settings)
     drafts = Drafts(vault, branch, service.settings, index, service.client, main=service)
     drafts.name = name

@@ -163,11 +163,9 @@ class MemoryService:
 
     def refresh_provenance(self) -> None:
         """Fold new commits into what git says of the files: where id-less files were
-        first committed (their ids survive moves), when each came in and when a person
-        last edited it."""
-        undated = lambda paths: self.indexing.undated(paths, self.provenance.added)  # noqa: E731
-        changed = self.provenance.refresh(self.history, self.vault.is_safe_file, undated)
-        self.vault.origins, self.vault.edited, self.vault.added = self.provenance.maps
+        first committed (their ids survive moves) and when a person last edited each."""
+        changed = self.provenance.refresh(self.history, self.vault.is_safe_file)
+        self.vault.origins, self.vault.edited = self.provenance.origins, self.provenance.edited
         if changed:
             self.vault.reset_catalog()
             self.sync_index(sorted(changed))

@@ -182,15 +182,6 @@ class IndexSync:
         infos.extend(m.info(*stats[m.path]) for m in memories)
         return infos, problems + unread + self.vault.unsafe_problems(unsafe)
 
-    def undated(self, paths: set[str], added: dict[str, str]) -> set[str]:
-        """Of ``paths`` (whose first commit git now dates ``added``), the indexed ones whose
-        record holds another date and has no ``created`` of its own to go by."""
-        return {
-            d.path
-            for d in self.index.records()
-            if d.path in paths and not d.created and d.added != added.get(d.path)
-        }
-
     def records(self, filters: Filters | None = None) -> list[MemoryInfo]:
         """Index records of memories (fast; no file reads), filtered."""
         self.ensure(wait=False)

@@ -71,11 +71,9 @@ class Vault:
         # appended here first, so a crash leftover can be told from a person's edit.
         self.journal: Path | None = None
         # From git, set by the service (see provenance): the first committed path of
-        # moved files (an id-less file's id comes from it), when a person last edited, and
-        # when each file was first committed (the created time of a file without one).
+        # moved files (an id-less file's id comes from it) and when a person last edited.
         self.origins: dict[str, str] = {}
         self.edited: dict[str, str] = {}
-        self.added: dict[str, str] = {}
 
     @property
     def state_dir(self) -> Path:
@@ -246,15 +244,15 @@ class Vault:
             body = text.lstrip(frontmatter.BOM).replace("\r\n", "\n")
             problem = (f"{rel}: {exc}",)
             return Memory(self.derived_id(rel), rel, {}, body, digest, True, problem)
-        edited, added = self.edited.get(rel), self.added.get(rel)
+        edited = self.edited.get(rel)
         raw_id = doc.meta.get("id")
         if raw_id is not None and ids.is_id(str(raw_id)):
-            return Memory(str(raw_id), rel, doc.meta, doc.body, digest, edited=edited, added=added)
+            return Memory(str(raw_id), rel, doc.meta, doc.body, digest, edited=edited)
         problems: tuple[str, ...] = ()
         if raw_id is not None:
             problems = (f"{rel}: id {raw_id!r} is not a valid id; a derived id is used",)
         memory_id = self.derived_id(rel)
-        return Memory(memory_id, rel, doc.meta, doc.body, digest, True, problems, edited, added)
+        return Memory(memory_id, rel, doc.meta, doc.body, digest, True, problems, edited)
 
     def derived_id(self, rel: str) -> str:
         """The id of a file without one: from the path it was first committed at."""

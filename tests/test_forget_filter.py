@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,16 +20,7 @@ from memvault.config import Settings
 from memvault.errors import MemvaultError
 from memvault.service import MemoryService
 
-from .helpers import (
-    DAY0,
-    Clock,
-    call_tool,
-    commit_count,
-    git,
-    in_process,
-    run_memvault,
-    watching,
-)
+from .helpers import DAY0, Clock, call_tool, commit_count, git, in_process, run_memvault
 from .test_confirm import add, answering, at_terminal, error, forget
 from .test_proposals import as_client, host, vault_state
 
@@ -71,65 +61,6 @@ def test_a_filter_that_is_not_clear_is_refused_with_the_reason(text: str, says: 
     with pytest.raises(MemvaultError) as refused:
         selection.parse(text)
     assert says in str(refused.value)
-
-
-def test_a_file_without_a_created_date_counts_as_created_when_it_was_first_committed(
-    vault_path: Path,
-) -> None:
-    # a note written in Obsidian has no frontmatter; git knows when it came in (and follows
-    # its move), so since:/until: and recall's period filter do not pass it over
-    (vault_path / "notes").mkdir()
-    (vault_path / "notes" / "boiler.md").write_text("The boiler was serviced.\n", "utf-8")
-    dated = {**os.environ, "GIT_AUTHOR_DATE": "2024-03-05T10:00:00+00:00"}
-    for args in (["add", "-A"], ["commit", "-qm", "my note"]):
-        subprocess.run(["git", *args], cwd=vault_path, env=dated, check=True)
-    git(vault_path, "mv", "notes/boiler.md", "notes/house-boiler.md")
-    git(vault_path, "commit", "-qm", "tidy")
-    service = MemoryService.open(vault_path, Settings(embedder="none"))
-    try:
-        march = selection.parse("folder:notes since:2024-03 until:2024-04")
-        found = service.list_memories(march).memories
-        assert [m.path for m in found] == ["notes/house-boiler.md"]
-        assert found[0].created_or_added == "2024-03-05T10:00:00+00:00"
-        assert found[0].created is None  # the file says nothing, and nothing is written in it
-        assert not service.list_memories(selection.parse("folder:notes since:2025")).memories
-        hits = service.recall("boiler serviced", filters=march)
-        assert [h.path for h in hits] == ["notes/house-boiler.md"]
-        listed = forget(service, {"filter": "until:2024-12"})
-        assert listed["pending_paths"] == ["notes/house-boiler.md"]
-    finally:
-        service.close()
-    assert (vault_path / "notes" / "house-boiler.md").read_text("utf-8") == (
-        "The boiler was serviced.\n"
-    )
-
-
-def test_a_note_written_while_the_watcher_runs_is_dated_by_the_commit_that_took_it_in(
-    svc: MemoryService,
-) -> None:
-    with watching(svc) as (_, watcher, _events):
-        (svc.root / "inbox.md").write_text("Call the plumber about the leak.\n", "utf-8")
-        assert watcher.wait_for(lambda: watcher.commits == 1)
-    took_in = git(svc.root, "log", "-1", "--format=%aI").strip()
-    [record] = [r for r in svc.records() if r.path == "inbox.md"]
-    assert record.added == took_in == record.updated  # a person's edit: fresh
-    assert svc.get(record.id).created_or_added == took_in
-
-
-def test_a_note_indexed_before_it_was_committed_gets_its_date_when_it_is_committed(
-    svc: MemoryService,
-) -> None:
-    (svc.root / "inbox.md").write_text("Call the plumber about the leak.\n", "utf-8")
-    svc.sync_index()  # a read command indexes it; nothing commits it yet
-    assert [r.added for r in svc.records() if r.path == "inbox.md"] == [None]
-    again = MemoryService.open(svc.root, Settings(embedder="none"))  # commits what it finds
-    try:
-        took_in = git(svc.root, "log", "-1", "--format=%aI|%s").strip()
-        assert took_in.endswith("|external: inbox.md")
-        [record] = [r for r in again.records() if r.path == "inbox.md"]
-        assert record.added == took_in.split("|")[0]
-    finally:
-        again.close()
 
 
 # -- over MCP --------------------------------------------------------------------------------

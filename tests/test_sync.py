@@ -724,17 +724,3 @@ def test_stopping_sync_after_writes_waits_for_a_sync_under_way(pair: Pair) -> No
     for thread in (firing, stopping):
         thread.join(timeout=60)
     assert order == ["sync finished", "stopped"]
-
-
-def test_an_undated_note_another_clone_imported_is_dated_by_its_import_commit_here(
-    pair: Pair, tmp_path: Path
-) -> None:
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    (notes / "boiler.md").write_text("The boiler was serviced.\n", encoding="utf-8")
-    pair.a.import_path(notes)
-    sync(pair.a)
-    imported = git(pair.a.root, "log", "-1", "--format=%aI").strip()
-    assert [(r.path, r.added) for r in pair.a.records()] == [("boiler.md", imported)]
-    assert sync(pair.b).error is None
-    assert [(r.path, r.added) for r in pair.b.records()] == [("boiler.md", imported)]

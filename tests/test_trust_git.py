@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from memvault import selection
 from memvault.config import Settings
 from memvault.doctor import run_checks
 from memvault.errors import GitError, InvalidInputError
@@ -386,87 +385,3 @@ def test_provenance_refresh_checks_only_the_files_new_commits_touched(vault_path
     assert sorted(set(asked)) == ["facts/f3.md", "facts/f4.md"]
     assert changed == {"facts/f3.md"} and "facts/f4.md" not in cache.edited
     assert len(cache.edited) >= 29
-
-
-def _commit_as(vault: Path, message: str, date: str, op: str | None = None) -> None:
-    trailer = ["--trailer", f"Memvault-Op: {op}"] if op else []
-    person = ["-c", "user.name=Ada", "-c", "user.email=ada@example.org"]
-    git(vault, "add", "-A")
-    git(vault, *person, "commit", "-qm", message, f"--date={date}", *trailer)
-
-
-def test_a_file_deleted_then_written_again_is_dated_by_its_second_arrival_rebuilt_or_not(
-    vault_path: Path,
-) -> None:
-    # the first-commit date follows what git says happened, the same whether the cache
-    # folded the commits one by one or was rebuilt from history (upgrade, purge, lost)
-    note = vault_path / "todo.md"
-    history = History(vault_path)
-    step = Provenance(vault_path / ".memvault" / "step.json")
-    exists = lambda rel: (vault_path / rel).is_file()  # noqa: E731
-    for text, date in (("Old list.\n", "2020-01-01T00:00:00Z"), (None, "2021-01-01T00:00:00Z")):
-        if text is None:
-            note.unlink()
-        else:
-            note.write_text(text, encoding="utf-8")
-        _commit_as(vault_path, "step", date, op="import")
-        step.refresh(history, exists)
-    assert "todo.md" not in step.added
-    note.write_text("A new list.\n", encoding="utf-8")
-    _commit_as(vault_path, "again", "2024-06-01T00:00:00Z", op="import")
-    step.refresh(history, exists)
-    rebuilt = Provenance(vault_path / ".memvault" / "rebuilt.json")
-    rebuilt.refresh(history, exists)
-    assert step.added["todo.md"] == rebuilt.added["todo.md"] == "2024-06-01T00:00:00+00:00"
-
-
-def test_a_note_added_on_two_branches_is_dated_by_the_earlier_addition(vault_path: Path) -> None:
-    history = History(vault_path)
-    git(vault_path, "checkout", "-qb", "laptop")
-    (vault_path / "ideas.md").write_text("Ideas from the laptop.\n", encoding="utf-8")
-    _commit_as(vault_path, "laptop", "2024-01-01T00:00:00Z")
-    git(vault_path, "checkout", "-q", "main")
-    (vault_path / "ideas.md").write_text("Ideas from the phone.\n", encoding="utf-8")
-    _commit_as(vault_path, "phone", "2024-03-01T00:00:00Z")
-    step = Provenance(vault_path / ".memvault" / "step.json")
-    exists = lambda rel: (vault_path / rel).is_file()  # noqa: E731
-    step.refresh(history, exists)
-    git(vault_path, "merge", "-q", "-X", "ours", "-m", "merge", "laptop")
-    step.refresh(history, exists)
-    rebuilt = Provenance(vault_path / ".memvault" / "rebuilt.json")
-    rebuilt.refresh(history, exists)
-    assert step.added["ideas.md"] == rebuilt.added["ideas.md"] == "2024-01-01T00:00:00+00:00"
-
-
-def test_an_undated_note_taken_in_is_created_when_it_came_in_but_not_recently_updated(
-    vault_path: Path,
-) -> None:
-    (vault_path / "boiler.md").write_text("The boiler was serviced.\n", encoding="utf-8")
-    _commit_as(vault_path, "import: notes", "2025-02-03T04:05:06Z", op="import")
-    service = MemoryService.open(vault_path, Settings(embedder="none"))
-    try:
-        [record] = [r for r in service.records() if r.path == "boiler.md"]
-        assert record.created_or_added == "2025-02-03T04:05:06+00:00"
-        assert record.created is None and record.updated is None  # not news: no recency
-        assert service.get(record.id).created_or_added == record.created_or_added
-        then = selection.parse("since:2025-02 until:2025-03")
-        assert [m.path for m in service.list_memories(then).memories] == ["boiler.md"]
-        assert (vault_path / "boiler.md").read_text("utf-8") == "The boiler was serviced.\n"
-    finally:
-        service.close()
-    # the cache lost (or rebuilt after a purge): the record keeps the same date, from git
-    (vault_path / ".memvault" / "provenance.json").unlink()
-    # the same note taken in again later, same bytes and file time: only git's dates differ
-    note = vault_path / "boiler.md"
-    stat = note.stat()
-    note.unlink()
-    _commit_as(vault_path, "gone", "2025-05-01T00:00:00Z", op="import")
-    note.write_text("The boiler was serviced.\n", encoding="utf-8")
-    os.utime(note, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    _commit_as(vault_path, "back", "2026-01-01T00:00:00Z", op="import")
-    again = MemoryService.open(vault_path, Settings(embedder="none"))
-    try:
-        [record] = [r for r in again.records() if r.path == "boiler.md"]
-        assert record.added == again.get(record.id).added == "2026-01-01T00:00:00+00:00"
-    finally:
-        again.close()
