@@ -51,7 +51,9 @@ class Provenance:
 
     def refresh(self, history: History, exists: Callable[[str], bool]) -> set[str]:
         """Fold in commits made since the last refresh; the paths whose origin or edit
-        time changed (their index entries need re-reading)."""
+        time changed (their index entries need re-reading). ``exists`` is asked of every
+        path known (a file can leave in a merge's resolution, which names no file): it
+        should be a look-up, not a file system call per path."""
         with self._lock:
             return self._refresh(history, exists)
 
@@ -63,18 +65,10 @@ class Provenance:
         before = (dict(self.origins), dict(self.edited))
         if since is None:
             self.origins, self.edited = {}, {}
-        touched: set[str] = set()
         for commit in history.commits_since(since):
             self._fold(commit)
-            touched.update(commit.files, *commit.renames)
-
-        def kept(rel: str) -> bool:
-            # a file only leaves history by a commit that touches it: checking the others
-            # (an lstat walk each) cost 0.77 s per watcher commit at 10k person-made files
-            return (since is not None and rel not in touched) or exists(rel)
-
-        self.origins = {p: o for p, o in self.origins.items() if p != o and kept(p)}
-        self.edited = {p: t for p, t in self.edited.items() if kept(p)}
+        self.origins = {p: o for p, o in self.origins.items() if p != o and exists(p)}
+        self.edited = {p: t for p, t in self.edited.items() if exists(p)}
         self.head = head
         self._save()
         return {

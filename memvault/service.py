@@ -8,6 +8,7 @@ consolidation and ``reports`` for status, export and the aggregate views).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
@@ -164,7 +165,10 @@ class MemoryService:
     def refresh_provenance(self) -> None:
         """Fold new commits into what git says of the files: where id-less files were
         first committed (their ids survive moves) and when a person last edited each."""
-        changed = self.provenance.refresh(self.history, self.vault.is_safe_file)
+        # one walk of the folder, when there are new commits: an lstat per known path cost
+        # 0.77 s per watcher commit at 10k files a person committed
+        files = functools.cache(lambda: set(self.vault.walk()[0]))
+        changed = self.provenance.refresh(self.history, lambda rel: rel in files())
         self.vault.origins, self.vault.edited = self.provenance.origins, self.provenance.edited
         if changed:
             self.vault.reset_catalog()

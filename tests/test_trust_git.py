@@ -18,7 +18,6 @@ from memvault.config import Settings
 from memvault.doctor import run_checks
 from memvault.errors import GitError, InvalidInputError
 from memvault.history import CLONE_WARNING, STALE_LOCK_SECONDS, History
-from memvault.provenance import Provenance
 from memvault.server import build_server
 from memvault.service import MemoryService
 from memvault.text import tokens
@@ -359,29 +358,28 @@ def test_the_watcher_leaves_a_persons_edit_during_an_unfinished_merge_to_their_m
     text_only.remember("The user's bike is black.", type="fact")  # and memvault writes again
 
 
-def test_provenance_refresh_checks_only_the_files_new_commits_touched(vault_path: Path) -> None:
-    # a vault a person committed by hand: every file has a person's edit time; a watcher
-    # commit must not check all of them again (an lstat walk each: 0.77 s at 10k)
-    for n in range(30):
-        (vault_path / "facts" / f"f{n}.md").write_text(f"Fact number {n}.\n", encoding="utf-8")
+def test_a_file_deleted_in_a_merge_resolution_leaves_provenance_too(vault_path: Path) -> None:
+    # a merge's own changes name no file in `git log --name-status`: provenance must still
+    # drop what is gone (the refresh looks the survivors up in one walk of the folder)
     person = ["-c", "user.name=Ada", "-c", "user.email=ada@example.org"]
+    for n in range(3):
+        (vault_path / "facts" / f"f{n}.md").write_text(f"Fact number {n}.\n", encoding="utf-8")
     git(vault_path, "add", "-A")
     git(vault_path, *person, "commit", "-qm", "my notes")
-    history = History(vault_path)
-    cache = Provenance(vault_path / ".memvault" / "provenance.json")
-    asked: list[str] = []
-
-    def exists(rel: str) -> bool:
-        asked.append(rel)
-        return (vault_path / rel).is_file()
-
-    cache.refresh(history, exists)
-    assert {f"facts/f{n}.md" for n in range(30)} <= set(cache.edited) and len(asked) >= 30
-    (vault_path / "facts" / "f3.md").write_text("Fact number three.\n", encoding="utf-8")
-    git(vault_path, "rm", "-q", "facts/f4.md")
-    git(vault_path, *person, "commit", "-qam", "edit one, drop one", "--date=2030-01-02T03:04:05Z")
-    asked.clear()
-    changed = cache.refresh(history, exists)
-    assert sorted(set(asked)) == ["facts/f3.md", "facts/f4.md"]
-    assert changed == {"facts/f3.md"} and "facts/f4.md" not in cache.edited
-    assert len(cache.edited) >= 29
+    service = MemoryService.open(vault_path, Settings(embedder="none"))
+    try:
+        assert {"facts/f0.md", "facts/f1.md"} <= set(service.vault.edited)
+        git(vault_path, "checkout", "-qb", "phone")
+        (vault_path / "facts" / "f1.md").write_text("Fact one, from the phone.\n", "utf-8")
+        git(vault_path, *person, "commit", "-qam", "phone")
+        git(vault_path, "checkout", "-q", "main")
+        (vault_path / "facts" / "f2.md").write_text("Fact two, from the laptop.\n", "utf-8")
+        git(vault_path, *person, "commit", "-qam", "laptop")
+        git(vault_path, *person, "merge", "-q", "--no-commit", "--no-ff", "phone")
+        git(vault_path, "rm", "-q", "facts/f0.md")  # decided while merging
+        git(vault_path, *person, "commit", "-qm", "merge phone")
+        service.refresh_provenance()
+        assert "facts/f0.md" not in service.vault.edited
+        assert {"facts/f1.md", "facts/f2.md"} <= set(service.vault.edited)
+    finally:
+        service.close()
