@@ -213,6 +213,9 @@ def format_message(subject: str, trailers: dict[str, str]) -> str:
 class History:
     """The vault's git repository."""
 
+    # set in every git process this History starts (a proposal worktree pins its ceiling)
+    base_env: dict[str, str] = {}  # noqa: RUF012 (never mutated; replaced per instance)
+
     def __init__(
         self,
         root: Path,
@@ -283,7 +286,7 @@ class History:
                 returncode, stdout, stderr = self._git.execute(
                     cmd,
                     istream=stdin,
-                    env=env,
+                    env={**self.base_env, **(env or {})},
                     with_extended_output=True,
                     with_exceptions=False,
                     stdout_as_string=False,

@@ -218,20 +218,13 @@ def _refuse_unfinished(history: History) -> None:
         )
 
 
-class _Checkout(History):
+def _checkout(root: Path, settings: Settings) -> History:
     """A proposal worktree's git: it never looks above the worktree for a repository, so a
-    checkout removed meanwhile fails instead of reaching the vault's own repository."""
-
-    def run(
-        self,
-        *args: str,
-        check: bool = True,
-        input_text: str | None = None,
-        identity: bool = True,
-        env: dict[str, str] | None = None,
-    ) -> str:
-        pinned = {"GIT_CEILING_DIRECTORIES": str(self.root.parent)} | (env or {})
-        return super().run(*args, check=check, input_text=input_text, identity=identity, env=pinned)
+    checkout removed meanwhile fails instead of reaching the vault's own repository (every
+    git process of it, blob reads included)."""
+    history = History(root, settings.author_name, settings.author_email)
+    history.base_env = {"GIT_CEILING_DIRECTORIES": str(root.parent)}
+    return history
 
 
 def _worktree(service: MemoryService, root: Path, name: str) -> History:
@@ -246,8 +239,7 @@ def _worktree(service: MemoryService, root: Path, name: str) -> History:
             history.run("worktree", "add", "--quiet", str(root), branch)
         else:
             history.run("worktree", "add", "--quiet", "-b", branch, str(root), "HEAD")
-    settings = service.settings
-    return _Checkout(root, settings.author_name, settings.author_email)
+    return _checkout(root, service.settings)
 
 
 def _follow(
