@@ -306,6 +306,22 @@ class History:
                 return (self.root / text.removeprefix("gitdir:").strip()).resolve()
         return dot_git
 
+    @contextmanager
+    def temp_files(self, *texts: str) -> Iterator[list[str]]:
+        """``texts`` written as they are to files in the git folder (a commit message, a
+        merge's three versions), for git commands that read files; removed afterwards."""
+        names = []
+        try:
+            for text in texts:
+                fd, name = tempfile.mkstemp(prefix="memvault-", dir=self.git_dir())
+                names.append(name)
+                with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+                    handle.write(text)
+            yield names
+        finally:
+            for name in names:
+                os.unlink(name)
+
     def unfinished(self) -> bool:
         """Whether a git merge or rebase stopped half-way here (a person's to finish or abort):
         nothing may be committed over it."""
@@ -506,13 +522,8 @@ class History:
             tree = self.run("write-tree").strip()
         except GitError:
             return None
-        fd, message_file = tempfile.mkstemp(prefix="memvault-msg-", dir=self.root / ".git")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
+        with self.temp_files(text) as (message_file,):
             sha = self.run("commit-tree", tree, "-p", parent, "-F", message_file).strip()
-        finally:
-            os.unlink(message_file)
         try:  # as `git commit` moves HEAD (and logs it so in the reflog)
             self.run("update-ref", "-m", f"commit: {text.split(chr(10))[0]}", "HEAD", sha, parent)
         except GitError:
@@ -546,17 +557,12 @@ class History:
         """Run ``git commit`` with the message in a file (stdin may carry pathspecs)."""
         if as_person:
             args = [*identity_config(*self.repo_identity()), *args]
-        fd, message_file = tempfile.mkstemp(prefix="memvault-msg-", dir=self.git_dir())
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(message)
+        with self.temp_files(message) as (message_file,):
             # not quiet, full hashes: git's summary line names the commit ("[main <sha>]
             # subject"), so no `rev-parse HEAD` after it. No `git maintenance run --auto`
             # after it either (a process per commit): see _tidy
             config = ["-c", "core.abbrev=no", "-c", "maintenance.auto=false"]
             out = self.run(*config, *args, "-F", message_file, input_text=stdin)
-        finally:
-            os.unlink(message_file)
         self._tidy()
         made = _SUMMARY.match(out)
         return made.group(1) if made else self.head()

@@ -15,12 +15,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import os
 import shutil
-import tempfile
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -348,28 +346,13 @@ def _line_merge(history: History) -> merging.LineMerge:
     """A three-way line merge of two bodies with ``git merge-file``; None on overlap."""
 
     def merge(base: str, ours: str, theirs: str) -> str | None:
-        with _temp_files(history, ours, base, theirs) as names:
+        with history.temp_files(ours, base, theirs) as names:
             try:
                 return history.run("merge-file", "-p", "--quiet", *names)
             except GitError:
                 return None  # overlapping changes (exit code: how many)
 
     return merge
-
-
-@contextmanager
-def _temp_files(history: History, *texts: str) -> Iterator[list[str]]:
-    names = []
-    try:
-        for text in texts:
-            fd, name = tempfile.mkstemp(prefix="memvault-merge-", dir=history.root / ".git")
-            names.append(name)
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-                handle.write(text)
-        yield names
-    finally:
-        for name in names:
-            os.unlink(name)
 
 
 # -- pushing -------------------------------------------------------------------------
