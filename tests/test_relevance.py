@@ -38,7 +38,7 @@ def _fill(service: MemoryService) -> dict[str, str]:
 def test_an_unrelated_query_gets_no_results_and_a_note_saying_so(service: MemoryService) -> None:
     _fill(service)
     out = recall(service, "Kubernetes cluster upgrade schedule", min_relevance=FLOOR)
-    assert out.results == []
+    assert out.results == [] and out.count == 0
     assert out.note is not None and "no relevant memory" in out.note
     assert service.recall("favourite football team", filters=Filters(min_relevance=FLOOR)) == []
 
@@ -48,7 +48,7 @@ def test_a_relevant_query_returns_its_memory_with_relevance_above_the_floor(
 ) -> None:
     ids = _fill(service)
     out = recall(service, "when is my dentist appointment", min_relevance=FLOOR)
-    assert out.note is None
+    assert out.note is None and out.count == len(out.results) >= 1
     assert out.results[0].id == ids[MEMORIES[0]]
     assert FLOOR <= out.results[0].relevance <= 1.0
     assert out.results[0].why["relevance"] == round(out.results[0].relevance, 3)

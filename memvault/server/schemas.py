@@ -48,6 +48,7 @@ class RecallHit(BaseModel):
 
 class RecallOut(BaseModel):
     results: list[RecallHit]
+    count: int = 0
     note: str | None = None
 
 

@@ -512,7 +512,7 @@ def _remember_out(result: RememberResult) -> RememberOut:
 def _recall_out(service: MemoryService, hits: list[Hit], note: str | None) -> RecallOut:
     among = linked_among(service.records, [h.id for h in hits])
     results = [RecallHit.model_validate({**asdict(h), "links": among.get(h.id, [])}) for h in hits]
-    return RecallOut(results=results, note=note)
+    return RecallOut(results=results, count=len(results), note=note)
 
 
 def _memory_out(memory: Memory, graph: Graph, seen: Access | None = None) -> MemoryOut:
