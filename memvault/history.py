@@ -1036,6 +1036,7 @@ def _parse_record(record: str, path: str | None) -> Commit | None:
     names = rest.split("\0")
     files: list[str] = []
     renames: list[tuple[str, str]] = []
+    deleted: list[str] = []
     i = 0
     while i < len(names) - 1:
         status = names[i].strip()
@@ -1045,8 +1046,12 @@ def _parse_record(record: str, path: str | None) -> Commit | None:
             i += 3
         elif status:
             files.append(names[i + 1])
+            if status == "D":
+                deleted.append(names[i + 1])
             i += 2
         else:
             i += 1
     where = files[-1] if (path is not None and files) else None
-    return Commit(sha, date, author, subject, where, trailers, tuple(files), tuple(renames))
+    return Commit(
+        sha, date, author, subject, where, trailers, tuple(files), tuple(renames), tuple(deleted)
+    )

@@ -421,6 +421,7 @@ class Commit:
     trailers: dict[str, str] = field(default_factory=dict)
     files: tuple[str, ...] = ()  # paths this commit touched (new names for renames)
     renames: tuple[tuple[str, str], ...] = ()  # (old, new) pairs
+    deleted: tuple[str, ...] = ()  # paths this commit removed (also in ``files``)
 
     def brief(self) -> dict[str, Any]:
         return {

@@ -83,8 +83,11 @@ class Provenance:
             self.origins[new] = self.origins.pop(old, old)
             if old in self.edited:
                 self.edited[new] = self.edited.pop(old)
+        for rel in commit.deleted:  # a file made later at that path is another file
+            self.origins.pop(rel, None)
+            self.edited.pop(rel, None)
         if commit.trailers.get("Memvault-Op") in PERSON_OPS:
-            for rel in commit.files:
+            for rel in set(commit.files).difference(commit.deleted):
                 self.edited[rel] = commit.date
 
     def _save(self) -> None:

@@ -18,6 +18,7 @@ from memvault.config import Settings
 from memvault.doctor import run_checks
 from memvault.errors import GitError, InvalidInputError
 from memvault.history import CLONE_WARNING, STALE_LOCK_SECONDS, History
+from memvault.provenance import Provenance
 from memvault.server import build_server
 from memvault.service import MemoryService
 from memvault.text import tokens
@@ -383,3 +384,31 @@ def test_a_file_deleted_in_a_merge_resolution_leaves_provenance_too(vault_path: 
         assert {"facts/f1.md", "facts/f2.md"} <= set(service.vault.edited)
     finally:
         service.close()
+
+
+def test_a_file_made_again_at_a_deleted_files_path_is_a_new_file(vault_path: Path) -> None:
+    # a person writes x.md and deletes it; memvault later writes a new x.md there: its
+    # edit time and origin are not the old file's, whether provenance was built up commit
+    # by commit or rebuilt from the whole history in one go
+    person = ["-c", "user.name=Ada", "-c", "user.email=ada@example.org"]
+    old, new = vault_path / "facts" / "old.md", vault_path / "facts" / "x.md"
+    old.write_text("A person's note.\n", encoding="utf-8")
+    git(vault_path, "add", "-A")
+    git(vault_path, *person, "commit", "-qm", "my note")
+    git(vault_path, *person, "mv", "facts/old.md", "facts/x.md")
+    git(vault_path, *person, "commit", "-qm", "renamed")
+    history = History(vault_path)
+    stepwise = Provenance(vault_path / "stepwise.json")
+    assert stepwise.refresh(history, lambda p: (vault_path / p).exists()) == {"facts/x.md"}
+    assert stepwise.origins == {"facts/x.md": "facts/old.md"} and "facts/x.md" in stepwise.edited
+    git(vault_path, *person, "rm", "-q", "facts/x.md")
+    git(vault_path, *person, "commit", "-qm", "gone")
+    stepwise.refresh(history, lambda p: (vault_path / p).exists())
+    new.write_text("---\nid: fresh\n---\nWritten by memvault.\n", encoding="utf-8")
+    git(vault_path, "add", "-A")
+    git(vault_path, "commit", "-qm", "remember: fresh", "-m", "Memvault-Op: remember")
+    stepwise.refresh(history, lambda p: (vault_path / p).exists())
+    rebuilt = Provenance(vault_path / "rebuilt.json")
+    rebuilt.refresh(history, lambda p: (vault_path / p).exists())
+    for provenance in (stepwise, rebuilt):
+        assert provenance.origins == {} and provenance.edited == {}
