@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any
 
@@ -163,3 +163,38 @@ def _cjk_tokens(run: str) -> Iterator[str]:
         word = piece.strip()
         if word and word not in _CJK_STOP:
             yield word
+
+
+_NAME = re.compile(r"\b([A-Z][a-z]+)(?:['’]s)?\b")
+_MONTHS_AND_DAYS = """january february march april may june july august september october
+november december monday tuesday wednesday thursday friday saturday sunday"""
+CALENDAR = frozenset(_MONTHS_AND_DAYS.split())
+
+
+def without_names(text: str, common: Callable[[str], bool]) -> str:
+    """``text`` for the vector leg: the names common in the vault left out.
+
+    A name is a capitalised word that does not start a sentence (month and weekday names
+    are not names); ``common`` says whether so many memories hold a term that it cannot
+    pick one out (the people a vault is mostly about). A small embedder reads such a name
+    as the topic: "What did Caroline realise after the race?" lands nearest Caroline's
+    other memories, not the one about the race, which the keyword leg finds by both words.
+    A rarer name (a place, a project) says what the question is about and stays. A query
+    in Title Case, or one that would keep no word of its own, is left as it is."""
+    found = [m for m in _NAME.finditer(text) if _is_name(text, m)]
+    words = _WORD.findall(text)
+    if not found or 2 * sum(w[:1].isupper() for w in words) > len(words):
+        return text
+    out, last = [], 0
+    for m in found:
+        if all(common(t) for t in tokens(m.group(1))):
+            out.append(text[last : m.start()])
+            last = m.end()
+    out.append(text[last:])
+    kept = re.sub(r"\s+(?=[?.!,;:])", "", re.sub(r"\s{2,}", " ", "".join(out))).strip()
+    return kept if tokens(kept) else text
+
+
+def _is_name(text: str, match: re.Match[str]) -> bool:
+    before = text[: match.start()].rstrip()
+    return bool(before) and before[-1] not in ".?!:\"'“" and match.group(1).lower() not in CALENDAR

@@ -26,7 +26,7 @@ from ..config import Settings
 from ..errors import LockTimeoutError
 from ..models import Access, Filters, Memory, MemoryInfo, last_seen
 from ..note import parse_time, strip_title
-from ..text import tokens
+from ..text import tokens, without_names
 from .fulltext import FullText, TextDoc, commit_lock
 from .language import cjk_share, language_means, script_overlap
 from .rank import Candidate, SoftForget, Weights, rank, relevance
@@ -38,6 +38,11 @@ log = logging.getLogger(__name__)
 INDEX_VERSION = 4  # 2: aliases, link targets; 3: records carry problems; 4: and `expires`
 KEYWORD_CANDIDATES = 100
 VECTOR_CANDIDATES = 100
+# a name held by this share of the memories (and at least MIN of them) is left out of
+# the query's embedding (text.without_names); chosen on LoCoMo's dev split and the
+# cross-language set's dev half (docs/benchmarks.md, "Ranking ideas, round 4")
+COMMON_NAME_SHARE = 0.1
+COMMON_NAME_MIN = 10
 NARROW_KEYWORD_CANDIDATES = 1000  # filters may drop most of the best keyword matches
 QUERY_CACHE = 4096
 PASSAGE_CACHE = 1024
@@ -442,14 +447,31 @@ class Index:
     ) -> tuple[dict[str, float], dict[str, float]]:
         """Vector candidates, and the cosines of those plus of ``also`` (the keyword
         candidates: relevance needs every hit's cosine). With ``crosslingual``, cosines
-        without the language in them."""
-        query_vector = self._query_vector(embedder, text)
+        without the language in them.
+
+        The candidates are found with the query embedded without the names common in the
+        vault (text.without_names: the keyword leg matches those); relevance keeps the
+        cosines of the question as asked, the scale its calibration was fitted on (such
+        a query is embedded twice)."""
         means = language_means(embedder.name) if self.settings.crosslingual else None
         transform = means.passages if means is not None else None
-        if means is not None:
-            query_vector = means.query(query_vector)
-        found, more = self.store.nearest_and(query_vector, VECTOR_CANDIDATES, keep, also, transform)
-        return found, {**found, **{i: c for i, c in more.items() if i not in found}}
+
+        def embed(words: str) -> np.ndarray:
+            vector = self._query_vector(embedder, words)
+            return means.query(vector) if means is not None else vector
+
+        asked, rewritten = embed(text), without_names(text, self._common)
+        if rewritten == text:
+            found, more = self.store.nearest_and(asked, VECTOR_CANDIDATES, keep, also, transform)
+            return found, {**found, **{i: c for i, c in more.items() if i not in found}}
+        return self.store.nearest_and(
+            embed(rewritten), VECTOR_CANDIDATES, keep, also, transform, asked
+        )
+
+    def _common(self, term: str) -> bool:
+        """Whether so many memories hold ``term`` that it cannot pick one out."""
+        held, total = self.text.holding(term)
+        return held >= COMMON_NAME_MIN and held >= COMMON_NAME_SHARE * total
 
     def _keyword_reach(self, text: str, ids: list[str]) -> dict[str, float]:
         """Per candidate, how far the question's words can reach its script (judged by

@@ -208,6 +208,14 @@ class FullText:
             found = view.containing(terms)
             return {i: int(found[n]) / len(terms) for i, n in numbers.items()}
 
+    def holding(self, term: str) -> tuple[int, int]:
+        """(How many memories hold ``term``, an index term of text.tokens, in the field
+        that has it most; how many memories the index holds)."""
+        with self._lock:
+            searcher = self._view().searcher
+            held = max(searcher.doc_frequency(f, term) for f in FIELD_BOOSTS)
+            return held, searcher.doc_count()
+
     def _view(self) -> _View:
         """The current searcher's segments with their cached data (a new view when another
         commit, by any process, changed the index; data of segments gone is dropped)."""

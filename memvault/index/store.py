@@ -285,9 +285,12 @@ class Store:
         keep: Callable[[str], bool],
         also: Iterable[str],
         transform: Callable[[np.ndarray], np.ndarray] | None = None,
+        asked: np.ndarray | None = None,
     ) -> tuple[dict[str, float], dict[str, float]]:
         """:meth:`nearest`, and the best cosines of the memories ``also`` (those with
-        vectors) from the same product."""
+        vectors) from the same product; with ``asked`` (the question as asked, when
+        ``query`` is a rewrite of it), the second dict holds ``asked``'s cosines of the
+        nearest and of ``also``."""
         matrix, owners, starts, rows = self._search_matrix(transform)
         if matrix is None or matrix.shape[0] == 0 or matrix.shape[1] != query.shape[0]:
             return {}, {}
@@ -300,7 +303,10 @@ class Store:
         if len(out) < n and first < len(best):  # filters rejected most of the head
             more = _take(np.argsort(-best)[first:], best, owners, keep, n - len(out))
             out.update(more)
-        return out, {i: float(best[rows[i]]) for i in also if i in rows}
+        if asked is None:
+            return out, {i: float(best[rows[i]]) for i in also if i in rows}
+        judged = np.maximum.reduceat(np.einsum("ij,j->i", matrix, asked), starts)
+        return out, {i: float(judged[rows[i]]) for i in (*out, *also) if i in rows}
 
     def _search_matrix(
         self, transform: Callable[[np.ndarray], np.ndarray] | None
