@@ -47,7 +47,7 @@ from memvault.index.language import language_means
 from memvault.index.rank import CALIBRATION, decay_rate, recency
 from memvault.models import Filters
 from memvault.note import parse_time
-from memvault.text import tokens
+from memvault.text import tokens, without_names
 
 POOL = 100
 FIELDS = tuple(fulltext.FIELD_BOOSTS)
@@ -63,6 +63,7 @@ class Question:
     cosine: np.ndarray  # per memory (doc number order of the conversation)
     qvec: np.ndarray
     product: list[str] = field(default_factory=list)  # the product's top 50 ids
+    alt: dict[str, np.ndarray] = field(default_factory=dict)  # rewrite -> cosines
 
 
 @dataclass
@@ -82,11 +83,17 @@ class Conv:
     questions: list[Question]
 
 
-def load(cache: Path | None) -> list[Conv]:
+def load(
+    cache: Path | None,
+    split: str = "dev",
+    rewrites: dict[str, Callable[[str, Callable[[str], tuple[int, int]]], str]] | None = None,
+) -> list[Conv]:
+    """``rewrites``: other query texts to embed per question (name -> rewrite of the
+    text, given FullText.holding), their cosines in ``Question.alt``."""
     data = runner.default_data()
     assert data is not None, "LoCoMo data not found"
     settings, out = Settings(), []
-    for conv in runner.pick(locomo.load(data), "dev"):
+    for conv in runner.pick(locomo.load(data), split):
         items = locomo.items(conv, "T")
         by_key = {i.key: i for i in items}
         service = runner.vault_for(
@@ -132,9 +139,12 @@ def load(cache: Path | None) -> list[Conv]:
                     df[t] = df.get(t, 0) + 1
             postings, idf = {}, {}
             questions = []
+
             for q in locomo.questions(conv, "T"):
                 terms = list(dict.fromkeys(tokens(q.text)))
-                qvec = means.query(index._query_vector(embedder, q.text))
+                # the product embeds the question without the names common in the vault
+                text = without_names(q.text, index._common)
+                qvec = means.query(index._query_vector(embedder, text))
                 hits = service.search(
                     q.text, k=50, filters=Filters(include_archived=True, min_relevance=0.0)
                 )
@@ -148,6 +158,13 @@ def load(cache: Path | None) -> list[Conv]:
                         mat @ qvec,
                         qvec,
                         [h.doc.id for h in hits],
+                        {
+                            name: mat
+                            @ means.query(
+                                index._query_vector(embedder, rewrite(q.text, index.text.holding))
+                            )
+                            for name, rewrite in (rewrites or {}).items()
+                        },
                     )
                 )
             vocabulary = set(df) | {t for q in questions for t in q.terms}
