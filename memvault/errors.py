@@ -65,6 +65,12 @@ class GitError(MemvaultError):
         super().__init__(f"git {' '.join(args)} failed with exit code {returncode}: {detail}")
 
 
+class NotSavedError(MemvaultError):
+    """A write whose git commit failed: its files were put back as they were."""
+
+    code = "not_saved"
+
+
 class LockTimeoutError(MemvaultError):
     code = "busy"
 

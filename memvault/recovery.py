@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
-from .errors import UnsafePathError
+from .errors import GitError, NotSavedError, UnsafePathError
 from .history import History
 from .vault import Vault
 
@@ -27,12 +27,60 @@ Trailers = Callable[[str], dict[str, str]]  # op -> commit trailers
 
 
 @contextmanager
-def writing(vault: Vault, history: History, timeout: float) -> Iterator[None]:
+def writing(
+    vault: Vault,
+    history: History,
+    timeout: float,
+    reindex: Callable[[list[str]], object] = lambda paths: None,
+) -> Iterator[None]:
     """The vault's write lock for a write: refused (nothing written) while a git merge or
-    rebase is half-way, which a commit would fail over or join."""
+    rebase is half-way, which a commit would fail over or join.
+
+    A write whose git commit fails (a full disk, a broken index, git's own lock held by a
+    live git) is taken back: its files are put back as they were, unstaged, and
+    ``reindex`` is given them; :class:`NotSavedError` says so with git's reason. Where
+    not everything could be kept to put back (more than UNDO_BYTES replaced), the files
+    stay, journalled, for the recovery commit of the vault's next opening, and the error
+    says that."""
     with vault.write_lock(timeout):
         history.refuse_unfinished("write")
-        yield
+        head = history.head()
+        with vault.undoable() as undo:
+            try:
+                yield
+            except GitError as exc:
+                if not undo.before or history.head() != head:
+                    raise  # nothing written yet, or a commit was made: history has it
+                if not undo.complete:
+                    raise NotSavedError(
+                        f"git could not commit the {len(undo.before)} file(s) written "
+                        f"({_reason(exc)}): they stay in the vault and are committed when "
+                        "memvault next opens it"
+                    ) from exc
+                restored = undo.restore()
+                unstage(history, restored)
+                reindex(restored)
+                raise NotSavedError(
+                    f"nothing was saved: git could not commit ({_reason(exc)}); the "
+                    f"{len(restored)} file(s) written are back as they were. Fix the cause "
+                    "(`memvault doctor` checks the repository) and retry"
+                ) from exc
+
+
+def _reason(error: GitError) -> str:
+    lines = [line for line in error.stderr.splitlines() if line.strip()]
+    return lines[-1].strip() if lines else str(error)
+
+
+def unstage(history: History, paths: Sequence[str]) -> None:
+    """Take back what a failed commit staged (the files are already put back)."""
+    if not paths or not history.head():
+        return
+    try:
+        spec = "\0".join(paths)
+        history.run("reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul", input_text=spec)
+    except GitError as exc:
+        log.warning("could not unstage what a failed commit staged: %s", exc)
 
 
 def commit_leftovers(

@@ -124,9 +124,10 @@ class MemoryService:
         self.access.close()
 
     def _writing(self) -> AbstractContextManager[None]:
-        """The vault's cross-process write lock (every MCP host runs its own server); no
-        write starts over a git merge or rebase a person has not finished."""
-        return recovery.writing(self.vault, self.history, self.settings.lock_timeout)
+        """The vault's write lock (every MCP host runs its own server): no write over a
+        half-done git merge, and a write whose commit fails is taken back (recovery)."""
+        lock_timeout = self.settings.lock_timeout
+        return recovery.writing(self.vault, self.history, lock_timeout, self.sync_index)
 
     def recover(self) -> str | None:
         """Commit changes left uncommitted, as what they are (see :mod:`recovery`)."""

@@ -17,7 +17,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ _TEMP_NAME = re.compile("|".join(fnmatch.translate(p) for p in TEMP_PATTERNS))
 IGNORE_FILE = ".memvaultignore"
 WRITE_JOURNAL = "pending-writes"  # in STATE_DIR: paths written, maybe not committed yet
 WRITTEN_MEMORY = 10_000
+UNDO_BYTES = 64 * 1024 * 1024  # what a write may replace and still be taken back in full
 
 
 def content_hash(data: bytes) -> str:
@@ -74,6 +75,7 @@ class Vault:
         # moved files (an id-less file's id comes from it) and when a person last edited.
         self.origins: dict[str, str] = {}
         self.edited: dict[str, str] = {}
+        self._undo: Undo | None = None  # see undoable
 
     @property
     def state_dir(self) -> Path:
@@ -432,8 +434,22 @@ class Vault:
         validate.file_size(memory.path, text, self.max_file_bytes)
         self.write(memory.path, text, expected_hash=memory.content_hash)
 
+    @contextmanager
+    def undoable(self, limit: int | None = UNDO_BYTES) -> Iterator[Undo]:
+        """While the block runs, what each write, move and deletion replaces is kept (up
+        to ``limit`` bytes in all), so a write whose commit fails can be taken back (the
+        caller holds the write lock)."""
+        undo = Undo(self, limit)
+        self._undo = undo
+        try:
+            yield undo
+        finally:
+            self._undo = None
+
     def _remember_write(self, rel: str, digest: str) -> None:
         rel = self.abspath(rel).relative_to(self.root).as_posix()
+        if self._undo is not None:
+            self._undo.keep(rel)
         if self.journal is not None:
             with open(self.journal, "a", encoding="utf-8") as handle:
                 handle.write(rel + "\n")
@@ -533,3 +549,45 @@ def _save_catalog(path: Path, entries: dict[str, CatalogEntry]) -> None:
         os.replace(tmp, path)
     except OSError as exc:  # the catalog is a cache: losing it only costs time
         log.warning("could not save the id catalog: %s", exc)
+
+
+@dataclass
+class Undo:
+    """What a write replaced, path by path, oldest first (None: there was no file)."""
+
+    vault: Vault
+    limit: int | None = UNDO_BYTES  # bytes kept in all at most (None: no limit)
+    before: dict[str, bytes | None] = field(default_factory=dict)
+    complete: bool = True  # False when something could not be kept (over the limit, unreadable)
+    size: int = 0
+
+    def keep(self, rel: str) -> None:
+        if rel in self.before or not self.complete:
+            return
+        try:
+            exists = os.path.lexists(self.vault.abspath(rel))
+            data = self.vault.read_regular(rel) if exists else None
+        except (OSError, UnsafePathError):  # a link, a FIFO, unreadable: never opened
+            self.complete = False
+            return
+        self.size += len(data or b"")
+        if self.limit is not None and self.size > self.limit:
+            self.complete = False
+            return
+        self.before[rel] = data
+
+    def restore(self) -> list[str]:
+        """Put every path back as it was, newest first; the paths put back (a path that
+        cannot be is logged and left as the write made it)."""
+        done = []
+        for rel, data in reversed(self.before.items()):
+            path = self.vault.abspath(rel)
+            try:
+                if data is not None:
+                    self.vault.write(rel, data)
+                elif os.path.lexists(path):
+                    self.vault.delete(rel)
+                done.append(rel)
+            except OSError as exc:
+                log.error("could not put %s back as it was: %s", rel, exc)
+        return done
