@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import frontmatter, guard, ids, importer, note, validate
+from . import frontmatter, guard, ids, importer, note, recovery, validate
 from .errors import (
-    GitError,
     InvalidInputError,
     MalformedMemoryError,
     MemoryNotFoundError,
@@ -92,33 +91,20 @@ def import_path(
     for entry in entries:
         if isinstance(entry, ImportSkip):
             run.skip(entry)
-    with service.vault.write_lock(service.settings.lock_timeout):
+    vault = service.vault
+    with vault.write_lock(service.settings.lock_timeout), vault.undoable(limit=None) as undo:
         try:
             run.apply([e for e in entries if isinstance(e, ImportItem)])
             run.check_something_imported(source)
             sha = service.history.commit(run.changed(), run.subject(source.name), trailers)
         except BaseException:
-            run.undo()
-            _unstage(service, run.changed())
+            recovery.unstage(service.history, undo.restore())
             raise
     written = [*run.new, *run.updated]
     service.sync_index(written, progress=progress)
     if run.changed():
         service.publish(ChangeEvent(changed=tuple(run.changed()), added=tuple(run.new)))
     return run.report(sha)
-
-
-def _unstage(service: MemoryService, paths: list[str]) -> None:
-    """Take back what a failed commit staged (the files are already restored)."""
-    if not paths or not service.history.head():
-        return
-    try:
-        spec = "\0".join(paths)
-        service.history.run(
-            "reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul", input_text=spec
-        )
-    except GitError as exc:
-        log.warning("could not unstage the failed import: %s", exc)
 
 
 @dataclass
@@ -134,7 +120,7 @@ class _Run:
     skipped: list[ImportSkip] = field(default_factory=list)
     attachments: list[str] = field(default_factory=list)
     claimed: set[str] = field(default_factory=set)  # vault paths this import has matched
-    before: list[tuple[str, bytes | None]] = field(default_factory=list)  # for undo
+    written: list[str] = field(default_factory=list)  # every path this import wrote
     notes: list[tuple[ImportItem, frontmatter.Document]] = field(default_factory=list)
     by_id: dict[str, list[str]] = field(default_factory=dict)
     names: dict[str, list[str]] | None = None  # file name -> source paths, for bare embeds
@@ -168,7 +154,7 @@ class _Run:
             guard.check_memory_path(self.vault, path, path)
             validate.file_size(path, text, self.vault.max_file_bytes)
             self.vault.write(path, text, expected_hash="")
-            self.before.append((path, None))
+            self.written.append(path)
             self.new.append(path)
         self.notes.append((item, doc))
 
@@ -218,7 +204,7 @@ class _Run:
         text = frontmatter.render(doc, changes)
         validate.file_size(path, text, self.vault.max_file_bytes)
         self.vault.write(path, text, expected_hash=memory.content_hash)
-        self.before.append((path, old))
+        self.written.append(path)
         self.updated.append(path)
 
     # -- attachments ----------------------------------------------------------
@@ -278,7 +264,7 @@ class _Run:
             if old == data:
                 return
         self.vault.write(rel, data)
-        self.before.append((rel, old))
+        self.written.append(rel)
         self.attachments.append(rel)
 
     # -- outcome --------------------------------------------------------------
@@ -290,24 +276,13 @@ class _Run:
             )
 
     def changed(self) -> list[str]:
-        return [path for path, _ in self.before]
+        return list(self.written)
 
     def subject(self, name: str) -> str:
         return (
             f"import: {len(self.new)} new, {len(self.updated)} updated, "
             f"{len(self.attachments)} attachments from {name}"
         )
-
-    def undo(self) -> None:
-        """Put back every file this import wrote, newest first."""
-        for path, old in reversed(self.before):
-            try:
-                if old is None:
-                    self.vault.delete(path)
-                else:
-                    self.vault.write(path, old)
-            except OSError as exc:
-                log.error("could not undo the import's write of %s: %s", path, exc)
 
     def report(self, sha: str | None) -> ImportReport:
         return ImportReport(
