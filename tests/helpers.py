@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import os
 import subprocess
 import sys
@@ -14,9 +15,10 @@ from typing import Any
 
 from mcp import Client
 
+from memvault.config import Settings
 from memvault.models import ChangeEvent
 from memvault.server import build_server
-from memvault.service import MemoryService
+from memvault.service import MemoryService, create_vault
 from memvault.watcher import Watcher
 
 REPO = Path(__file__).resolve().parent.parent
@@ -28,6 +30,19 @@ def git(vault: Path, *args: str) -> str:
         ["git", *args], cwd=vault, capture_output=True, text=True, check=True, env=env
     )
     return out.stdout
+
+
+def imported(root: Path, memories: list[dict[str, Any]]) -> MemoryService:
+    """A new vault at ``root`` holding ``memories`` (JSONL import objects), imported in one
+    go with default settings, vectors made; the caller closes it."""
+    create_vault(root)
+    source = root.parent / f"{root.name}.jsonl"
+    lines = [json.dumps(m, ensure_ascii=False) for m in memories]
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    service = MemoryService.open(root, Settings())
+    service.import_path(source)
+    service.fill_vectors(wait=600)  # a bulk import leaves the vectors to be made
+    return service
 
 
 def commit_count(vault: Path) -> int:

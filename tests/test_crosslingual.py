@@ -3,7 +3,6 @@ memory and the reverse, among memories that share only common words (用户, "th
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterator
 
@@ -11,10 +10,11 @@ import numpy as np
 import pytest
 
 from benchmarks.crosslingual.validate import half, load
-from memvault.config import Settings
 from memvault.index.language import cjk_share, language_means, script_overlap
 from memvault.index.rank import Candidate, Weights, rank
-from memvault.service import MemoryService, create_vault
+from memvault.service import MemoryService
+
+from .helpers import imported
 
 MEMORIES = [
     ("Dog", "The user's dog is a beagle named Pepper."),
@@ -43,17 +43,8 @@ MEMORIES = [
 @pytest.fixture(scope="module")
 def bilingual(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryService]:
     """A vault of the memories above, imported in one go with default settings."""
-    root = tmp_path_factory.mktemp("crosslingual")
-    create_vault(root / "vault")
-    source = root / "memories.jsonl"
-    lines = [
-        json.dumps({"title": t, "content": c, "type": "fact"}, ensure_ascii=False)
-        for t, c in MEMORIES
-    ]
-    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    service = MemoryService.open(root / "vault", Settings())
-    service.import_path(source)
-    service.fill_vectors(wait=600)  # a bulk import leaves the vectors to be made
+    memories = [{"title": t, "content": c, "type": "fact"} for t, c in MEMORIES]
+    service = imported(tmp_path_factory.mktemp("crosslingual") / "vault", memories)
     yield service
     service.close()
 

@@ -3,16 +3,16 @@ the keyword leg matches them, and a small embedder would read them as the topic.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 import pytest
 
-from memvault.config import Settings
 from memvault.index.language import language_means
 from memvault.models import Filters
-from memvault.service import MemoryService, create_vault
+from memvault.service import MemoryService
 from memvault.text import without_names
+
+from .helpers import imported
 
 
 def common_is(*names: str) -> object:
@@ -70,17 +70,11 @@ ANSWER = "Melanie: Running the charity race made me realize how much self-care m
 @pytest.fixture(scope="module")
 def caroline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryService]:
     """Twelve memories about Caroline and one about a charity race, by Melanie."""
-    root = tmp_path_factory.mktemp("names")
-    create_vault(root / "vault")
-    source = root / "memories.jsonl"
-    lines = [
-        json.dumps({"title": f"Note {n}", "content": c, "type": "event"})
+    memories = [
+        {"title": f"Note {n}", "content": c, "type": "event"}
         for n, c in enumerate([*CAROLINE, ANSWER])
     ]
-    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    service = MemoryService.open(root / "vault", Settings())
-    service.import_path(source)
-    service.fill_vectors(wait=600)
+    service = imported(tmp_path_factory.mktemp("names") / "vault", memories)
     yield service
     service.close()
 
