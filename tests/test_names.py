@@ -3,7 +3,7 @@ the keyword leg matches them, and a small embedder would read them as the topic.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -15,7 +15,7 @@ from memvault.text import without_names
 from .helpers import imported
 
 
-def common_is(*names: str) -> object:
+def common_is(*names: str) -> Callable[[str], bool]:
     return lambda term: term in names
 
 
