@@ -421,6 +421,11 @@ class History:
         out = self.run("rev-parse", "--verify", "-q", "HEAD", check=False).strip()
         return out or None
 
+    def tip(self) -> str | None:
+        """:meth:`head`, read from the ref files where it can be (no git process: a write
+        asks before and after its commit)."""
+        return self._head_sha() or self.head()
+
     def repo_identity(self) -> tuple[str, str]:
         """The repository's configured identity (a person's edits), else memvault's.
 

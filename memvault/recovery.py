@@ -44,12 +44,12 @@ def writing(
     says that."""
     with vault.write_lock(timeout):
         history.refuse_unfinished("write")
-        head = history.head()
+        head = history.tip()
         with vault.undoable() as undo:
             try:
                 yield
             except GitError as exc:
-                if not undo.before or history.head() != head:
+                if not undo.before or history.tip() != head:
                     raise  # nothing written yet, or a commit was made: history has it
                 if not undo.complete:
                     raise NotSavedError(
