@@ -109,7 +109,7 @@ def import_path(
 
 @dataclass
 class _Run:
-    """One import's state: what it wrote (and what was there before), skipped and kept."""
+    """One import's state: what it wrote, skipped and kept (what it replaced: vault.undoable)."""
 
     vault: Vault
     root: Path | None  # the source folder (None for JSONL)
