@@ -15,6 +15,7 @@ import shutil
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,8 @@ class VectorCache:
 
 # Per process, shared by every open index (the model is shared too).
 _query_vectors = VectorCache(QUERY_CACHE)
+# the question as asked, embedded beside its rewrite (Index._nearest_to_query)
+_second_query = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memvault-query")
 _passages = VectorCache(PASSAGE_CACHE)
 
 
@@ -452,7 +455,7 @@ class Index:
         The candidates are found with the query embedded without the names common in the
         vault (text.without_names: the keyword leg matches those); relevance keeps the
         cosines of the question as asked, the scale its calibration was fitted on (such
-        a query is embedded twice)."""
+        a query is embedded twice, both at once: a short query embeds on one core)."""
         means = language_means(embedder.name) if self.settings.crosslingual else None
         transform = means.passages if means is not None else None
 
@@ -460,12 +463,15 @@ class Index:
             vector = self._query_vector(embedder, words)
             return means.query(vector) if means is not None else vector
 
-        asked, rewritten = embed(text), without_names(text, self._common)
+        rewritten = without_names(text, self._common)
         if rewritten == text:
+            asked = embed(text)
             found, more = self.store.nearest_and(asked, VECTOR_CANDIDATES, keep, also, transform)
             return found, {**found, **{i: c for i, c in more.items() if i not in found}}
+        asking = _second_query.submit(embed, text)
+        vector = embed(rewritten)
         return self.store.nearest_and(
-            embed(rewritten), VECTOR_CANDIDATES, keep, also, transform, asked
+            vector, VECTOR_CANDIDATES, keep, also, transform, asking.result()
         )
 
     def _common(self, term: str) -> bool:
