@@ -465,9 +465,7 @@ class Index:
 
         rewritten = without_names(text, self._common)
         if rewritten == text:
-            asked = embed(text)
-            found, more = self.store.nearest_and(asked, VECTOR_CANDIDATES, keep, also, transform)
-            return found, {**found, **{i: c for i, c in more.items() if i not in found}}
+            return self.store.nearest_and(embed(text), VECTOR_CANDIDATES, keep, also, transform)
         asking = _second_query.submit(embed, text)
         vector = embed(rewritten)
         return self.store.nearest_and(

@@ -287,10 +287,9 @@ class Store:
         transform: Callable[[np.ndarray], np.ndarray] | None = None,
         asked: np.ndarray | None = None,
     ) -> tuple[dict[str, float], dict[str, float]]:
-        """:meth:`nearest`, and the best cosines of the memories ``also`` (those with
-        vectors) from the same product; with ``asked`` (the question as asked, when
-        ``query`` is a rewrite of it), the second dict holds ``asked``'s cosines of the
-        nearest and of ``also``."""
+        """:meth:`nearest`, and the best cosines of those and of the memories ``also``
+        (those with vectors): from the same product, or with ``asked`` (the question as
+        asked, when ``query`` is a rewrite of it) ``asked``'s."""
         matrix, owners, starts, rows = self._search_matrix(transform)
         if matrix is None or matrix.shape[0] == 0 or matrix.shape[1] != query.shape[0]:
             return {}, {}
@@ -303,10 +302,9 @@ class Store:
         if len(out) < n and first < len(best):  # filters rejected most of the head
             more = _take(np.argsort(-best)[first:], best, owners, keep, n - len(out))
             out.update(more)
-        if asked is None:
-            return out, {i: float(best[rows[i]]) for i in also if i in rows}
-        judged = np.maximum.reduceat(np.einsum("ij,j->i", matrix, asked), starts)
-        return out, {i: float(judged[rows[i]]) for i in (*out, *also) if i in rows}
+        if asked is not None:  # the same product (einsum, as above) for the asked question
+            best = np.maximum.reduceat(np.einsum("ij,j->i", matrix, asked), starts)
+        return out, {i: float(best[rows[i]]) for i in (*out, *also) if i in rows}
 
     def _search_matrix(
         self, transform: Callable[[np.ndarray], np.ndarray] | None
