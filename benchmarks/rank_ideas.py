@@ -31,7 +31,6 @@ and category 5 (n = 71); one question is 0.43 / 1.4 points.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -118,7 +117,7 @@ def load(
             matrix, owners, starts, rows = index.store._search_matrix(means.passages)
             assert matrix is not None and len(starts) == len(owners) == len(ids)
             mat = np.vstack([matrix[starts[rows[i]]] for i in ids])
-            now = dt.datetime.now(dt.UTC)
+            now = runner.NOW  # as the product path of the eval
             docs = index.store.docs
             w = index.weights
             rec = np.array(
