@@ -120,3 +120,20 @@ def test_relevance_is_judged_on_the_question_as_asked(caroline: MemoryService) -
     asked = cosines(caroline, QUESTION)
     assert asked != cosines(caroline, rewritten)
     assert {h.doc.id: h.why["cosine"] for h in hits} == {h.doc.id: asked[h.doc.id] for h in hits}
+
+
+def test_how_many_memories_hold_a_name_follows_the_writes(svc: MemoryService) -> None:
+    """``FullText.holding`` keeps its counts per index generation: a write that adds or
+    forgets a memory with the name is counted by the next search, never a stale count."""
+    text = svc.indexing.index.text
+    assert text.holding("oscar") == (0, 0)
+    first = svc.remember("Oscar the cat sleeps on the sofa.", type="fact")
+    svc.ensure_synced()
+    assert text.holding("oscar") == (1, 1)
+    assert text.holding("oscar") == (1, 1)  # asked again, same generation
+    svc.remember("The vet said Oscar is healthy.", type="fact", check_similar=False)
+    svc.ensure_synced()
+    assert text.holding("oscar") == (2, 2)
+    svc.forget(first.memory.id, mode="delete")
+    svc.ensure_synced()
+    assert text.holding("oscar") == (1, 1)

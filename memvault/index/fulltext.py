@@ -212,9 +212,7 @@ class FullText:
         """(How many memories hold ``term``, an index term of text.tokens, in the field
         that has it most; how many memories the index holds)."""
         with self._lock:
-            searcher = self._view().searcher
-            held = max(searcher.doc_frequency(f, term) for f in FIELD_BOOSTS)
-            return held, searcher.doc_count()
+            return self._view().holding(term)
 
     def _view(self) -> _View:
         """The current searcher's segments with their cached data (a new view when another
@@ -360,6 +358,7 @@ class _View:
     def __init__(self, searcher: Any, cache: _Postings) -> None:
         self.searcher = searcher
         self.cache = cache
+        self.held: dict[str, tuple[int, int]] = {}  # FullText.holding's answers
         self.segments: list[tuple[str, Any, int]] = []
         self.ids: list[str] = []
         live = []
@@ -407,6 +406,22 @@ class _View:
                     part[docs] += values
         scores[~self.live] = 0.0
         return scores
+
+    def holding(self, term: str) -> tuple[int, int]:
+        """FullText.holding, counted once per view (one index generation). Live documents
+        only: Whoosh's document frequency still counts a deleted one until its segment is
+        merged."""
+        if term not in self.held:
+            most = 0
+            for field in FIELD_BOOSTS:
+                held = 0
+                for seg, reader, offset in self.segments:
+                    found = self.cache.postings(seg, reader, field, term)
+                    if found is not None:
+                        held += int(np.count_nonzero(self.live[found[0] + offset]))
+                most = max(most, held)
+            self.held[term] = (most, len(self.numbers))
+        return self.held[term]
 
     def containing(self, terms: list[str]) -> np.ndarray:
         """Per document number, how many of ``terms`` it has in any field."""
