@@ -452,27 +452,17 @@ def _apply(
     subject: str,
     trailers: dict[str, str],
 ) -> str | None:
-    """Write the plan to the vault and commit it as the person; the files put back as they
-    were when the commit fails."""
+    """Write the plan to the vault and commit it as the person (under ``_writing``, which
+    puts the files back as they were when git cannot commit: recovery.writing)."""
     vault, paths = service.vault, [path for path, _ in plan]
     if not paths:
         return None
-    before = {p: vault.read_regular(p) if vault.abspath(p).exists() else None for p in paths}
-    try:
-        for path, data in plan:
-            if data is None:
-                vault.delete(path)
-            else:
-                vault.write(path, data)
-        return service.history.commit(paths, subject, trailers, as_person=True)
-    except Exception:
-        service.history.run("reset", "--quiet", "--", *paths, check=False)
-        for path, old in before.items():
-            if old is not None:
-                vault.write(path, old)
-            elif vault.abspath(path).exists():
-                vault.delete(path)
-        raise
+    for path, data in plan:
+        if data is None:
+            vault.delete(path)
+        else:
+            vault.write(path, data)
+    return service.history.commit(paths, subject, trailers, as_person=True)
 
 
 def _event(plan: Sequence[tuple[str, bytes | None]]) -> ChangeEvent:

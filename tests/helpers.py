@@ -32,6 +32,35 @@ def git(vault: Path, *args: str) -> str:
     return out.stdout
 
 
+@contextmanager
+def broken_git_index(root: Path) -> Iterator[None]:
+    """git cannot stage while this lasts: a write's commit fails after its files are written."""
+    index = root / ".git" / "index"
+    saved = index.read_bytes()
+    index.write_bytes(b"DIRC garbage")
+    try:
+        yield
+    finally:
+        index.write_bytes(saved)
+
+
+@contextmanager
+def branch_locked(service: MemoryService) -> Iterator[None]:
+    """Another git holds the lock of the vault's current branch while this lasts (a fresh
+    ``refs/heads/<branch>.lock``, so not stale), and the service does not wait for it:
+    a commit on that branch fails after its files are written; other git commands work."""
+    branch = git(service.root, "symbolic-ref", "HEAD").strip()
+    lock = service.root / ".git" / f"{branch}.lock"
+    patience = service.history.lock_retry_seconds
+    lock.write_text("")
+    service.history.lock_retry_seconds = 0.0
+    try:
+        yield
+    finally:
+        service.history.lock_retry_seconds = patience
+        lock.unlink()
+
+
 def imported(root: Path, memories: list[dict[str, Any]]) -> MemoryService:
     """A new vault at ``root`` holding ``memories`` (JSONL import objects), imported in one
     go with default settings, vectors made; the caller closes it."""

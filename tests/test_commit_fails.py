@@ -4,8 +4,6 @@ index in step, and an error that says nothing was saved and why (recovery.writin
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,7 @@ from memvault.server import build_server
 from memvault.service import MemoryService
 from memvault.vault import Vault
 
-from .helpers import git
+from .helpers import broken_git_index, git
 
 
 def files(root: Path) -> dict[str, bytes]:
@@ -27,18 +25,6 @@ def files(root: Path) -> dict[str, bytes]:
         for p in sorted(root.rglob("*"))
         if p.is_file() and ".git" not in p.parts and ".memvault" not in p.parts
     }
-
-
-@contextmanager
-def broken_git_index(root: Path) -> Iterator[None]:
-    """git cannot stage while this lasts: a write's commit fails after its files are written."""
-    index = root / ".git" / "index"
-    saved = index.read_bytes()
-    index.write_bytes(b"DIRC garbage")
-    try:
-        yield
-    finally:
-        index.write_bytes(saved)
 
 
 def found(service: MemoryService, words: str) -> list[str]:

@@ -26,12 +26,12 @@ from mcp_types.version import LATEST_MODERN_VERSION
 from memvault import proposals
 from memvault.cli import cli
 from memvault.config import Settings, load_settings
-from memvault.errors import InvalidInputError, StaleRevisionError
+from memvault.errors import InvalidInputError, NotSavedError, StaleRevisionError
 from memvault.models import ChangeEvent
 from memvault.server import build_server
 from memvault.service import MemoryService, current_client
 
-from .helpers import commit_count, git, in_process, tool, watching
+from .helpers import branch_locked, commit_count, git, in_process, tool, watching
 
 PERSON = "Ada Person"
 BRANCH = "memvault/proposals/cursor"
@@ -214,6 +214,27 @@ def test_accepting_puts_the_proposal_in_the_vault_in_one_commit_by_the_person(
         hits = recalled(vault, name, "genmaicha tea")
         assert [(h["id"], h.get("proposed")) for h in hits] == [(made["id"], None)]
     assert as_client(vault, "cursor", "list_proposals", {})["proposals"] == []
+
+
+def test_an_accept_whose_commit_fails_leaves_the_vault_and_the_proposal_as_they_were(
+    vault: MemoryService,
+) -> None:
+    """git cannot commit the person's accept (another git holds the branch's lock): the
+    file written for it is taken back, nothing is committed on either side, the proposal
+    still waits, and the same accept succeeds once git can commit again."""
+    made = propose_tea(vault)
+    before, on_branch = vault_state(vault), branch_commits(vault)
+    with branch_locked(vault), pytest.raises(NotSavedError, match="nothing was saved"):
+        proposals.accept(vault, made["commit"][:8])
+    assert vault_state(vault) == before
+    assert not (vault.root / made["path"]).exists()
+    assert branch_commits(vault) == on_branch
+    assert [p.commit for p in proposals.pending(vault)] == [made["commit"]]
+    assert recalled(vault, "claude-code", "genmaicha tea") == []
+
+    proposals.accept(vault, made["commit"][:8])
+    assert commit_count(vault.root) == before[0] + 1
+    assert [h["id"] for h in recalled(vault, "claude-code", "genmaicha tea")] == [made["id"]]
 
 
 def test_proposals_that_build_on_each_other_are_accepted_in_order(vault: MemoryService) -> None:

@@ -32,7 +32,7 @@ TOP = 50
 # the fused scores of LoCoMo's 2023 turns shrank a little every day and near-ties flipped,
 # so the same code gave figures a question apart on two days. Years after every session,
 # so recency adds almost nothing, as in every figure published before it was fixed.
-NOW = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
 
 
 def default_data() -> Path | None:
