@@ -328,6 +328,13 @@ class Similar:
     title: str
     cosine: float
     relation: str  # duplicate | possible_contradiction | related
+    proposed: bool = False  # a pending proposal of the asking client (proposals)
+
+    def already(self) -> str:
+        """Why a new memory that says what this one says is not written."""
+        if self.proposed:
+            return f"already proposed as {self.path} (id {self.id}), waiting for review"
+        return f"already remembered as {self.path} (id {self.id})"
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from . import asof, ids
+from . import asof, ids, policy
 from .config import Settings
 from .errors import (
     GitError,
@@ -45,7 +45,19 @@ from .errors import (
 )
 from .history import History, format_message
 from .index import Index
-from .models import ChangeEvent, Filters, Hit, Memory, MemoryInfo, Page, sort_infos
+from .models import (
+    ChangeEvent,
+    Filters,
+    Hit,
+    Memory,
+    MemoryInfo,
+    Page,
+    Similar,
+    lapsed,
+    sort_infos,
+)
+from .note import clean_tags, strip_title, title_from
+from .retrieval import Retrieval
 from .service import MemoryService, current_client
 from .sync import IndexSync
 from .syncing import unmerged_files
@@ -106,7 +118,7 @@ class Drafts(MemoryService):
         self.indexing = IndexSync(self.vault, self.index, self.settings)
         self.provenance = main.provenance
         self.access = main.access
-        self.retrieval = main.retrieval
+        self.retrieval = _Judging(main)
 
     @property
     def _main(self) -> MemoryService:
@@ -156,6 +168,39 @@ class Drafts(MemoryService):
                 "run `memvault forget ID --purge`"
             )
         return _proposed(super().forget(id_or_path, mode, reason, op))
+
+
+class _Judging(Retrieval):
+    """The vault's retrieval, whose duplicate check also sees the asking client's pending
+    proposals: what it proposed and is waiting for review is remembered as much as what
+    the vault holds (a vault memory its proposals changed is judged as they changed it)."""
+
+    def __init__(self, main: MemoryService) -> None:
+        base = main.retrieval
+        super().__init__(base.vault, base.indexing, base.clock, base.access)
+        self.main = main
+
+    def similar(
+        self, content: str, type: str, title: str | None, tags: Sequence[str], k: int = 5
+    ) -> list[Similar]:
+        found = super().similar(content, type, title, tags, k)
+        view = overlay(self.main)
+        if view is None:
+            return found
+        found = [s for s in found if not view.hides(s.id, s.path)]
+        now = self.clock()
+        pending = [
+            m for m in view.memories.values() if m.status == "active" and not lapsed(m.expires, now)
+        ]
+        title = title or title_from(content)
+        cosines = self.indexing.index.cosines(title, clean_tags(tags), content, pending)
+        for memory, cosine in zip(pending, cosines, strict=False):  # none without vectors
+            old = strip_title(memory.body)
+            relation = policy.relation(content, old, cosine, memory.type == type)
+            if relation:
+                near = (memory.id, memory.path, memory.title, round(cosine, 4), relation)
+                found.append(Similar(*near, proposed=True))
+        return sorted(found, key=lambda s: -s.cosine)[:k]
 
 
 def _proposal_key() -> dict[str, str]:

@@ -311,8 +311,7 @@ class MemoryService:
         similar = self.retrieval.similar(content, type, title, tags) if check_similar else []
         duplicate = next((s for s in similar if s.relation == "duplicate"), None)
         if duplicate and not supersedes:  # an explicit supersession is never refused
-            why = f"already remembered as {duplicate.path} (id {duplicate.id})"
-            return RememberResult("duplicate", None, None, tuple(similar), why)
+            return RememberResult("duplicate", None, None, tuple(similar), duplicate.already())
         now = self.clock().replace(microsecond=0)
         meta = new_meta(type, tags, confidence, importance, now, source, scope, supersedes) | when
         text = frontmatter.new_file(meta, _body(title, content))

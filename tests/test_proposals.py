@@ -325,6 +325,36 @@ def test_a_refused_proposal_leaves_no_file_and_no_commit(embedded: MemoryService
     assert as_client(vault, "cursor", "list_proposals", {})["proposals"] == []
 
 
+def test_a_client_proposing_what_it_already_proposed_is_told_and_nothing_is_written(
+    embedded: MemoryService,
+) -> None:
+    """The duplicate check sees the client's own pending proposals, as it sees the vault:
+    the same fact again is no second proposal; a correction of it is one, reported as a
+    possible contradiction of the pending proposal; other clients' proposals are theirs."""
+    vault = embedded
+    made = propose_tea(vault)
+    on_branch = branch_commits(vault)
+
+    again = as_client(vault, "cursor", "remember", {"content": TEA, "type": "preference"})
+    assert again["action"] == "duplicate"
+    waiting = f"already proposed as {made['path']} (id {made['id']}), waiting for review"
+    assert again["reason"] == waiting
+    assert [(s["id"], s["relation"], s["proposed"]) for s in again["similar"]] == [
+        (made["id"], "duplicate", True)
+    ]
+    assert branch_commits(vault) == on_branch
+    assert len(proposals.pending(vault)) == 1
+
+    corrected = TEA.replace("80 degrees", "70 degrees")
+    fixed = as_client(vault, "cursor", "remember", {"content": corrected, "type": "preference"})
+    assert fixed["action"] == "proposed"
+    assert (made["id"], "possible_contradiction", True) in [
+        (s["id"], s["relation"], s["proposed"]) for s in fixed["similar"]
+    ]
+    other = as_client(vault, "claude-code", "remember", {"content": TEA, "type": "preference"})
+    assert other["action"] == "proposed"  # cursor's proposals are not in the vault yet
+
+
 def test_a_purge_cannot_be_proposed(vault: MemoryService) -> None:
     made = vault.remember("The user's locker code is four digits long.", type="fact")
     assert made.memory is not None

@@ -525,6 +525,20 @@ class Index:
         best = self.store.nearest(vector, k, lambda i: i in self.store.docs)
         return [(self.store.docs[i], score) for i, score in best.items()]
 
+    def cosines(
+        self, title: str, tags: Sequence[str], body: str, others: Sequence[Memory]
+    ) -> list[float]:
+        """The cosine of a (new) memory's first chunk to each of ``others``' first chunk,
+        embedded as the index would embed them (memories it does not hold: a client's
+        proposals); empty without an embedder."""
+        embedder = self.loader.get()
+        if embedder is None or not others:
+            return []
+        texts = [embedding_texts(m.title, m.tags, m.body)[0] for m in others]
+        new = embedding_texts(title, tags, body)[0]
+        vectors = self._embed_passages(embedder, [new, *texts])
+        return [float(v) for v in vectors[1:] @ vectors[0]]
+
     def records(self) -> list[MemoryInfo]:
         """Every indexed memory's record, as of now (other processes' writes included)."""
         self.store.refresh()

@@ -18,6 +18,7 @@ class SimilarOut(BaseModel):
     title: str
     cosine: float
     relation: Literal["duplicate", "possible_contradiction", "related"]
+    proposed: bool = Field(default=False, exclude_if=lambda v: not v)  # this client's, pending
 
 
 class RememberOut(BaseModel):
