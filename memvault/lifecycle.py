@@ -28,7 +28,8 @@ def consolidate(service: MemoryService, dry_run: bool = True) -> list[Proposal]:
     """Proposals per policy; applied (one commit each) when ``dry_run`` is False."""
     now = service.clock()
     infos = service.records(Filters(include_expired=True))
-    pairs = service.index.pairs_above(policy.RELATED_COSINE)
+    # the retrieval's: a proposing client's judges the vault's vectors (proposals._Judging)
+    pairs = service.retrieval.pairs_above(policy.RELATED_COSINE)
     close = policy.related_pairs({i.id: i for i in infos}, pairs)
     texts = _texts(service, {m.id: m for a, b, _ in close for m in (a, b)}.values())
     access = service.access.of(i.id for i in infos)

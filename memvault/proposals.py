@@ -171,9 +171,10 @@ class Drafts(MemoryService):
 
 
 class _Judging(Retrieval):
-    """The vault's retrieval, whose duplicate check also sees the asking client's pending
-    proposals: what it proposed and is waiting for review is remembered as much as what
-    the vault holds (a vault memory its proposals changed is judged as they changed it)."""
+    """The vault's retrieval (its index, vectors included: consolidate's pairs are the
+    vault's), whose duplicate check also sees the asking client's pending proposals: what
+    it proposed and is waiting for review is remembered as much as what the vault holds
+    (a vault memory its proposals changed is judged as they changed it)."""
 
     def __init__(self, main: MemoryService) -> None:
         base = main.retrieval

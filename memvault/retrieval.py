@@ -80,6 +80,10 @@ class Retrieval:
             out.append(Hit.of(memory, text, round(hit.score, 4), hit.why, round(hit.relevance, 3)))
         return out
 
+    def pairs_above(self, threshold: float) -> list[tuple[str, str, float]]:
+        """(id, id, cosine) of memories whose first chunks are at least this close."""
+        return self.indexing.index.pairs_above(threshold)
+
     def similar(
         self, content: str, type: str, title: str | None, tags: Sequence[str], k: int = 5
     ) -> list[Similar]:

@@ -355,6 +355,32 @@ def test_a_client_proposing_what_it_already_proposed_is_told_and_nothing_is_writ
     assert other["action"] == "proposed"  # cursor's proposals are not in the vault yet
 
 
+def test_a_proposing_clients_consolidate_proposes_merges_judged_on_the_vaults_vectors(
+    embedded: MemoryService,
+) -> None:
+    """consolidate(dry_run=false) by a proposing client finds the vault's near-duplicates
+    (the vault's vectors, not its branch's text-only index) and proposes the merge."""
+    vault = embedded
+    kept = vault.remember("The user's favourite editor is Neovim.", type="preference")
+    twin = vault.remember(
+        "The user's favourite editor is Neovim.",
+        check_similar=False,
+        type="preference",
+        importance=0.3,
+    )
+    assert kept.memory and twin.memory
+    before = vault_state(vault)
+
+    out = as_client(vault, "cursor", "consolidate", {"dry_run": False})
+    merges = [p for p in out["proposals"] if p["kind"] == "merge"]
+    assert [(p["ids"], p["applied"]) for p in merges] == [([kept.memory.id, twin.memory.id], True)]
+    assert vault_state(vault) == before
+    (waiting,) = as_client(vault, "cursor", "list_proposals", {})["proposals"]
+    assert waiting["op"] == "merge" and waiting["memory"] == twin.memory.id
+    proposals.accept(vault, waiting["id"])
+    assert vault.get(twin.memory.id).status == "superseded"
+
+
 def test_a_purge_cannot_be_proposed(vault: MemoryService) -> None:
     made = vault.remember("The user's locker code is four digits long.", type="fact")
     assert made.memory is not None
