@@ -294,10 +294,8 @@ class MemoryService:
         """Write a new memory and commit it (a supersession in the same commit). Trivial text
         is rejected; a near-duplicate is reported, not written twice; contradictions are in
         ``similar``. ``dates``: expires, valid_from, valid_until."""
-        content, when = (
-            with_links(content.strip(), links, self.records),
-            validate.dates(dates or {}),
-        )
+        content = with_links(content.strip(), links, self.records)
+        when = validate.dates(dates or {})
         target_folder = guard.check_new(
             self.settings, self.vault, content, title, tags, type, source, scope, folder
         )
@@ -308,16 +306,19 @@ class MemoryService:
         _check_unit("confidence", confidence)
         type = (type or "note").strip()
         title = (title or _first_line(content)).strip()
+        seen = self.history.tip()  # the slow part (embedding) outside the lock, judged inside
         similar = self.retrieval.similar(content, type, title, tags) if check_similar else []
-        duplicate = next((s for s in similar if s.relation == "duplicate"), None)
-        if duplicate and not supersedes:  # an explicit supersession is never refused
-            return RememberResult("duplicate", None, None, tuple(similar), duplicate.already())
         now = self.clock().replace(microsecond=0)
         meta = new_meta(type, tags, confidence, importance, now, source, scope, supersedes) | when
         text = frontmatter.new_file(meta, _body(title, content))
         if target_folder is None:
             target_folder = _default_folder(type, now)
         with self._writing():
+            if check_similar and self.history.tip() != seen:  # a write landed meanwhile
+                similar = self.retrieval.similar(content, type, title, tags)
+            duplicate = next((s for s in similar if s.relation == "duplicate"), None)
+            if duplicate and not supersedes:  # an explicit supersession is never refused
+                return RememberResult("duplicate", None, None, tuple(similar), duplicate.already())
             path = self.vault.free_path(target_folder, ids.slugify(title))
             guard.check_memory_path(self.vault, path, path)
             validate.file_size(path, text, self.settings.max_file_bytes)

@@ -6,6 +6,10 @@ see benchmarks/dedup/); the verdict must hold whatever the cosine in that range.
 
 from __future__ import annotations
 
+import datetime as dt
+import threading
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,7 +17,7 @@ from hypothesis import strategies as st
 from memvault import facts, policy
 from memvault.service import MemoryService
 
-from .helpers import commit_count, git
+from .helpers import DAY0, commit_count, git
 
 CORRECTIONS = [
     (
@@ -227,3 +231,42 @@ def test_a_duplicate_without_supersedes_is_still_refused_with_no_file_and_no_com
     assert again.action == "duplicate" and again.memory is None
     assert commit_count(service.vault.root) == before
     assert sorted(p for p in service.vault.root.rglob("*.md") if ".git" not in p.parts) == files
+
+
+class PausingClock:
+    """The service's clock; the thread named ``paused`` stops at its first reading (in
+    ``remember``: after the duplicate check, before the write lock) until ``go`` is set."""
+
+    def __init__(self, paused: str) -> None:
+        self.paused, self.reached, self.go = paused, threading.Event(), threading.Event()
+
+    def __call__(self) -> dt.datetime:
+        if threading.current_thread().name == self.paused and not self.reached.is_set():
+            self.reached.set()
+            assert self.go.wait(timeout=60)
+        return DAY0
+
+
+def test_the_same_fact_remembered_twice_at_once_is_stored_once(service: MemoryService) -> None:
+    """Two writers (a host's parallel tool calls, two servers) remember the same fact at
+    once: the duplicate check of the one that takes the write lock second sees the first
+    one's memory, and nothing is written twice."""
+    fact = "The user's passport expires on 2031-04-02."
+    clock = PausingClock("first")
+    service.clock = clock
+    results: list[Any] = []
+    first = threading.Thread(
+        target=lambda: results.append(service.remember(fact, type="fact")), name="first"
+    )
+    first.start()
+    try:
+        assert clock.reached.wait(timeout=60)  # checked: no such memory yet
+        second = service.remember(fact, type="fact")  # meanwhile, the other writer
+    finally:
+        clock.go.set()
+        first.join(timeout=60)
+    assert second.action == "created" and second.memory is not None
+    (late,) = results
+    assert late.action == "duplicate" and late.memory is None
+    assert [s.id for s in late.similar if s.relation == "duplicate"] == [second.memory.id]
+    assert [m.id for m in service.list_memories().memories] == [second.memory.id]
