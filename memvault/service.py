@@ -299,14 +299,14 @@ class MemoryService:
         target_folder = guard.check_new(
             self.settings, self.vault, content, title, tags, type, source, scope, folder
         )
-        reason = policy.triviality(content)
-        if reason:
+        if reason := policy.triviality(content):
             return RememberResult("rejected", None, None, (), reason)
         _check_unit("importance", importance)
         _check_unit("confidence", confidence)
         type = (type or "note").strip()
         title = (title or _first_line(content)).strip()
-        seen = self.history.tip()  # the slow part (embedding) outside the lock, judged inside
+        # judged outside the lock (embedding is slow), again inside if a write landed since
+        seen = self.history.tip() if self.history.root.is_dir() else None  # None: worktree gone
         similar = self.retrieval.similar(content, type, title, tags) if check_similar else []
         now = self.clock().replace(microsecond=0)
         meta = new_meta(type, tags, confidence, importance, now, source, scope, supersedes) | when
