@@ -80,6 +80,7 @@ class Watched(Protocol):
     def sync_index(self, paths: Iterable[str] | None = None) -> int: ...
     def publish(self, event: ChangeEvent) -> None: ...
     def commit_external(self, paths: Sequence[str]) -> str | None: ...
+    def recover(self) -> str | None: ...
 
 
 class _Handler(FileSystemEventHandler):
@@ -130,6 +131,9 @@ class Watcher:
         self._seen = self.service.indexed_hashes()
         with self._life:
             self._start_observer()
+        # What was saved before the observer ran had no event (`memvault watch` syncs the
+        # index first, which can take long): committed and indexed now, as at opening.
+        self.service.recover()
         self._next_check = time.monotonic() + self.health_interval
         self._thread = threading.Thread(target=self._run, name="memvault-watcher", daemon=True)
         self._thread.start()

@@ -134,3 +134,24 @@ def test_stopping_processes_and_commits_what_was_already_seen(service: MemorySer
     watcher.stop()
     assert commit_count(service.vault.root) == before + 1
     assert service.recall("save just before shutdown")[0].path == "facts/late.md"
+
+
+def test_an_edit_saved_while_the_watcher_starts_up_is_committed(text_only: MemoryService) -> None:
+    """`memvault watch` syncs the index before it watches (a first sync can embed for long):
+    a note saved after the sync read it and before the observer ran had no event. Starting
+    commits what is uncommitted then, as opening a vault does."""
+    service = text_only
+    note = service.vault.root / "facts" / "boat.md"
+    write(note, "---\ntype: fact\n---\nThe boat is moored in Porto.\n")
+    service.recover()  # a person's note, committed
+    service.ensure_synced()
+    before = commit_count(service.vault.root)
+    write(note, "---\ntype: fact\n---\nThe boat is moored in Lisbon now.\n")  # the gap
+    watcher = Watcher(service, debounce=0.4)
+    watcher.start()
+    try:
+        assert commit_count(service.vault.root) == before + 1
+        assert git(service.vault.root, "status", "--porcelain") == ""
+        assert service.recall("where is the boat moored")[0].snippet.endswith("Lisbon now.")
+    finally:
+        watcher.stop()
