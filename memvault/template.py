@@ -1,7 +1,12 @@
-"""Making a new vault: the template copied in, git initialised, one first commit."""
+"""Making a new vault: the template copied in, git initialised, one first commit.
+
+The folder may be one the person already has (an Obsidian vault, a notes folder): the
+template only fills in what is missing and never writes over, or through, what is there.
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -9,7 +14,10 @@ from .config import Settings
 from .errors import MemvaultError
 from .history import History
 from .recovery import committable
-from .vault import STATE_DIR, Vault
+from .vault import IGNORE_FILE, STATE_DIR, Vault
+
+OBSIDIAN_DIR = ".obsidian"
+TEMPLATE_README = "README.md"  # the template's guide to a new vault; its .memvaultignore hides it
 
 
 def create_vault(
@@ -28,14 +36,7 @@ def create_vault(
         return False
     template = template or template_dir()
     root.mkdir(parents=True, exist_ok=True)
-    for src in sorted(template.rglob("*")):
-        rel = src.relative_to(template)
-        dst = root / rel
-        if src.is_dir():
-            dst.mkdir(parents=True, exist_ok=True)
-        elif not dst.exists():
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dst)
+    copy_template(template, root)
     history = History(root.resolve(), settings.author_name, settings.author_email)
     if not history.is_repo():
         history.init()
@@ -46,6 +47,37 @@ def create_vault(
     if not history.commit(paths, "init: memvault vault", trailers) and not history.head():
         history.commit_empty("init: memvault vault", trailers)
     return True
+
+
+def copy_template(template: Path, root: Path) -> None:
+    """Copy into ``root`` the template's files it lacks; a path already there (a file, a
+    folder, a symlink, even a dangling one) is never written over nor through."""
+    left_out = _left_out(root)
+    for src in sorted(template.rglob("*")):
+        rel = src.relative_to(template)
+        if rel.parts[0] in left_out:
+            continue
+        dst = root / rel
+        if src.is_dir():
+            dst.mkdir(parents=True, exist_ok=True)
+        elif not os.path.lexists(dst):
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+
+
+def _left_out(root: Path) -> frozenset[str]:
+    """The template's top-level names that stay out of a folder the person already has.
+
+    An existing ``.obsidian/`` gets none of the template's settings (its core-plugins list
+    would switch the person's other core plugins off). The template's README and the
+    ``.memvaultignore`` that hides it come as a pair, into a folder with neither: the
+    person's own README stays a memory, and no README of ours appears that their own
+    .memvaultignore would leave a memory."""
+    present = {n for n in (OBSIDIAN_DIR, TEMPLATE_README, IGNORE_FILE) if os.path.lexists(root / n)}
+    left_out = {OBSIDIAN_DIR} & present
+    if present & {TEMPLATE_README, IGNORE_FILE}:
+        left_out |= {TEMPLATE_README, IGNORE_FILE}
+    return frozenset(left_out)
 
 
 def template_dir() -> Path:

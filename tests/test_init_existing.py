@@ -1,0 +1,121 @@
+"""`memvault init` over a folder a person already has (an Obsidian vault, a notes folder):
+their files stay byte for byte, their `.obsidian/` gets nothing new, their README stays a
+memory, and a brand-new folder still gets the whole template."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from memvault.config import Settings
+from memvault.service import MemoryService
+from memvault.template import create_vault, template_dir
+
+from .helpers import commit_count, run_memvault
+
+PERSONS_FILES = {
+    ".obsidian/app.json": '{"showLineNumber": true}\n',
+    ".obsidian/community-plugins.json": '["obsidian-git"]\n',
+    ".obsidian/plugins/obsidian-git/data.json": '{"autoSaveInterval": 5}\n',
+    "README.md": "# Mine\nCodename Bluebird, the garden project.\n",
+    "notes/trip.md": "---\ntags: [travel]\n---\n# Trip\nLisbon in May.\n",
+    ".gitignore": "secret/\n",
+}
+
+
+def write_files(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.encode("utf-8"))
+
+
+def digests(root: Path) -> dict[str, str]:
+    """sha256 of every regular file under ``root`` (git's own folder left out)."""
+    return {
+        path.relative_to(root).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and not path.is_symlink() and ".git" not in path.relative_to(root).parts
+    }
+
+
+def under(found: dict[str, str], folder: str) -> dict[str, str]:
+    return {rel: digest for rel, digest in found.items() if rel.startswith(f"{folder}/")}
+
+
+def test_init_over_an_obsidian_vault_writes_nothing_into_its_obsidian_folder(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "garden"
+    write_files(root, PERSONS_FILES)
+    before = under(digests(root), ".obsidian")
+    done = run_memvault("init", str(root))
+    assert done.returncode == 0, done.stderr
+    assert commit_count(root) == 1
+    assert under(digests(root), ".obsidian") == before  # same files, same bytes, none added
+
+
+def test_a_readme_the_person_had_before_init_stays_a_memory_found_by_full_text(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "garden"
+    write_files(root, PERSONS_FILES)
+    assert create_vault(root)
+    service = MemoryService.open(root, Settings(embedder="none"))
+    try:
+        assert not service.is_ignored("README.md")
+        assert "README.md" in [hit.path for hit in service.recall("Bluebird")]
+    finally:
+        service.close()
+
+
+def test_init_over_a_folder_never_rewrites_a_file_that_was_there(tmp_path: Path) -> None:
+    root = tmp_path / "garden"
+    write_files(root, {**PERSONS_FILES, ".memvaultignore": "drafts/\n"})
+    before = digests(root)
+    done = run_memvault("init", str(root))
+    assert done.returncode == 0, done.stderr
+    after = digests(root)
+    assert {rel: after.get(rel) for rel in before} == before
+    assert set(under(after, ".obsidian")) == set(under(before, ".obsidian"))
+
+
+def test_a_persons_memvaultignore_gets_no_template_readme_it_does_not_hide(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "garden"
+    write_files(root, {".memvaultignore": "drafts/\n", "notes/trip.md": "# Trip\nLisbon.\n"})
+    assert create_vault(root)
+    assert (root / ".memvaultignore").read_text(encoding="utf-8") == "drafts/\n"
+    assert not (root / "README.md").exists()  # it would have become a memory of the vault
+
+
+def test_init_writes_nothing_through_a_dangling_symlink_at_a_template_path(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "garden"
+    write_files(root, {"notes/trip.md": "# Trip\nLisbon.\n"})
+    (root / "README.md").symlink_to(tmp_path / "elsewhere.md")
+    assert create_vault(root)
+    assert (root / "README.md").is_symlink()
+    assert not (tmp_path / "elsewhere.md").exists()
+
+
+@pytest.mark.parametrize("notes", [{}, {"notes/trip.md": "# Trip\nLisbon.\n"}])
+def test_init_of_a_folder_without_obsidian_settings_or_readme_copies_the_whole_template(
+    tmp_path: Path, notes: dict[str, str]
+) -> None:
+    root = tmp_path / "new"
+    write_files(root, notes)
+    done = run_memvault("init", str(root))
+    assert done.returncode == 0, done.stderr
+    template = template_dir()
+    expected = {**digests(template), **under(digests(root), "notes")}
+    assert digests(root) == expected
+    service = MemoryService.open(root, Settings(embedder="none"))
+    try:
+        assert service.is_ignored("README.md")  # the template's own README is no memory
+    finally:
+        service.close()
