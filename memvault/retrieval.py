@@ -19,8 +19,15 @@ from .vault import Vault
 SEARCH_MODES = ("hybrid", "bm25", "vector")
 
 
-def no_match_note(floor: float) -> str:
-    """The one line that says a search found nothing relevant (for an empty result)."""
+CATCHING_UP = "the index is still catching up with the vault's files (memvault has just started)"
+
+
+def no_match_note(floor: float, catching_up: bool = False) -> str:
+    """The one line that says a search found nothing relevant (for an empty result); while
+    the index is still being brought in line with the files (a server just started on a
+    vault it had not indexed), that nothing may only be not yet."""
+    if catching_up:
+        return f"nothing found yet: {CATCHING_UP}; ask again in a moment"
     if floor <= 0:
         return "no memory matches this query"
     return (

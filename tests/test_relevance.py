@@ -13,6 +13,7 @@ from memvault.config import Settings
 from memvault.index.fulltext import FullText, TextDoc
 from memvault.index.rank import CALIBRATION, relevance
 from memvault.models import Filters
+from memvault.retrieval import no_match_note
 from memvault.server.tools import recall
 from memvault.service import MemoryService
 
@@ -211,3 +212,11 @@ def test_a_hit_across_scripts_is_judged_by_its_cosine_on_the_same_language_scale
     assert across >= relevance(0.0, cosine, 3, reach=0.0, coverage=0.0)
     same = relevance(bm25, cosine, 3, reach=1.0, coverage=0.5, stretch=stretch)
     assert same == relevance(bm25, cosine, 3, reach=1.0, coverage=0.5)
+
+
+def test_an_empty_answer_while_the_index_catches_up_does_not_blame_relevance() -> None:
+    """A server just started on a vault it had not indexed: an empty recall may only be
+    "not yet" (the MCP tool asks ``ensure_synced(wait=False)``), and says so."""
+    assert "relevance" in no_match_note(0.5)
+    waiting = no_match_note(0.5, catching_up=True)
+    assert "catching up" in waiting and "relevance" not in waiting

@@ -103,6 +103,7 @@ class ListOut(BaseModel):
     memories: list[MemorySummary]
     total: int
     next_cursor: str | None
+    note: str | None = Field(default=None, exclude_if=lambda v: v is None)  # index catching up
 
 
 class WriteOut(BaseModel):

@@ -42,7 +42,7 @@ from ..models import (
     parse_time,
     sort_infos,
 )
-from ..retrieval import no_match_note
+from ..retrieval import CATCHING_UP, no_match_note
 from ..service import MemoryService, current_client
 from .notify import Notifier
 from .resources import note_uri
@@ -144,7 +144,8 @@ def recall(
     hits = proposals.recall(service, query, k, filters)  # this client's proposals too
     service.access.hit(h.id for h in hits)  # returned to a client: counted
     floor = service.settings.min_relevance if min_relevance is None else min_relevance
-    return _recall_out(service, hits, None if hits else no_match_note(floor))
+    note = None if hits else no_match_note(floor, not service.ensure_synced(wait=False))
+    return _recall_out(service, hits, note)
 
 
 def get_memory(service: MemoryService, id: Id, as_of: AsOf = None) -> MemoryOut:
@@ -185,7 +186,10 @@ def list_memories(
         )
         for m in page.memories
     ]
-    return ListOut(memories=memories, total=page.total, next_cursor=page.next_cursor)
+    out = ListOut(memories=memories, total=page.total, next_cursor=page.next_cursor)
+    if not as_of and not service.ensure_synced(wait=False):
+        out.note = f"{CATCHING_UP}: this list may be incomplete; ask again in a moment"
+    return out
 
 
 def update_memory(
