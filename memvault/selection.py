@@ -48,13 +48,15 @@ def parse(text: str) -> Filters:
     for key in ("folder", "since", "until", "archived"):
         if len(found[key]) > 1:
             raise InvalidInputError(f"filter names {key}: more than once")
+    first = {key: values[0] if values else None for key, values in found.items()}
+    since, until = period(first["since"], first["until"], "filter ")
     return Filters(
         types=tuple(validate.labels("type", found["type"])),
         tags=tuple(validate.tags(found["tag"])),
         scope=tuple(validate.labels("scope", found["scope"])),
-        folder=validate.relpath("folder", found["folder"][0]) if found["folder"] else None,
-        since=_moment("since", found["since"]),
-        until=_moment("until", found["until"]),
+        folder=validate.relpath("folder", first["folder"]) if first["folder"] else None,
+        since=since,
+        until=until,
         include_archived=_flag(found["archived"]),
         include_expired=True,
     )
@@ -75,16 +77,32 @@ def _words(text: str) -> list[str]:
     return words
 
 
-def _moment(key: str, values: list[str]) -> dt.datetime | None:
-    """An ISO date or time; a year (``2025``) or a month (``2026-01``) means its first day."""
-    if not values:
+def period(
+    since: str | None, until: str | None, said: str = ""
+) -> tuple[dt.datetime | None, dt.datetime | None]:
+    """``since`` and ``until`` (recall's, list's and a filter's alike) as moments: an ISO
+    date or time; a year (``2025``) or a month (``2026-01``) means its first day. A period
+    that ends before it starts is refused: it would select nothing, silently."""
+    start, end = _moment(said + "since", since), _moment(said + "until", until)
+    if start and end and start > end:
+        raise InvalidInputError(
+            f"{said}since ({since}) is after until ({until}): no memory was created in between"
+        )
+    return start, end
+
+
+def _moment(name: str, value: str | None) -> dt.datetime | None:
+    if not value:
         return None
-    text = values[0]
+    text = value.strip()
     if re.fullmatch(r"\d{4}(-\d{2})?", text):
         text = f"{text}-01-01" if len(text) == 4 else f"{text}-01"
     moment = parse_time(text)
     if moment is None:
-        raise InvalidInputError(f"filter {key}: must be an ISO date like 2026-11-30 (or 2026-11)")
+        raise InvalidInputError(
+            f"{name} must be an ISO date like 2026-11-30 (or a month, 2026-11, or a year, "
+            f"2026), got {value!r}"
+        )
     return moment
 
 

@@ -10,7 +10,6 @@ context (tests/test_tool_surface.py keeps it under 9,000 characters).
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import inspect
 import logging
 from collections.abc import Callable
@@ -39,10 +38,11 @@ from ..models import (
     RememberResult,
     WriteResult,
     jsonable,
-    parse_time,
     sort_infos,
 )
+from ..note import parse_time
 from ..retrieval import CATCHING_UP, no_match_note
+from ..selection import period
 from ..service import MemoryService, current_client
 from .notify import Notifier
 from .resources import note_uri
@@ -145,7 +145,21 @@ def recall(
     service.access.hit(h.id for h in hits)  # returned to a client: counted
     floor = service.settings.min_relevance if min_relevance is None else min_relevance
     note = None if hits else no_match_note(floor, not service.ensure_synced(wait=False))
+    undated = _undated(service, filters)
+    if undated:
+        left = f"{undated} memor{'y' if undated == 1 else 'ies'} without a readable created date"
+        note = "; ".join(filter(None, [note, f"{left}: left out by since/until"]))
     return _recall_out(service, hits, note)
+
+
+def _undated(service: MemoryService, filters: Filters) -> int:
+    """How many memories a period filter leaves out only because they have no readable
+    ``created`` (a person's note without one): said, so an agent does not take the period's
+    silence for their absence."""
+    if filters.since is None and filters.until is None:
+        return 0
+    others = replace(filters, since=None, until=None)
+    return sum(1 for r in service.records(others) if parse_time(r.created) is None)
 
 
 def get_memory(service: MemoryService, id: Id, as_of: AsOf = None) -> MemoryOut:
@@ -421,24 +435,16 @@ def _filters(
     until: str | None,
     include_archived: bool,
 ) -> Filters:
+    start, end = period(since, until)
     return Filters(
         types=tuple(types or ()),
         tags=tuple(tags or ()),
         folder=folder,
         scope=tuple(scope or ()),
-        since=_when(since, "since"),
-        until=_when(until, "until"),
+        since=start,
+        until=end,
         include_archived=include_archived,
     )
-
-
-def _when(value: str | None, name: str) -> dt.datetime | None:
-    if not value:
-        return None
-    moment = parse_time(value)
-    if moment is None:
-        raise InvalidInputError(f"{name} must be an ISO date like 2026-11-30, got {value!r}")
-    return moment
 
 
 def _one_target(id: str | None, scope: str | None, selection: str | None, mode: str) -> None:
