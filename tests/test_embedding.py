@@ -10,7 +10,9 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 from mcp import Client
 
@@ -145,3 +147,32 @@ def test_the_background_embedder_of_serve_and_watch_fills_in_every_vector(
         assert "beagle" in hit.snippet
     finally:
         service.close()
+
+
+def test_a_memory_of_a_few_chunks_is_written_while_a_background_batch_holds_the_engine(
+    service: MemoryService,
+) -> None:
+    """A background batch (a long note's hundreds of chunks) holds the engine's batch turn
+    for tens of seconds; remember, whose memory is a few chunks, does not wait for it."""
+    embedder = service.index.loader.get()
+    assert embedder is not None
+    long_text = " ".join(
+        f"Paragraph {n}: the user's allotment grows beans, leeks and rhubarb by the shed."
+        for n in range(24)
+    )  # three chunks of at most 900 characters
+    done = threading.Event()
+    results: list[Any] = []
+
+    def write() -> None:
+        results.append(service.remember(long_text, type="note"))
+        done.set()
+
+    with embedder._lock:  # a batch under way, as the background filler's
+        writer = threading.Thread(target=write)
+        writer.start()
+        finished = done.wait(timeout=30)
+    writer.join(timeout=60)
+    assert finished, "remember waited for the background batch"
+    (made,) = results
+    assert made.action == "created" and made.memory is not None
+    assert service.index.embedding_state()["done"] == 1
