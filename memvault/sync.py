@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 
 INDEX_BATCH = 256
 EMBED_NOW = 16  # a sync of more files leaves their vectors to embedding.embed_missing
+# ...and so does a sync of fewer files holding more text than one of the filler's batches
+# (embed_batch_chars): a 322 KB note embedded at once held the engine, and whoever synced
+# (`memvault watch` starting, the watcher committing a person's save), for 40 s.
 
 
 class IndexSync:
@@ -44,9 +47,10 @@ class IndexSync:
         """Bring the index in line with the files (all of them, or ``paths``).
 
         Only files whose (mtime, size) changed are re-read. Returns how many were indexed.
-        A few files are embedded at once; more are indexed as text now and their vectors
-        left to :func:`embedding.embed_missing` (the filler of ``serve``/``watch``,
-        ``reindex``): nothing waits for the model on a bulk sync.
+        A few files (at most EMBED_NOW, holding no more text than one of the filler's
+        batches) are embedded at once; more are indexed as text now and their vectors left
+        to :func:`embedding.embed_missing` (the filler of ``serve``/``watch``, ``reindex``):
+        nothing waits for the model on a bulk sync.
         """
         if paths is None:
             read, drop = self.index.plan_sync(self.vault.stats())
@@ -56,14 +60,16 @@ class IndexSync:
             gone = [p for p in read if not self.vault.is_safe_file(p)]  # symlinks, FIFOs too
             self.index.remove_paths(gone)
             read = [p for p in read if p not in gone]
-        done, embed = 0, len(read) <= EMBED_NOW
+        done, embed, left = 0, len(read) <= EMBED_NOW, False
         for start in range(0, len(read), INDEX_BATCH):
             batch = self._read(read[start : start + INDEX_BATCH])
-            self.upsert(batch, embed)
+            now = embed and sum(len(m.body) for m in batch) <= self.settings.embed_batch_chars
+            self.upsert(batch, now)
+            left = left or (bool(batch) and not now)
             done += len(batch)
             if progress:
                 progress(min(start + INDEX_BATCH, len(read)), len(read))
-        if done and not embed and self.filler is not None:
+        if left and self.filler is not None:
             self.filler.wake.set()
         return done
 

@@ -176,3 +176,50 @@ def test_a_memory_of_a_few_chunks_is_written_while_a_background_batch_holds_the_
     (made,) = results
     assert made.action == "created" and made.memory is not None
     assert service.index.embedding_state()["done"] == 1
+
+
+def test_a_write_goes_before_the_rest_of_a_background_batch(service: MemoryService) -> None:
+    """The filler's batch runs in slices; a write's batch (more passages than go without a
+    turn) that waits for the engine is served before the filler's next slice."""
+    embedder = service.index.loader.get()
+    assert embedder is not None
+    write = [f"The user's note {n} about the allotment shed." for n in range(8)]
+    filler = [f"Imported note {n}: the deploy of service {n} runs at noon." for n in range(130)]
+    finished: list[str] = []
+
+    def run(name: str, texts: list[str], background: bool) -> None:
+        embedder.embed_passages(texts, background=background)
+        finished.append(name)
+
+    threads = [
+        threading.Thread(target=run, args=("write", write, False)),
+        threading.Thread(target=run, args=("filler", filler, True)),
+    ]
+    with embedder._lock:  # a slice of an earlier batch under way
+        threads[0].start()
+        with embedder._turns:  # the write asked for its turn
+            assert embedder._turns.wait_for(lambda: embedder._foreground == 1, timeout=30)
+        threads[1].start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert finished == ["write", "filler"]
+
+
+def test_a_sync_of_one_long_note_leaves_its_vectors_to_the_filler(vault_path: Path) -> None:
+    """A person's long note (more text than one of the filler's batches) is searchable by
+    its words as soon as it is synced; its vectors come from the background filler, not
+    from whoever synced (a watcher about to commit, `memvault watch` starting)."""
+    note = vault_path / "notes" / "allotment.md"
+    note.parent.mkdir(parents=True, exist_ok=True)
+    note.write_text(
+        "# Allotment\n" + " ".join(f"Bed {n} holds leeks and rhubarb." for n in range(60)) + "\n"
+    )
+    service = MemoryService.open(vault_path, Settings(embed_batch_chars=1000))
+    try:
+        service.ensure_synced()
+        assert service.index.embedding_state()["done"] == 0
+        assert service.search("rhubarb leeks", mode="bm25")[0].doc.path == "notes/allotment.md"
+        assert service.fill_vectors() == 1
+        assert service.index.embedding_state()["done"] == 1
+    finally:
+        service.close()

@@ -242,14 +242,17 @@ class Index:
             self.text.upsert([_text_doc(m) for m in memories])
             self.store.put(docs, vectors, embedder.name if embedder else None, keep=not embed)
 
-    def _vectors_of(self, embedder: Embedder, memories: Sequence[Memory]) -> dict[str, np.ndarray]:
-        """Chunk vectors per memory id, embedded in one call."""
+    def _vectors_of(
+        self, embedder: Embedder, memories: Sequence[Memory], background: bool = False
+    ) -> dict[str, np.ndarray]:
+        """Chunk vectors per memory id, embedded in one call (``background``: the filler's,
+        which lets writes go first)."""
         texts, owners = [], []
         for memory in memories:
             for text in embedding_texts(memory.title, memory.tags, memory.body):
                 texts.append(text)
                 owners.append(memory.id)
-        matrix = self._embed_passages(embedder, texts)
+        matrix = self._embed_passages(embedder, texts, background)
         return {
             doc_id: matrix[[i for i, o in enumerate(owners) if o == doc_id]]
             for doc_id in dict.fromkeys(owners)
@@ -261,7 +264,7 @@ class Index:
         embedder = self.loader.get()
         if embedder is None or not memories:
             return 0
-        vectors = self._vectors_of(embedder, memories)
+        vectors = self._vectors_of(embedder, memories, background=True)
         hashes = {m.id: m.content_hash for m in memories}
         with self._write_lock:
             return self.store.put_vectors(
@@ -498,7 +501,9 @@ class Index:
             _query_vectors.put(key, vector)
         return vector
 
-    def _embed_passages(self, embedder: Embedder, texts: list[str]) -> np.ndarray:
+    def _embed_passages(
+        self, embedder: Embedder, texts: list[str], background: bool = False
+    ) -> np.ndarray:
         """Embed passages, reusing vectors of texts embedded moments ago (the duplicate
         check of ``remember`` embeds exactly what the index stores next)."""
         found: dict[str, np.ndarray] = {}
@@ -508,7 +513,8 @@ class Index:
                 found[text] = cached
         missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
-            for text, vector in zip(missing, embedder.embed_passages(missing), strict=True):
+            made = embedder.embed_passages(missing, background)
+            for text, vector in zip(missing, made, strict=True):
                 found[text] = vector
                 _passages.put((embedder.name, text), vector)
         return np.vstack([found[t] for t in texts])

@@ -22,9 +22,11 @@ log = logging.getLogger(__name__)
 MAX_CHUNK_CHARS = 900
 ONE_THREAD_TOKENS = 32  # queries up to this many tokens embed faster on one thread
 # A request of at most this many passages (a memory's chunks: remember's duplicate check and
-# its index write, a person's saved note) never waits for a background batch, which can hold
-# the engine for tens of seconds (a 322 KB note: ~360 chunks, 40 s on 2 cores).
+# its index write, a person's saved note) never waits for a batch. A background batch (the
+# filler's: a 322 KB note is ~360 chunks, 40 s on 2 cores) runs in slices of BACKGROUND_SLICE
+# and lets any waiting foreground batch go before its next slice.
 FOREGROUND_PASSAGES = 4
+BACKGROUND_SLICE = 64  # 103 ms of CPU per text at 64 against 92-96 at 240 (docs/benchmarks.md)
 
 
 @runtime_checkable
@@ -33,7 +35,7 @@ class Embedder(Protocol):
     dim: int
     passages_embedded: int  # public counter: how many passages this embedder has encoded
 
-    def embed_passages(self, texts: list[str]) -> np.ndarray: ...
+    def embed_passages(self, texts: list[str], background: bool = False) -> np.ndarray: ...
 
     def embed_query(self, text: str) -> np.ndarray: ...
 
@@ -41,10 +43,10 @@ class Embedder(Protocol):
 class _Encoder:
     """Shared by the backends: a lock around batches, the public passage counter.
 
-    Only batches take turns (each already uses every core). A query or a few passages
-    (``remember``: its duplicate check, its index write) never wait behind a background
-    batch, which takes seconds: both backends' inference is safe to run from several
-    threads at once.
+    Only batches take turns (each already uses every core), and a foreground batch (a
+    write) goes before the rest of a background one (the filler's), which waits between
+    its slices while a foreground batch waits or runs. A query or a few passages never
+    wait at all: both backends' inference is safe to run from several threads at once.
     """
 
     name: str
@@ -52,6 +54,8 @@ class _Encoder:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._turns = threading.Condition()
+        self._foreground = 0  # foreground batches waiting for the lock or holding it
         self.passages_embedded = 0
 
     def _passages(self, texts: list[str]) -> Any:
@@ -60,15 +64,35 @@ class _Encoder:
     def _query(self, text: str) -> Any:
         raise NotImplementedError
 
-    def embed_passages(self, texts: list[str]) -> np.ndarray:
+    def embed_passages(self, texts: list[str], background: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         if len(texts) <= FOREGROUND_PASSAGES:
-            out = np.asarray(self._passages(list(texts)), dtype=np.float32)
+            out = self._vectors(texts)
+        elif background:
+            parts = []
+            for start in range(0, len(texts), BACKGROUND_SLICE):
+                with self._turns:
+                    self._turns.wait_for(lambda: self._foreground == 0)
+                with self._lock:
+                    parts.append(self._vectors(texts[start : start + BACKGROUND_SLICE]))
+            out = np.concatenate(parts)
         else:
-            with self._lock:
-                out = np.asarray(self._passages(list(texts)), dtype=np.float32)
+            with self._turns:
+                self._foreground += 1
+                self._turns.notify_all()
+            try:
+                with self._lock:
+                    out = self._vectors(texts)
+            finally:
+                with self._turns:
+                    self._foreground -= 1
+                    self._turns.notify_all()
         self.passages_embedded += len(texts)
+        return out
+
+    def _vectors(self, texts: list[str]) -> np.ndarray:
+        out = np.asarray(self._passages(list(texts)), dtype=np.float32)
         return out.reshape(len(texts), self.dim)
 
     def embed_query(self, text: str) -> np.ndarray:
