@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -42,10 +43,20 @@ def _errors(ctx: Ctx) -> Iterator[None]:
         if ctx.debug:
             raise
         _fail(str(exc))
+    except BrokenPipeError:
+        _reader_left()
     except Exception as exc:
         if ctx.debug:
             raise
         _fail(str(explain_unexpected(exc)))
+
+
+def _reader_left() -> NoReturn:
+    """The output's reader left (`memvault list | head -1`): exit quietly as git does (status
+    141, SIGPIPE's), not with an error about the vault; stdout goes to /dev/null so the
+    interpreter's last flush cannot fail again."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(141)
 
 
 def _emit(ctx: Ctx, data: Any, human: Callable[[], None]) -> None:
@@ -112,6 +123,8 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except BrokenPipeError:
+            _reader_left()
         except Exception as exc:
             obj = ctx.find_object(Ctx)
             if obj is None or obj.debug:
@@ -443,7 +456,7 @@ def links(ctx: Ctx, id_or_path: str, depth: int) -> None:
 @click.option("--type", "types", default="", help="Comma-separated types.")
 @click.option("--tags", default="", help="Comma-separated tags that must all be present.")
 @click.option("--folder", default=None)
-@click.option("--limit", type=int, default=None)
+@click.option("--limit", type=click.IntRange(min=1), default=None)
 @click.option(
     "--sort", type=click.Choice(["updated", "created", "importance", "path"]), default="updated"
 )
@@ -496,7 +509,7 @@ def _print_memories(memories: tuple[MemoryInfo, ...]) -> None:
 
 @cli.command(name="log")
 @click.argument("id_or_path", required=False)
-@click.option("--limit", type=int, default=None)
+@click.option("--limit", type=click.IntRange(min=1), default=None)
 @pass_ctx
 def log_(ctx: Ctx, id_or_path: str | None, limit: int | None) -> None:
     """History of the vault, or of one memory (following renames)."""

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -140,3 +143,32 @@ def test_doctor_says_when_recall_is_full_text_only(vault_path: Path) -> None:
     (vault_path / ".memvault.toml").write_text('embedder = "st:/no/such/model"\n')
     code, out, _ = invoke(vault_path, "doctor")
     assert code == 1 and "embedder" in out and "full text only" in out
+
+
+def test_a_reader_that_stops_early_ends_the_listing_quietly(vault_path: Path) -> None:
+    """`memvault list | head -1`: the listing stops as git's does (SIGPIPE's status 141,
+    nothing on stderr), not with an error telling the person to check their vault."""
+    source = vault_path.parent / "many.jsonl"
+    lines = (
+        json.dumps({"content": f"Note {n}: the shed key hangs by the back door, hook {n}."})
+        for n in range(1200)
+    )
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    env = {**os.environ, "MEMVAULT_EMBEDDER": "none"}
+    assert run_memvault("--vault", str(vault_path), "import", str(source), env=env).returncode == 0
+    command = [sys.executable, "-m", "memvault.cli", "--vault", str(vault_path), "list"]
+    with subprocess.Popen(
+        [*command, "--limit", "1200"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    ) as listing:
+        assert listing.stdout is not None and listing.stderr is not None
+        first = listing.stdout.readline()
+        listing.stdout.close()  # the reader leaves after one line; the listing is ~100 KB
+        said = listing.stderr.read()
+        assert listing.wait(timeout=120) == 141
+    assert first.strip() and said == b""
+
+
+def test_a_listing_limit_below_one_is_refused(vault_path: Path) -> None:
+    for limit in ("0", "-5"):
+        done = run_memvault("--vault", str(vault_path), "list", "--limit", limit)
+        assert done.returncode == 2 and "--limit" in done.stderr
