@@ -229,7 +229,7 @@ class MemoryService:
     def read_text(self, id_or_path: str) -> str:
         """A memory file exactly as stored (frontmatter and body)."""
         rel = self.vault.locate(id_or_path)
-        return self.vault.read_bytes(rel).decode("utf-8", errors="replace")
+        return self.vault.read_text(rel)
 
     def records(self, filters: Filters | None = None) -> list[MemoryInfo]:
         """Index records of memories (fast; no file reads), filtered."""

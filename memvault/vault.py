@@ -229,10 +229,7 @@ class Vault:
 
     def parse_bytes(self, rel: str, data: bytes) -> Memory:
         digest = content_hash(data)
-        if b"\x00" in data[:8192]:
-            raise MalformedMemoryError(
-                f"{rel} looks binary (NUL bytes): it is left untouched", kind="binary"
-            )
+        _refuse_binary(rel, data)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -262,6 +259,13 @@ class Vault:
 
     def read_bytes(self, rel: str) -> bytes:
         return self.read_regular(rel)
+
+    def read_text(self, rel: str) -> str:
+        """A file exactly as stored, as text (bytes that are not UTF-8 shown replaced); a
+        binary file is refused, as every read of it is."""
+        data = self.read_regular(rel)
+        _refuse_binary(rel, data)
+        return data.decode("utf-8", errors="replace")
 
     def scan(self) -> tuple[list[Memory], list[Problem]]:
         """Every readable memory, and a problem for every file that is not."""
@@ -591,3 +595,10 @@ class Undo:
             except OSError as exc:
                 log.error("could not put %s back as it was: %s", rel, exc)
         return done
+
+
+def _refuse_binary(rel: str, data: bytes) -> None:
+    if b"\x00" in data[:8192]:
+        raise MalformedMemoryError(
+            f"{rel} looks binary (NUL bytes): it is left untouched", kind="binary"
+        )

@@ -457,3 +457,21 @@ def test_the_write_path_does_not_read_other_memory_files(text_only: MemoryServic
     written, during, rendering = run(text_only, "legacy", body, message_handler=on_message)
     assert len(written) == 2 and during <= written  # its own file, read back after writing
     assert len(rendering) >= 6  # the hook does see memory files being read
+
+
+def test_a_binary_file_named_md_is_refused_as_a_note_resource_not_shown_as_garbage(
+    service: MemoryService,
+) -> None:
+    """doctor calls it binary and the index leaves it out; reading it as a resource says
+    so, instead of returning its bytes decoded into replacement characters."""
+    (service.root / "scan.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(64))
+    latin = service.root / "old-note.md"
+    latin.write_bytes("# Café notes\nThe café opens at nine.\n".encode("latin-1"))
+
+    async def body(client: Client) -> str:
+        with pytest.raises(Exception, match=r"scan\.md looks binary \(NUL bytes\)"):
+            await client.read_resource(note_uri("scan.md"))
+        shown = await client.read_resource(note_uri("old-note.md"))
+        return str(shown.contents[0].text)  # type: ignore[union-attr]
+
+    assert run(service, "legacy", body).startswith("# Caf\ufffd notes")
