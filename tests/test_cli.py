@@ -97,6 +97,22 @@ def test_doctor_reports_problems_without_crashing(vault_path: Path) -> None:
     assert {"malformed", "binary", "duplicate_id"} <= set(kinds)
 
 
+def test_doctor_calls_a_symlinked_folder_unsafe_not_waiting_to_be_committed(
+    vault_path: Path, tmp_path: Path
+) -> None:
+    """git lists a symlinked folder as untracked; memvault never commits it, so doctor must
+    not promise that the next write will."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("not the vault's\n")
+    (vault_path / "linkdir").symlink_to(outside, target_is_directory=True)
+    code, out, _ = invoke(vault_path, "--json", "doctor")
+    found = {p["path"]: p for p in json.loads(out)["problems"]}
+    assert found["linkdir"]["kind"] == "unsafe"
+    assert "never committed by memvault" in found["linkdir"]["message"]
+    assert code == 1
+
+
 def test_doctor_reports_a_folder_that_is_not_a_git_repository(tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     code, out, _ = invoke(tmp_path / "plain", "doctor")
