@@ -93,7 +93,9 @@ class IndexSync:
             try:
                 batch.append(self.vault.read(rel))
             except (MalformedMemoryError, MemoryNotFoundError, UnsafePathError) as exc:
-                log.warning("not indexed: %s", exc)
+                # said where it is asked (list, status, doctor, vault_status): a command
+                # printed each such file twice, as a log line and as its own warning
+                log.info("not indexed: %s", exc)
                 self.unreadable[rel] = Problem(rel, getattr(exc, "kind", "unreadable"), str(exc))
             else:
                 self.unreadable.pop(rel, None)

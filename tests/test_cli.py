@@ -188,3 +188,12 @@ def test_a_listing_limit_below_one_is_refused(vault_path: Path) -> None:
     for limit in ("0", "-5"):
         done = run_memvault("--vault", str(vault_path), "list", "--limit", limit)
         assert done.returncode == 2 and "--limit" in done.stderr
+
+
+def test_list_warns_once_about_a_file_it_cannot_read(vault_path: Path) -> None:
+    (vault_path / "scan.md").write_bytes(b"\x89PNG\x00\x00")
+    done = run_memvault("--vault", str(vault_path), "list", env={"MEMVAULT_EMBEDDER": "none"})
+    assert done.returncode == 0
+    assert [line for line in done.stderr.splitlines() if "scan.md" in line] == [
+        "warning: scan.md looks binary (NUL bytes): it is left untouched"
+    ]
