@@ -503,8 +503,8 @@ def _print_memories(memories: tuple[MemoryInfo, ...]) -> None:
     if not memories:
         click.echo("no memories")
     for m in memories:
-        day = (m.updated or "")[:10]
-        click.echo(f"{day}  {m.type:<10}  {m.id}  {m.path}")
+        day = (m.updated or m.created or "")[:10] or "no date"  # a note init took in as it was
+        click.echo(f"{day:<10}  {m.type:<10}  {m.id}  {m.path}")
 
 
 @cli.command(name="log")

@@ -197,3 +197,14 @@ def test_list_warns_once_about_a_file_it_cannot_read(vault_path: Path) -> None:
     assert [line for line in done.stderr.splitlines() if "scan.md" in line] == [
         "warning: scan.md looks binary (NUL bytes): it is left untouched"
     ]
+
+
+def test_list_shows_a_note_without_any_date_as_such(tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "plain.md").write_text("# Plain\nA note written before memvault.\n")
+    env = {"MEMVAULT_EMBEDDER": "none"}
+    assert run_memvault("init", str(root), env=env).returncode == 0
+    done = run_memvault("--vault", str(root), "list", env=env)
+    (line,) = [x for x in done.stdout.splitlines() if x.endswith("plain.md")]
+    assert line.startswith("no date     note")
