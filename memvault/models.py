@@ -414,7 +414,7 @@ class Problem:
     """Something wrong with a file or the vault, for ``doctor`` and logs."""
 
     path: str
-    # malformed | binary | too_large | duplicate_id | duplicate_key | uncommitted | git | ...
+    # malformed | binary | too_large | duplicate_id | duplicate_key | bad_date | uncommitted | ...
     kind: str
     message: str
 

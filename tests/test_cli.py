@@ -208,3 +208,17 @@ def test_list_shows_a_note_without_any_date_as_such(tmp_path: Path) -> None:
     done = run_memvault("--vault", str(root), "list", env=env)
     (line,) = [x for x in done.stdout.splitlines() if x.endswith("plain.md")]
     assert line.startswith("no date     note")
+
+
+def test_doctor_names_dates_memvault_cannot_read(vault_path: Path) -> None:
+    (vault_path / "facts" / "odd.md").write_text(
+        "---\ncreated: 12/03/2024\nupdated: yesterday\n---\nThe shed was painted.\n"
+    )
+    (vault_path / "facts" / "fine.md").write_text("---\ncreated: 2024-03-12\n---\nFine.\n")
+    code, out, _ = invoke(vault_path, "--json", "doctor")
+    bad = [p for p in json.loads(out)["problems"] if p["kind"] == "bad_date"]
+    assert [(p["path"], p["message"].split(" is not")[0]) for p in bad] == [
+        ("facts/odd.md", "facts/odd.md: created: '12/03/2024'"),
+        ("facts/odd.md", "facts/odd.md: updated: 'yesterday'"),
+    ]
+    assert code == 1
