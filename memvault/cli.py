@@ -690,13 +690,18 @@ def _forget_selected(
     from .confirm import resolve
     from .history import CLONE_WARNING
     from .lifecycle import forget_selected
+    from .selection import parse, undated
 
     with _errors(ctx):
         service = _service(ctx)
         operation = resolve(service, None, mode, selection=selection)
+        left = undated(service.records, parse(selection))
     pairs = zip(operation.ids, operation.paths, strict=True)
     matches = [{"id": i, "path": p} for i, p in pairs]
     listing = {"dry_run": True, "mode": mode, "filter": selection, "matches": matches}
+    if left:  # not selected, and so not forgotten: said before anything is
+        listing["warning"] = left
+        click.echo(f"warning: {left}", err=True)
     asking = not yes and not dry_run and sys.stdin.isatty() and bool(operation.ids)
     if dry_run or not operation.ids or not (yes or asking):
         _emit(ctx, listing, lambda: _print_selected(operation, dry_run or not operation.ids))

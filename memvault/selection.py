@@ -20,10 +20,12 @@ from __future__ import annotations
 import datetime as dt
 import re
 import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from . import validate
 from .errors import InvalidInputError
-from .models import Filters
+from .models import Filters, MemoryInfo
 from .note import parse_time
 
 KEYS = ("type", "tag", "scope", "folder", "since", "until", "archived")
@@ -75,6 +77,22 @@ def _words(text: str) -> list[str]:
             "until:): forgetting everything is not offered"
         )
     return words
+
+
+def undated(records: Callable[[Filters], Sequence[MemoryInfo]], filters: Filters) -> str | None:
+    """How many memories a period leaves out only because they have no readable ``created``
+    (a person's note without one), said in a line; None when none or no period. Said, so
+    that the period's silence about them is not taken for their absence."""
+    if filters.since is None and filters.until is None:
+        return None
+    others = replace(filters, since=None, until=None)
+    count = sum(1 for r in records(others) if parse_time(r.created) is None)
+    if not count:
+        return None
+    return (
+        f"{count} memor{'y' if count == 1 else 'ies'} without a readable created date: "
+        "left out by since/until"
+    )
 
 
 def period(

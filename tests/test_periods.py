@@ -13,7 +13,7 @@ from memvault.errors import InvalidInputError
 from memvault.selection import parse, period
 from memvault.service import MemoryService
 
-from .helpers import commit_count, in_process, tool
+from .helpers import commit_count, in_process, run_memvault, tool
 
 
 def failing(service: MemoryService, name: str, args: dict[str, Any]) -> str:
@@ -79,3 +79,29 @@ def test_an_unreadable_date_is_refused_with_every_form_it_could_take(svc: Memory
     assert (
         "since must be an ISO date like 2026-11-30 (or a month, 2026-11, or a year, 2026)" in said
     )
+
+
+def test_forgetting_by_a_period_says_which_memories_it_cannot_select(
+    garden: MemoryService,
+) -> None:
+    """forget(filter="until:...") lists what it would forget and warns of the memories the
+    period cannot see; nothing is forgotten before the confirmation."""
+    before = commit_count(garden.root)
+    asked = tool(garden, "forget", {"filter": "until:2027-01-01"})
+    assert asked["action"] == "needs_confirmation" and len(asked["pending"]) == 1
+    assert asked["warning"].endswith(
+        "1 memory without a readable created date: left out by since/until"
+    )
+    assert commit_count(garden.root) == before
+    listed = run_memvault(
+        "--vault",
+        str(garden.root),
+        "forget",
+        "--filter",
+        "until:2027-01-01",
+        "--dry-run",
+        env={"MEMVAULT_EMBEDDER": "none"},
+    )
+    assert listed.returncode == 0 and listed.stdout.strip().startswith("episodes/")
+    assert "warning: 1 memory without a readable created date" in listed.stderr
+    assert commit_count(garden.root) == before

@@ -40,9 +40,9 @@ from ..models import (
     jsonable,
     sort_infos,
 )
-from ..note import parse_time
 from ..retrieval import CATCHING_UP, no_match_note
-from ..selection import period
+from ..selection import parse as parse_filter
+from ..selection import period, undated
 from ..service import MemoryService, current_client
 from .notify import Notifier
 from .resources import note_uri
@@ -145,21 +145,8 @@ def recall(
     service.access.hit(h.id for h in hits)  # returned to a client: counted
     floor = service.settings.min_relevance if min_relevance is None else min_relevance
     note = None if hits else no_match_note(floor, not service.ensure_synced(wait=False))
-    undated = _undated(service, filters)
-    if undated:
-        left = f"{undated} memor{'y' if undated == 1 else 'ies'} without a readable created date"
-        note = "; ".join(filter(None, [note, f"{left}: left out by since/until"]))
-    return _recall_out(service, hits, note)
-
-
-def _undated(service: MemoryService, filters: Filters) -> int:
-    """How many memories a period filter leaves out only because they have no readable
-    ``created`` (a person's note without one): said, so an agent does not take the period's
-    silence for their absence."""
-    if filters.since is None and filters.until is None:
-        return 0
-    others = replace(filters, since=None, until=None)
-    return sum(1 for r in service.records(others) if parse_time(r.created) is None)
+    left = undated(service.records, filters)
+    return _recall_out(service, hits, "; ".join(n for n in (note, left) if n) or None)
 
 
 def get_memory(service: MemoryService, id: Id, as_of: AsOf = None) -> MemoryOut:
@@ -248,7 +235,10 @@ def forget(
     operation = confirming.resolve(service, id, mode, scope, filter)
     verdict = confirming.gate(service, operation, confirm)
     if not verdict.go:
-        return _unconfirmed(operation, verdict)
+        out = _unconfirmed(operation, verdict)
+        left = undated(service.records, parse_filter(filter)) if filter is not None else None
+        out.warning = "; ".join(n for n in (out.warning, left) if n) or None
+        return out
     if scope is not None:
         return _many_out(service, lifecycle.forget_scope(service, scope, reason))
     if filter is not None:
