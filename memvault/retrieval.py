@@ -91,6 +91,10 @@ class Retrieval:
         """(id, id, cosine) of memories whose first chunks are at least this close."""
         return self.indexing.index.pairs_above(threshold)
 
+    def prepare(self, content: str, title: str | None, tags: Sequence[str]) -> None:
+        """Embed ``content`` as :meth:`similar` will (outside a write lock: the slow part)."""
+        self.indexing.index.embedded(title or title_from(content), clean_tags(tags), content)
+
     def similar(
         self, content: str, type: str, title: str | None, tags: Sequence[str], k: int = 5
     ) -> list[Similar]:

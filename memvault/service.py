@@ -305,17 +305,16 @@ class MemoryService:
         _check_unit("confidence", confidence)
         type = (type or "note").strip()
         title = (title or _first_line(content)).strip()
-        # judged outside the lock (embedding is slow), again inside if a write landed since
-        seen = self.history.tip() if self.history.root.is_dir() else None  # None: worktree gone
-        similar = self.retrieval.similar(content, type, title, tags) if check_similar else []
+        if check_similar:  # embedded outside the lock (slow), judged inside it (below)
+            self.retrieval.prepare(content, title, tags)
         now = self.clock().replace(microsecond=0)
         meta = new_meta(type, tags, confidence, importance, now, source, scope, supersedes) | when
         text = frontmatter.new_file(meta, _body(title, content))
         if target_folder is None:
             target_folder = _default_folder(type, now)
         with self._writing():
-            if check_similar and self.history.tip() != seen:  # a write landed meanwhile
-                similar = self.retrieval.similar(content, type, title, tags)
+            # every write that landed meanwhile is indexed by now: no fact is stored twice
+            similar = self.retrieval.similar(content, type, title, tags) if check_similar else []
             duplicate = next((s for s in similar if s.relation == "duplicate"), None)
             if duplicate and not supersedes:  # an explicit supersession is never refused
                 return RememberResult("duplicate", None, None, tuple(similar), duplicate.already())

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -166,6 +167,20 @@ class Clock:
 
     def days(self, n: float) -> None:
         self.now = DAY0 + dt.timedelta(days=n)
+
+
+class PausingClock:
+    """The service's clock; the thread named ``paused`` stops at its first reading (in
+    ``remember``: after the duplicate check, before the write lock) until ``go`` is set."""
+
+    def __init__(self, paused: str) -> None:
+        self.paused, self.reached, self.go = paused, threading.Event(), threading.Event()
+
+    def __call__(self) -> dt.datetime:
+        if threading.current_thread().name == self.paused and not self.reached.is_set():
+            self.reached.set()
+            assert self.go.wait(timeout=60)
+        return DAY0
 
 
 def updated_listener(

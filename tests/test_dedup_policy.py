@@ -6,7 +6,6 @@ see benchmarks/dedup/); the verdict must hold whatever the cosine in that range.
 
 from __future__ import annotations
 
-import datetime as dt
 import threading
 from typing import Any
 
@@ -17,7 +16,7 @@ from hypothesis import strategies as st
 from memvault import facts, policy
 from memvault.service import MemoryService
 
-from .helpers import DAY0, commit_count, git
+from .helpers import PausingClock, commit_count, git
 
 CORRECTIONS = [
     (
@@ -231,20 +230,6 @@ def test_a_duplicate_without_supersedes_is_still_refused_with_no_file_and_no_com
     assert again.action == "duplicate" and again.memory is None
     assert commit_count(service.vault.root) == before
     assert sorted(p for p in service.vault.root.rglob("*.md") if ".git" not in p.parts) == files
-
-
-class PausingClock:
-    """The service's clock; the thread named ``paused`` stops at its first reading (in
-    ``remember``: after the duplicate check, before the write lock) until ``go`` is set."""
-
-    def __init__(self, paused: str) -> None:
-        self.paused, self.reached, self.go = paused, threading.Event(), threading.Event()
-
-    def __call__(self) -> dt.datetime:
-        if threading.current_thread().name == self.paused and not self.reached.is_set():
-            self.reached.set()
-            assert self.go.wait(timeout=60)
-        return DAY0
 
 
 def test_the_same_fact_remembered_twice_at_once_is_stored_once(service: MemoryService) -> None:

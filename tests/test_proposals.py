@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import subprocess
+import threading
 from collections.abc import Iterator
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -31,7 +32,7 @@ from memvault.models import ChangeEvent
 from memvault.server import build_server
 from memvault.service import MemoryService, current_client
 
-from .helpers import branch_locked, commit_count, git, in_process, tool, watching
+from .helpers import PausingClock, branch_locked, commit_count, git, in_process, tool, watching
 
 PERSON = "Ada Person"
 BRANCH = "memvault/proposals/cursor"
@@ -693,3 +694,37 @@ def test_a_purge_between_opening_the_branch_and_writing_to_it_breaks_nothing(
     later = as_client(vault, "cursor", "remember", {"content": "The user keeps bees."})
     assert later["action"] == "proposed" and vault_state(vault) == before
     assert [p.op for p in proposals.pending(vault)] == ["remember"] * 3
+
+
+def test_a_proposal_of_what_the_vault_got_meanwhile_is_a_duplicate(
+    embedded: MemoryService,
+) -> None:
+    """A proposing client and a direct writer state the same fact at once: the proposal's
+    duplicate check, taken under the vault's write lock, sees the vault's new memory."""
+    vault = embedded
+    fact = "The user's passport expires on 2031-04-02."
+    clock = PausingClock("proposer")
+    vault.clock = clock
+    results: list[Any] = []
+
+    def propose() -> None:
+        asking = current_client.set("cursor/2.0")
+        try:
+            with proposals.writer(vault) as drafts:
+                results.append(drafts.remember(fact, type="fact"))
+        finally:
+            current_client.reset(asking)
+
+    proposer = threading.Thread(target=propose, name="proposer")
+    proposer.start()
+    try:
+        assert clock.reached.wait(timeout=60)  # embedded, not judged yet
+        direct = vault.remember(fact, type="fact")  # meanwhile, straight into the vault
+    finally:
+        clock.go.set()
+        proposer.join(timeout=60)
+    assert direct.action == "created" and direct.memory is not None
+    (late,) = results
+    assert late.action == "duplicate" and late.commit is None
+    assert [s.id for s in late.similar if s.relation == "duplicate"] == [direct.memory.id]
+    assert proposals.pending(vault) == []

@@ -519,15 +519,23 @@ class Index:
                 _passages.put((embedder.name, text), vector)
         return np.vstack([found[t] for t in texts])
 
+    def embedded(self, title: str, tags: Sequence[str], body: str) -> np.ndarray | None:
+        """The vector of a (new) memory's first chunk, as :meth:`nearest` embeds it (kept a
+        while: asking again costs nothing); None without an embedder."""
+        embedder = self.loader.get()
+        if embedder is None:
+            return None
+        vectors = self._embed_passages(embedder, embedding_texts(title, tags, body)[:1])
+        return np.asarray(vectors[0])
+
     def nearest(
         self, title: str, tags: Sequence[str], body: str, k: int = 5
     ) -> list[tuple[MemoryInfo, float]]:
         """Memories whose stored vectors are closest to a (new) memory's first chunk."""
-        embedder = self.loader.get()
-        if embedder is None:
+        vector = self.embedded(title, tags, body)
+        if vector is None:
             return []
         self.store.refresh()
-        vector = self._embed_passages(embedder, embedding_texts(title, tags, body)[:1])[0]
         best = self.store.nearest(vector, k, lambda i: i in self.store.docs)
         return [(self.store.docs[i], score) for i, score in best.items()]
 
