@@ -128,12 +128,13 @@ class Watcher:
 
     # -- life cycle ---------------------------------------------------------------
     def start(self) -> None:
-        self._seen = self.service.indexed_hashes()
         with self._life:
             self._start_observer()
         # What was saved before the observer ran had no event (`memvault watch` syncs the
-        # index first, which can take long): committed and indexed now, as at opening.
+        # index first, which can take long): committed and indexed now, as at opening; the
+        # baseline is taken after, or a file put back to its old text would look unchanged.
         self.service.recover()
+        self._seen = self.service.indexed_hashes()
         self._next_check = time.monotonic() + self.health_interval
         self._thread = threading.Thread(target=self._run, name="memvault-watcher", daemon=True)
         self._thread.start()

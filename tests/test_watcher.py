@@ -155,3 +155,27 @@ def test_an_edit_saved_while_the_watcher_starts_up_is_committed(text_only: Memor
         assert service.recall("where is the boat moored")[0].snippet.endswith("Lisbon now.")
     finally:
         watcher.stop()
+
+
+def test_an_edit_caught_up_at_start_then_undone_is_committed_too(
+    text_only: MemoryService,
+) -> None:
+    """The start-up catch-up commits a saved edit; the person then puts the old text back:
+    that is a change too, committed, not taken for the text the index held before."""
+    service = text_only
+    note = service.vault.root / "facts" / "boat.md"
+    porto = "---\ntype: fact\n---\nThe boat is moored in Porto.\n"
+    write(note, porto)
+    service.recover()
+    service.ensure_synced()
+    write(note, "---\ntype: fact\n---\nThe boat is moored in Lisbon now.\n")
+    watcher = Watcher(service, debounce=0.4)
+    watcher.start()
+    try:
+        caught_up = commit_count(service.vault.root)
+        write(note, porto)  # undone
+        assert watcher.wait_for(lambda: watcher.commits == 1)
+        assert commit_count(service.vault.root) == caught_up + 1
+        assert git(service.vault.root, "status", "--porcelain") == ""
+    finally:
+        watcher.stop()
