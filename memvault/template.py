@@ -55,14 +55,25 @@ def copy_template(template: Path, root: Path) -> None:
     left_out = _left_out(root)
     for src in sorted(template.rglob("*")):
         rel = src.relative_to(template)
-        if rel.parts[0] in left_out:
+        if rel.parts[0] in left_out or _through_a_link(root, rel):
             continue
         dst = root / rel
         if src.is_dir():
-            dst.mkdir(parents=True, exist_ok=True)
+            if not os.path.lexists(dst):
+                dst.mkdir(parents=True)
         elif not os.path.lexists(dst):
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dst)
+
+
+def _through_a_link(root: Path, rel: Path) -> bool:
+    """Whether a folder on the way to ``rel`` in ``root`` is a symlink (dangling or not) or
+    not a folder: the template's file would land outside the vault, or nowhere."""
+    for depth in range(1, len(rel.parts)):
+        step = root.joinpath(*rel.parts[:depth])
+        if os.path.islink(step) or (os.path.lexists(step) and not step.is_dir()):
+            return True
+    return False
 
 
 def _left_out(root: Path) -> frozenset[str]:

@@ -119,3 +119,19 @@ def test_init_of_a_folder_without_obsidian_settings_or_readme_copies_the_whole_t
         assert service.is_ignored("README.md")  # the template's own README is no memory
     finally:
         service.close()
+
+
+def test_init_writes_nothing_through_a_symlinked_or_dangling_folder(tmp_path: Path) -> None:
+    """A person's `facts -> elsewhere` gets no template file written into elsewhere; a
+    dangling `tasks -> nowhere` does not stop init."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    root = tmp_path / "garden"
+    root.mkdir()
+    (root / "facts").symlink_to(elsewhere, target_is_directory=True)
+    (root / "tasks").symlink_to(tmp_path / "nowhere", target_is_directory=True)
+    done = run_memvault("init", str(root))
+    assert done.returncode == 0, done.stderr
+    assert list(elsewhere.iterdir()) == []
+    assert (root / "tasks").is_symlink() and not (tmp_path / "nowhere").exists()
+    assert commit_count(root) == 1
