@@ -690,12 +690,12 @@ def _forget_selected(
     from .confirm import resolve
     from .history import CLONE_WARNING
     from .lifecycle import forget_selected
-    from .selection import parse, undated
+    from .selection import parse, undated_note
 
     with _errors(ctx):
         service = _service(ctx)
         operation = resolve(service, None, mode, selection=selection)
-        left = undated(service.records, parse(selection))
+        left = undated_note(service.undated(parse(selection)))
     pairs = zip(operation.ids, operation.paths, strict=True)
     matches = [{"id": i, "path": p} for i, p in pairs]
     listing = {"dry_run": True, "mode": mode, "filter": selection, "matches": matches}

@@ -91,6 +91,14 @@ class Retrieval:
         """(id, id, cosine) of memories whose first chunks are at least this close."""
         return self.indexing.index.pairs_above(threshold)
 
+    def undated(self, filters: Filters) -> int:
+        """How many memories ``filters`` would select but for its period: they have no
+        readable ``created`` (0 without a period)."""
+        if filters.since is None and filters.until is None:
+            return 0
+        others = replace(filters, since=None, until=None).at(self.clock())
+        return sum(1 for r in self.indexing.index.undated() if others.accepts(r))
+
     def prepare(self, content: str, title: str | None, tags: Sequence[str]) -> None:
         """Embed ``content`` as :meth:`similar` will (outside a write lock: the slow part)."""
         self.indexing.index.embedded(title or title_from(content), clean_tags(tags), content)

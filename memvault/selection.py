@@ -20,12 +20,10 @@ from __future__ import annotations
 import datetime as dt
 import re
 import shlex
-from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 from . import validate
 from .errors import InvalidInputError
-from .models import Filters, MemoryInfo
+from .models import Filters
 from .note import parse_time
 
 KEYS = ("type", "tag", "scope", "folder", "since", "until", "archived")
@@ -79,14 +77,10 @@ def _words(text: str) -> list[str]:
     return words
 
 
-def undated(records: Callable[[Filters], Sequence[MemoryInfo]], filters: Filters) -> str | None:
-    """How many memories a period leaves out only because they have no readable ``created``
-    (a person's note without one), said in a line; None when none or no period. Said, so
-    that the period's silence about them is not taken for their absence."""
-    if filters.since is None and filters.until is None:
-        return None
-    others = replace(filters, since=None, until=None)
-    count = sum(1 for r in records(others) if parse_time(r.created) is None)
+def undated_note(count: int) -> str | None:
+    """The line that says how many memories a period left out only because they have no
+    readable ``created`` (a person's note without one); None for none. Said, so that the
+    period's silence about them is not taken for their absence."""
     if not count:
         return None
     return (

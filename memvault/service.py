@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import embedding, frontmatter, guard, ids, importing, policy, purging, recovery, validate
+from . import fields as _fields
 from .access import ACCESS_FILE, AccessStats
 from .config import Settings, load_settings
 from .errors import (
@@ -27,11 +28,6 @@ from .errors import (
     StaleRevisionError,
     VaultNotFoundError,
 )
-from .fields import check_unit as _check_unit
-from .fields import clean_fields as _clean_fields
-from .fields import default_folder as _default_folder
-from .fields import new_meta
-from .fields import stem_path as _stem_path
 from .history import History
 from .index import Index, SearchHit
 from .links import with_links
@@ -301,17 +297,18 @@ class MemoryService:
         )
         if reason := policy.triviality(content):
             return RememberResult("rejected", None, None, (), reason)
-        _check_unit("importance", importance)
-        _check_unit("confidence", confidence)
+        _fields.check_unit("importance", importance)
+        _fields.check_unit("confidence", confidence)
         type = (type or "note").strip()
         title = (title or _first_line(content)).strip()
         if check_similar:  # embedded outside the lock (slow), judged inside it (below)
             self.retrieval.prepare(content, title, tags)
         now = self.clock().replace(microsecond=0)
-        meta = new_meta(type, tags, confidence, importance, now, source, scope, supersedes) | when
+        meta = _fields.new_meta(type, tags, confidence, importance, now, source, scope, supersedes)
+        meta |= when
         text = frontmatter.new_file(meta, _body(title, content))
         if target_folder is None:
-            target_folder = _default_folder(type, now)
+            target_folder = _fields.default_folder(type, now)
         with self._writing():
             # every write that landed meanwhile is indexed by now: no fact is stored twice
             similar = self.retrieval.similar(content, type, title, tags) if check_similar else []
@@ -347,7 +344,7 @@ class MemoryService:
     ) -> WriteResult:
         """Change a memory's body and/or frontmatter, keeping everything else of the file."""
         guard.check_update(self.settings, content, title, fields or {}, expected_revision)
-        changes = _clean_fields(fields or {})
+        changes = _fields.clean_fields(fields or {})
         with self._writing():
             memory = self.get(id_or_path)
             if expected_revision is not None and memory.content_hash != expected_revision:
@@ -384,7 +381,7 @@ class MemoryService:
         self._rewrite(memory, fields)
         if memory.path.startswith("archive/"):
             return memory.path
-        new_path = self.vault.free_path("archive", _stem_path(memory.path))
+        new_path = self.vault.free_path("archive", _fields.stem_path(memory.path))
         self.vault.move(memory.path, new_path)
         return new_path
 
@@ -488,6 +485,10 @@ class MemoryService:
     ) -> list[SearchHit]:
         """Ranked index records (``why`` says how each ranked)."""
         return self.retrieval.search(query, k, filters, mode)
+
+    def undated(self, filters: Filters) -> int:
+        """How many memories ``filters`` selects but for its period (no readable created)."""
+        return self.retrieval.undated(filters)
 
     def recall(
         self, query: str, k: int = 8, filters: Filters | None = None, mode: str = "hybrid"

@@ -558,6 +558,11 @@ class Index:
         self.store.refresh()
         return list(self.store.docs.values())
 
+    def undated(self) -> list[MemoryInfo]:
+        """Every indexed memory whose ``created`` is not a readable time."""
+        self.store.refresh()
+        return self.store.undated()
+
     def record(self, memory_id: str) -> MemoryInfo | None:
         self.store.refresh()
         return self.store.docs.get(memory_id)

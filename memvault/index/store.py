@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..models import MemoryInfo
+from ..note import parse_time
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS info(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -64,6 +65,7 @@ class Store:
         self._vectors: dict[str, np.ndarray] = {}
         self._gen = -1
         self._missing: tuple[int, str, int] | None = None
+        self._undated: tuple[int, list[MemoryInfo]] | None = None
         self._matrix: np.ndarray | None = None
         self._transformed: tuple[Callable[[np.ndarray], np.ndarray], np.ndarray] | None = None
         self._row_owner: list[str] = []
@@ -202,6 +204,15 @@ class Store:
     def missing_vectors(self, model: str) -> list[str]:
         rows = self._db.execute("SELECT id FROM docs WHERE model IS NULL OR model != ?", (model,))
         return [r[0] for r in rows]
+
+    def undated(self) -> list[MemoryInfo]:
+        """Records whose ``created`` is not a readable time (a person's note without one),
+        as of the last refresh; worked out once per generation (a period's recall asks)."""
+        with self._lock:
+            if self._undated is None or self._undated[0] != self._gen:
+                found = [d for d in self.docs.values() if parse_time(d.created) is None]
+                self._undated = (self._gen, found)
+            return self._undated[1]
 
     def count_missing(self, model: str) -> int:
         """How many records have no vectors from ``model``."""

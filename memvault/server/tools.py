@@ -42,7 +42,7 @@ from ..models import (
 )
 from ..retrieval import CATCHING_UP, no_match_note
 from ..selection import parse as parse_filter
-from ..selection import period, undated
+from ..selection import period, undated_note
 from ..service import MemoryService, current_client
 from .notify import Notifier
 from .resources import note_uri
@@ -145,7 +145,7 @@ def recall(
     service.access.hit(h.id for h in hits)  # returned to a client: counted
     floor = service.settings.min_relevance if min_relevance is None else min_relevance
     note = None if hits else no_match_note(floor, not service.ensure_synced(wait=False))
-    left = undated(service.records, filters)
+    left = undated_note(service.undated(filters))
     return _recall_out(service, hits, "; ".join(n for n in (note, left) if n) or None)
 
 
@@ -175,6 +175,7 @@ def list_memories(
 ) -> ListOut:
     """Browse memories without a query (newest first)."""
     filters = _filters(types, tags, folder, scope, None, None, include_archived)
+    catching_up = not as_of and not service.ensure_synced(wait=False)  # asked before reading
     proposed: frozenset[str] = frozenset()
     if as_of:
         page = Page.of(sort_infos(asof.records(service, as_of, filters), sort), limit, cursor)
@@ -187,10 +188,8 @@ def list_memories(
         )
         for m in page.memories
     ]
-    out = ListOut(memories=memories, total=page.total, next_cursor=page.next_cursor)
-    if not as_of and not service.ensure_synced(wait=False):
-        out.note = f"{CATCHING_UP}: this list may be incomplete; ask again in a moment"
-    return out
+    note = f"{CATCHING_UP}: this list may be incomplete; ask again" if catching_up else None
+    return ListOut(memories=memories, total=page.total, next_cursor=page.next_cursor, note=note)
 
 
 def update_memory(
@@ -236,7 +235,7 @@ def forget(
     verdict = confirming.gate(service, operation, confirm)
     if not verdict.go:
         out = _unconfirmed(operation, verdict)
-        left = undated(service.records, parse_filter(filter)) if filter is not None else None
+        left = undated_note(service.undated(parse_filter(filter))) if filter else None
         out.warning = "; ".join(n for n in (out.warning, left) if n) or None
         return out
     if scope is not None:
