@@ -100,6 +100,11 @@ def period(
         raise InvalidInputError(
             f"{said}since ({since}) is after until ({until}): no memory was created in between"
         )
+    if start and end and start == end:  # since:2026-03 until:2026-03, meant as "in March"
+        raise InvalidInputError(
+            f"{said}since and until are the same moment ({until}): a month or a year means its "
+            "first day, so until:2026-04 ends March; nothing would be selected"
+        )
     return start, end
 
 

@@ -68,6 +68,8 @@ def test_a_period_that_ends_before_it_starts_is_refused_everywhere(garden: Memor
     assert "since (2026-02) is after until (2026-01)" in said
     with pytest.raises(InvalidInputError, match=r"filter since \(2026\) is after until"):
         parse("since:2026 until:2025-12-31")
+    with pytest.raises(InvalidInputError, match=r"same moment \(2026-03\).*until:2026-04"):
+        parse("since:2026-03 until:2026-03")
     before = commit_count(garden.root)
     said = failing(garden, "forget", {"filter": "since:2026-02 until:2026-01"})
     assert "is after until" in said
@@ -105,3 +107,12 @@ def test_forgetting_by_a_period_says_which_memories_it_cannot_select(
     assert listed.returncode == 0 and listed.stdout.strip().startswith("episodes/")
     assert "warning: 1 memory without a readable created date" in listed.stderr
     assert commit_count(garden.root) == before
+
+
+def test_a_note_without_a_date_written_later_is_counted_too(garden: MemoryService) -> None:
+    """The count is kept per index generation: a write changes it at once."""
+    asked = {"query": "tulip garden fence", "since": "2025-06"}
+    assert tool(garden, "recall", asked)["note"].startswith("1 memory without")
+    (garden.root / "notes" / "fence.md").write_text("# Fence\nThe fence was mended.\n")
+    garden.recover()
+    assert tool(garden, "recall", asked)["note"].startswith("2 memories without")
