@@ -180,7 +180,8 @@ def test_a_memory_of_a_few_chunks_is_written_while_a_background_batch_holds_the_
 
 def test_a_write_goes_before_the_rest_of_a_background_batch(service: MemoryService) -> None:
     """The filler's batch runs in slices; a write's batch (more passages than go without a
-    turn) that waits for the engine is served before the filler's next slice."""
+    turn) that waits for the engine is served before the filler's next slice. (Which of
+    the two gets the engine first is up to the thread scheduler: both ways must hold.)"""
     embedder = service.index.loader.get()
     assert embedder is not None
     write = [f"The user's note {n} about the allotment shed." for n in range(8)]
@@ -192,14 +193,16 @@ def test_a_write_goes_before_the_rest_of_a_background_batch(service: MemoryServi
         finished.append(name)
 
     threads = [
-        threading.Thread(target=run, args=("write", write, False)),
         threading.Thread(target=run, args=("filler", filler, True)),
+        threading.Thread(target=run, args=("write", write, False)),
     ]
     with embedder._lock:  # a slice of an earlier batch under way
-        threads[0].start()
+        threads[0].start()  # the filler: it waits for the engine, at its first slice or before
+        threads[1].start()
         with embedder._turns:  # the write asked for its turn
             assert embedder._turns.wait_for(lambda: embedder._foreground == 1, timeout=30)
-        threads[1].start()
+    # Whichever gets the engine first, the write is done before the filler's 130 passages
+    # (three slices): if the filler got it, it lets the write go before its second slice.
     for thread in threads:
         thread.join(timeout=120)
     assert finished == ["write", "filler"]
