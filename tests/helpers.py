@@ -12,7 +12,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mcp import Client
 
@@ -153,6 +153,7 @@ def tool(service: MemoryService, name: str, args: dict[str, Any], **client: Any)
     return result
 
 
+T = TypeVar("T")
 DAY0 = dt.datetime(2026, 1, 1, 9, 0, tzinfo=dt.UTC)
 
 
@@ -181,6 +182,18 @@ class PausingClock:
             self.reached.set()
             assert self.go.wait(timeout=60)
         return DAY0
+
+
+def while_paused(clock: PausingClock, paused: threading.Thread, meanwhile: Callable[[], T]) -> T:
+    """Start ``paused`` (named ``clock.paused``), run ``meanwhile`` once it stopped at its
+    first clock reading, then let it go and wait for it: ``meanwhile``'s result."""
+    paused.start()
+    try:
+        assert clock.reached.wait(timeout=60)
+        return meanwhile()
+    finally:
+        clock.go.set()
+        paused.join(timeout=60)
 
 
 def updated_listener(

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from memvault import facts, policy
 from memvault.service import MemoryService
 
-from .helpers import PausingClock, commit_count, git
+from .helpers import PausingClock, commit_count, git, while_paused
 
 CORRECTIONS = [
     (
@@ -243,13 +243,8 @@ def test_the_same_fact_remembered_twice_at_once_is_stored_once(service: MemorySe
     first = threading.Thread(
         target=lambda: results.append(service.remember(fact, type="fact")), name="first"
     )
-    first.start()
-    try:
-        assert clock.reached.wait(timeout=60)  # checked: no such memory yet
-        second = service.remember(fact, type="fact")  # meanwhile, the other writer
-    finally:
-        clock.go.set()
-        first.join(timeout=60)
+    # while the first is embedded and not judged yet, the other writer stores the fact
+    second = while_paused(clock, first, lambda: service.remember(fact, type="fact"))
     assert second.action == "created" and second.memory is not None
     (late,) = results
     assert late.action == "duplicate" and late.memory is None

@@ -32,7 +32,16 @@ from memvault.models import ChangeEvent
 from memvault.server import build_server
 from memvault.service import MemoryService, current_client
 
-from .helpers import PausingClock, branch_locked, commit_count, git, in_process, tool, watching
+from .helpers import (
+    PausingClock,
+    branch_locked,
+    commit_count,
+    git,
+    in_process,
+    tool,
+    watching,
+    while_paused,
+)
 
 PERSON = "Ada Person"
 BRANCH = "memvault/proposals/cursor"
@@ -716,13 +725,8 @@ def test_a_proposal_of_what_the_vault_got_meanwhile_is_a_duplicate(
             current_client.reset(asking)
 
     proposer = threading.Thread(target=propose, name="proposer")
-    proposer.start()
-    try:
-        assert clock.reached.wait(timeout=60)  # embedded, not judged yet
-        direct = vault.remember(fact, type="fact")  # meanwhile, straight into the vault
-    finally:
-        clock.go.set()
-        proposer.join(timeout=60)
+    # while the proposal is embedded and not judged yet, the fact goes straight into the vault
+    direct = while_paused(clock, proposer, lambda: vault.remember(fact, type="fact"))
     assert direct.action == "created" and direct.memory is not None
     (late,) = results
     assert late.action == "duplicate" and late.commit is None
