@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from . import frontmatter
-from .errors import MemvaultError, UnsafePathError
+from .errors import MemvaultError
 from .history import History, git_available
 from .index.vectors import EmbedderLoader
 from .links import Graph
 from .models import Memory, Problem, as_iso
 from .note import parse_time
+from .recovery import refusal
 from .vault import Vault
 
 
@@ -125,12 +125,9 @@ def check_uncommitted(vault: Vault, history: History) -> list[Problem]:
     symlinked folder: memvault neither follows nor commits them)."""
     problems = []
     for path in history.uncommitted():
-        try:
-            if os.path.lexists(vault.abspath(path)):
-                vault.check_regular(path)
-        except (UnsafePathError, OSError) as exc:
-            said = f"{exc}" if isinstance(exc, UnsafePathError) else f"{path}: {exc}"
-            problems.append(Problem(path, "unsafe", f"{said} (never committed by memvault)"))
+        why = refusal(vault, path)
+        if why is not None:
+            problems.append(Problem(path, "unsafe", f"{why} (never committed by memvault)"))
             continue
         problems.append(
             Problem(

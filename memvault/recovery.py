@@ -129,14 +129,25 @@ def committable(vault: Vault, paths: Iterable[str]) -> list[str]:
     """``paths`` that may be staged: regular files inside the vault, or deletions."""
     out = []
     for rel in dict.fromkeys(paths):
-        try:
-            if os.path.lexists(vault.abspath(rel)):
-                vault.check_regular(rel)
-        except (UnsafePathError, OSError) as exc:
-            log.warning("not committed: %s", exc)
+        why = refusal(vault, rel)
+        if why is not None:
+            log.warning("not committed: %s", why)
             continue
         out.append(rel)
     return out
+
+
+def refusal(vault: Vault, rel: str) -> str | None:
+    """Why memvault never stages ``rel`` (a symlink, a FIFO, a path leading outside), or
+    None when it may (a regular file inside the vault, or a deletion)."""
+    try:
+        if os.path.lexists(vault.abspath(rel)):
+            vault.check_regular(rel)
+    except UnsafePathError as exc:
+        return str(exc)
+    except OSError as exc:
+        return f"{rel}: {exc}"
+    return None
 
 
 def saved_at(vault: Vault, paths: Iterable[str]) -> str | None:
