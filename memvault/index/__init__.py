@@ -545,13 +545,12 @@ class Index:
         """The cosine of a (new) memory's first chunk to each of ``others``' first chunk,
         embedded as the index would embed them (memories it does not hold: a client's
         proposals); empty without an embedder."""
+        new = self.embedded(title, tags, body) if others else None
         embedder = self.loader.get()
-        if embedder is None or not others:
+        if new is None or embedder is None:
             return []
         texts = [embedding_texts(m.title, m.tags, m.body)[0] for m in others]
-        new = embedding_texts(title, tags, body)[0]
-        vectors = self._embed_passages(embedder, [new, *texts])
-        return [float(v) for v in vectors[1:] @ vectors[0]]
+        return [float(v) for v in self._embed_passages(embedder, texts) @ new]
 
     def records(self) -> list[MemoryInfo]:
         """Every indexed memory's record, as of now (other processes' writes included)."""

@@ -412,26 +412,22 @@ class _View:
         only: Whoosh's document frequency still counts a deleted one until its segment is
         merged."""
         if term not in self.held:
-            most = 0
-            for field in FIELD_BOOSTS:
-                held = 0
-                for seg, reader, offset in self.segments:
-                    found = self.cache.postings(seg, reader, field, term)
-                    if found is not None:
-                        held += int(np.count_nonzero(self.live[found[0] + offset]))
-                most = max(most, held)
-            self.held[term] = (most, len(self.numbers))
+            most = max(np.count_nonzero(self._has(term, f) & self.live) for f in FIELD_BOOSTS)
+            self.held[term] = (int(most), len(self.numbers))
         return self.held[term]
 
     def containing(self, terms: list[str]) -> np.ndarray:
         """Per document number, how many of ``terms`` it has in any field."""
         count = np.zeros(len(self.live), dtype=np.int32)
         for term in terms:
-            has = np.zeros(len(self.live), dtype=bool)
-            for field in FIELD_BOOSTS:
-                for seg, reader, offset in self.segments:
-                    found = self.cache.postings(seg, reader, field, term)
-                    if found is not None:
-                        has[found[0] + offset] = True
-            count += has
+            count += np.logical_or.reduce([self._has(term, f) for f in FIELD_BOOSTS])
         return count
+
+    def _has(self, term: str, field: str) -> np.ndarray:
+        """Per document number, whether ``field`` holds ``term`` (deleted documents too)."""
+        has = np.zeros(len(self.live), dtype=bool)
+        for seg, reader, offset in self.segments:
+            found = self.cache.postings(seg, reader, field, term)
+            if found is not None:
+                has[found[0] + offset] = True
+        return has
