@@ -239,6 +239,7 @@ def test_the_same_fact_remembered_twice_at_once_is_stored_once(service: MemorySe
     fact = "The user's passport expires on 2031-04-02."
     clock = PausingClock("first")
     service.clock = clock
+    before = commit_count(service.vault.root)
     results: list[Any] = []
     first = threading.Thread(
         target=lambda: results.append(service.remember(fact, type="fact")), name="first"
@@ -250,3 +251,4 @@ def test_the_same_fact_remembered_twice_at_once_is_stored_once(service: MemorySe
     assert late.action == "duplicate" and late.memory is None
     assert [s.id for s in late.similar if s.relation == "duplicate"] == [second.memory.id]
     assert [m.id for m in service.list_memories().memories] == [second.memory.id]
+    assert commit_count(service.vault.root) == before + 1  # the refused one made none
