@@ -16,7 +16,6 @@ import itertools
 import logging
 import os
 import re
-import shlex
 import shutil
 import tempfile
 import threading
@@ -66,6 +65,15 @@ PURGED_NAME = "(purged)"
 _COMMIT_FILTER = (
     'msg=$(cat); case "$msg" in "purge: "*) printf "%s\\n" "$msg" | git commit-tree "$@";; '
     '*) printf "%s\\n" "$msg" | git_commit_non_empty_tree "$@";; esac'
+)
+# Every index entry whose blob is a purged one is removed (mode 0): by blob, not by path,
+# so another memory written later at a purged memory's old path stays (ls-files quotes odd
+# names the way update-index --index-info reads them).
+_INDEX_FILTER = (
+    "gone=$(git ls-files -s | awk 'NR == FNR { b[$1]; next } ($2 in b) {"
+    ' print "0 0000000000000000000000000000000000000000 0" substr($0, index($0, "\\t")) }\''
+    ' "$MEMVAULT_PURGED_BLOBS" -); [ -z "$gone" ] || printf "%s\\n" "$gone"'
+    " | git update-index --index-info"
 )
 _MSG_FILTER = (
     'awk \'BEGIN { n = split(ENVIRON["MEMVAULT_PURGED"], names, "\\n") }'
@@ -820,31 +828,68 @@ class History:
         return bool(self.run("ls-tree", "--name-only", sha, "--", path, check=False).strip())
 
     # -- privacy ------------------------------------------------------------
-    def purge(self, paths: Iterable[str]) -> int:
-        """Erase ``paths`` from every commit of every ref (and their names from commit
-        messages), then drop old objects. Returns how many commits had touched them."""
-        paths = list(paths)
-        touched = len(self.run("rev-list", "--all", "--", *paths).split())
-        quoted = " ".join(shlex.quote(p) for p in paths)
-        self.run(
-            "filter-branch",
-            "--force",
-            "--commit-filter",
-            _COMMIT_FILTER,
-            "--index-filter",
-            f"git rm -r -q --cached --ignore-unmatch -- {quoted}",
-            "--msg-filter",
-            _MSG_FILTER,
-            "--",
-            "--all",
-            env={"MEMVAULT_PURGED": "\n".join(paths), "MEMVAULT_PURGED_AS": PURGED_NAME},
-        )
+    def paths_holding(self, pattern: str) -> list[str]:
+        """Every path at which some commit of any ref (merges too) added or removed a line
+        matching the extended regex ``pattern``: where a memory's ``id:`` line ever was."""
+        out = self.run(
+            "log", "--all", "-m", "--no-renames", "--format=", "--name-only", "-z",
+            "-E", f"-G{pattern}",
+        )  # fmt: skip
+        return list(dict.fromkeys(p for p in out.split("\0") if p.strip()))
+
+    def blobs_at(self, paths: Sequence[str]) -> dict[str, set[str]]:
+        """Every blob any commit of any ref (merges too) put at or took from ``paths``:
+        blob sha -> the commits that changed it there."""
+        if not paths:
+            return {}
+        out = self.run(
+            "log", "--all", "-m", "--no-renames", "--format=%x01%H", "--raw", "--no-abbrev",
+            "-z", "--", *paths,
+        )  # fmt: skip
+        found: dict[str, set[str]] = {}
+        commit = ""
+        for raw in out.split("\0"):
+            field = raw.strip("\n")
+            if field.startswith("\x01"):
+                commit = field[1:].split("\n", 1)[0]
+            elif field.startswith(":"):  # :old_mode new_mode old_sha new_sha status
+                for sha in field.split()[2:4]:
+                    if sha.strip("0"):
+                        found.setdefault(sha, set()).add(commit)
+        return found
+
+    def purge(self, blobs: Iterable[str], names: Iterable[str]) -> None:
+        """Take ``blobs`` out of every commit of every ref, wherever they are (other files
+        stay, even at a path a purged blob once had), replace ``names`` in commit messages,
+        then drop old objects."""
+        names = list(dict.fromkeys(names))
+        listing = self.git_dir() / "memvault-purge-blobs"
+        listing.write_text("".join(f"{b}\n" for b in blobs), encoding="ascii")
+        try:
+            self.run(
+                "filter-branch",
+                "--force",
+                "--commit-filter",
+                _COMMIT_FILTER,
+                "--index-filter",
+                _INDEX_FILTER,
+                "--msg-filter",
+                _MSG_FILTER,
+                "--",
+                "--all",
+                env={
+                    "MEMVAULT_PURGED_BLOBS": str(listing),
+                    "MEMVAULT_PURGED": "\n".join(names),
+                    "MEMVAULT_PURGED_AS": PURGED_NAME,
+                },
+            )
+        finally:
+            listing.unlink(missing_ok=True)
         refs = self.run("for-each-ref", "--format=%(refname)", "refs/original/").split()
         for ref in refs:
             self.run("update-ref", "-d", ref)
         self.run("reflog", "expire", "--expire=now", "--all")
         self.run("gc", "-q", "--prune=now")
-        return touched
 
     # -- following one file -------------------------------------------------
     def knows(self, path: str) -> bool:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -11,6 +12,7 @@ from .errors import InvalidInputError
 from .models import Archival, ChangeEvent, Memory, WriteResult, memory_count
 
 if TYPE_CHECKING:
+    from .history import History
     from .service import MemoryService
 
 
@@ -49,7 +51,7 @@ def _erase(
     """Under the write lock: delete the files, commit, rewrite history without every name
     they ever had, and record the purge in an empty commit. The new commit and how many
     commits were rewritten."""
-    names = [n for m in memories for n in service.history.names_in_history(m.path)]
+    names = {m.id: service.history.names_in_history(m.path) for m in memories}
     # filter-branch needs a clean tree: commit the person's edits first
     recovery.commit_leftovers(service.vault, service.history, service._op_trailers)
     for memory in memories:
@@ -64,12 +66,46 @@ def _erase(
 
     # first: a worktree's index refers to the memories' blobs, and gc keeps what it refers to
     drop_worktrees(service)
-    rewritten = service.history.purge(names)
+    blobs, paths, rewritten = _versions(service.history, names)
+    service.history.purge(blobs, paths)
     trailers = service._trailers("purge", memory_id)
     if reason:
         trailers["Memvault-Reason"] = reason
     sha = service.history.commit_empty(f"purge: {what} erased from history", trailers)
     return sha, rewritten
+
+
+_ID_LINE = re.compile(rb"^id:[ \t]*[\"']?([^\"'\s#]+)", re.MULTILINE)
+
+
+def _versions(history: History, names: dict[str, list[str]]) -> tuple[set[str], set[str], int]:
+    """Every version of these memories in any commit of any ref: their blobs, the paths
+    those were at, and how many commits changed them. A version is a blob whose ``id:``
+    is the memory's, wherever it lies (a person may move and rewrite a note in one
+    commit), or one without an ``id:`` at a path the memory had (a person's note). A blob
+    with another id is another memory, even at a path the memory once had."""
+    blobs: set[str] = set()
+    paths: set[str] = set()
+    commits: set[str] = set()
+    for memory_id, own in names.items():
+        where = own + history.paths_holding(f"^id:[[:space:]]*[\"']?{memory_id}")
+        for path in dict.fromkeys(where):
+            changed = history.blobs_at([path])
+            for sha, data in history.blob_bytes(changed).items():
+                found = _ID_LINE.findall(_front(data))
+                if (found[-1].decode() == memory_id) if found else path in own:
+                    blobs.add(sha)
+                    paths.add(path)
+                    commits |= changed[sha]
+    return blobs, paths, len(commits)
+
+
+def _front(data: bytes) -> bytes:
+    """The frontmatter block of a note's bytes (empty without one)."""
+    if not data.startswith(b"---"):
+        return b""
+    end = data.find(b"\n---", 3)
+    return data[3:end] if end >= 0 else b""
 
 
 def _forget_derived(service: MemoryService, memories: list[Memory], rewritten: int) -> list[str]:

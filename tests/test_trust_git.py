@@ -256,6 +256,52 @@ def test_purging_a_memory_that_superseded_another_keeps_the_other_and_its_histor
     assert result.erased[0] == "git history (2 commits rewritten)"  # + the deletion
 
 
+def test_purging_an_archived_memory_keeps_the_memory_written_since_at_its_old_path(
+    text_only: MemoryService,
+) -> None:
+    """A purge takes out the memory's versions, not its paths: a later memory written at
+    the path the purged one had before its archive keeps its file and its history."""
+    vault = text_only.vault.root
+    old = text_only.remember(f"Old diagnosis: {MARKER} syndrome.", type="fact", title="Health")
+    assert old.memory is not None
+    path = old.memory.path
+    text_only.forget(old.memory.id)  # archived: moved out of the way
+    new = text_only.remember("Runs 10 km every Saturday with Sam.", type="fact", title="Health")
+    assert new.memory is not None and new.memory.path == path  # the same path again
+    text_only.forget(old.memory.id, mode="purge")
+    assert "10 km every Saturday" in (vault / path).read_text(encoding="utf-8")
+    assert text_only.get(new.memory.id).path == path
+    assert "10 km every Saturday" in git(vault, "show", f"HEAD:{path}")
+    assert len(git(vault, "log", "--format=%H", "--", path).split()) == 1  # its remember
+    assert git(vault, "status", "--porcelain") == ""
+    assert MARKER.encode() not in git_objects(vault)
+
+
+def test_purge_finds_a_version_a_person_moved_and_rewrote_in_one_commit(
+    text_only: MemoryService,
+) -> None:
+    """git sees a move with a rewrite as a deletion and an addition, so following renames
+    misses the old name: the memory's id finds it."""
+    vault = text_only.vault.root
+    created = text_only.remember(f"My diagnosis is {MARKER} syndrome.", type="fact")
+    assert created.memory is not None
+    memory_id, old_path = created.memory.id, created.memory.path
+    (vault / "people").mkdir(exist_ok=True)
+    (vault / "people" / "health.md").write_text(
+        f"---\nid: {memory_id}\ntype: fact\n---\n# Health\n\nSeen by the doctor in May, "
+        "all fine now, nothing else to note here.\n",
+        encoding="utf-8",
+    )
+    (vault / old_path).unlink()
+    git(vault, "add", "-A")
+    git(vault, "commit", "-q", "-m", "moved and rewritten by hand")
+    assert text_only.get(memory_id).path == "people/health.md"
+    text_only.forget(memory_id, mode="purge")
+    assert MARKER.encode() not in git_objects(vault)
+    assert old_path not in git(vault, "log", "--all", "--format=%B")
+    assert not (vault / "people" / "health.md").exists()
+
+
 def test_purge_says_what_it_erased(text_only: MemoryService) -> None:
     created = text_only.remember(f"Private: {MARKER}.", type="fact")
     assert created.memory is not None
