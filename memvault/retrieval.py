@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from . import policy
 from .access import AccessStats
-from .errors import InvalidInputError, MalformedMemoryError, MemoryNotFoundError
+from .errors import InvalidInputError, MalformedMemoryError, MemoryNotFoundError, UnsafePathError
 from .index import SearchHit, SearchQuery
 from .models import Filters, Hit, Similar, lapsed
 from .note import clean_tags, snippet, strip_title, title_from
@@ -81,7 +81,7 @@ class Retrieval:
         for hit in self.search(query, k, filters, mode):
             try:
                 memory = self.vault.read(hit.doc.path)
-            except (MemoryNotFoundError, MalformedMemoryError):
+            except (MemoryNotFoundError, MalformedMemoryError, UnsafePathError):
                 continue  # changed under us since it was indexed; the watcher will catch up
             text = snippet(memory.body, query)
             out.append(Hit.of(memory, text, round(hit.score, 4), hit.why, round(hit.relevance, 3)))
@@ -118,7 +118,7 @@ class Retrieval:
                 continue  # an expired memory is no reason to refuse a new one
             try:
                 other = self.vault.read(doc.path)
-            except (MemoryNotFoundError, MalformedMemoryError):
+            except (MemoryNotFoundError, MalformedMemoryError, UnsafePathError):
                 continue
             relation = policy.relation(content, strip_title(other.body), cosine, doc.type == type)
             if relation:

@@ -280,6 +280,28 @@ def test_a_symlink_out_of_the_vault_is_refused(service: MemoryService, tmp_path:
     assert all(m.path != "facts/link.md" for m in service.list_memories().memories)
 
 
+@pytest.mark.parametrize("replacement", ["symlink", "fifo"])
+def test_a_memory_turned_into_a_symlink_or_fifo_blocks_no_other_write_or_recall(
+    service: MemoryService, tmp_path: Path, replacement: str
+) -> None:
+    """The index still holds the note a person replaced: the duplicate check and recall
+    pass over it instead of failing on a file nobody asked about."""
+    old = service.remember("Note about sailing boats in the harbor at dawn.", type="fact")
+    assert old.memory is not None
+    where = service.vault.root / old.memory.path
+    where.unlink()
+    if replacement == "symlink":
+        (tmp_path / "outside.md").write_text("---\ntype: fact\n---\nsailing boats\n")
+        where.symlink_to(tmp_path / "outside.md")
+    else:
+        os.mkfifo(where)
+    new = service.remember("Sailing boats leave the harbor at dawn, a note.", type="fact")
+    assert new.action == "created" and new.memory is not None
+    assert (service.vault.root / new.memory.path).is_file()
+    found = [h.path for h in service.recall("sailing boats harbor dawn", k=5)]
+    assert new.memory.path in found and old.memory.path not in found
+
+
 def test_reading_a_memory_refuses_links_fifos_and_oversized_files_and_misses_folders(
     service: MemoryService,
 ) -> None:
