@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import frontmatter, merging, recovery
+from . import frontmatter, interrupted, merging, recovery
 from .config import Settings
 from .errors import GitError, InvalidInputError, MemvaultError
 from .history import History, format_message
@@ -88,6 +88,8 @@ def sync(
     ``pause`` (default: ``service.pause``, the running watcher's) is held while git
     rewrites the tree."""
     history = service.history
+    with service.vault.write_lock(service.settings.lock_timeout):
+        interrupted.undo(service.vault, history)  # a killed sync's merge or rebase
     branch = _branch(history)
     name = _remote(history, branch, remote)
     changed: list[str] = []
@@ -166,16 +168,16 @@ def _short(exc: GitError) -> str:
 
 # -- which remote, which branch ------------------------------------------------------
 def _branch(history: History) -> str:
+    if history.unfinished():  # before the branch: a rebase under way detaches HEAD
+        raise InvalidInputError(
+            "a git merge or rebase is in progress in the vault: finish or abort it "
+            "(`git merge --abort` / `git rebase --abort`), then sync"
+        )
     name = history.run("symbolic-ref", "--quiet", "--short", "HEAD", check=False).strip()
     if not name:
         raise InvalidInputError(
             "the vault is not on a branch (detached HEAD): check out its branch, e.g. "
             "`git switch main`, then sync"
-        )
-    if history.unfinished():
-        raise InvalidInputError(
-            "a git merge or rebase is in progress in the vault: finish or abort it "
-            "(`git merge --abort` / `git rebase --abort`), then sync"
         )
     return name
 
@@ -213,26 +215,38 @@ def _integrate(service: MemoryService, remote: str, branch: str) -> _Integrated:
         history.run("merge", "--ff-only", "--quiet", theirs)
         return _Integrated("fast-forward")
     if not history.run("rev-list", "--merges", f"{theirs}..{ours}").strip() and _rebase(
-        history, theirs
+        service, ours, theirs
     ):
         return _Integrated("rebased")
     return _Integrated("merged", _merge(service, remote, branch, theirs))
 
 
-def _rebase(history: History, onto: str) -> bool:
+def _rebase(service: MemoryService, ours: str, onto: str) -> bool:
     """Replay local commits on ``onto``; False (and nothing changed) when it does not
     apply cleanly."""
-    try:
-        history.run("rebase", "--quiet", "--no-autostash", onto)
-    except GitError as exc:
-        log.info("rebase did not apply cleanly, merging instead: %s", _short(exc))
-        _undo(history, "rebase")
-        return False
+    history = service.history
+    with interrupted.recorded(service.vault, history, "rebase", ours, onto):
+        try:
+            history.run("rebase", "--quiet", "--no-autostash", onto)
+        except GitError as exc:
+            log.info("rebase did not apply cleanly, merging instead: %s", _short(exc))
+            _undo(history, "rebase")
+            return False
     return True
 
 
 def _merge(service: MemoryService, remote: str, branch: str, theirs: str) -> tuple[str, ...]:
     """Merge ``theirs``, settling every file git cannot; one commit. Aborted on failure."""
+    history = service.history
+    ours = history.head()
+    assert ours is not None
+    with interrupted.recorded(service.vault, history, "merge", ours, theirs):
+        return _merge_recorded(service, remote, branch, theirs)
+
+
+def _merge_recorded(
+    service: MemoryService, remote: str, branch: str, theirs: str
+) -> tuple[str, ...]:
     history = service.history
     try:
         try:
