@@ -210,3 +210,73 @@ def test_a_memvault_sync_killed_with_sigkill_mid_merge_does_not_stop_the_next_wr
     synced = run_memvault("--vault", str(pair.b.root), "sync")
     assert synced.returncode == 0, synced.stderr
     assert _rev(pair.a.root, "HEAD") in git(pair.b.root, "rev-list", "HEAD")
+
+
+# -- 2. doctor on a half-done merge or rebase ------------------------------------------
+def _doctor(root: Path) -> tuple[int, list[dict[str, str]]]:
+    out = run_memvault("--vault", str(root), "--json", "doctor")
+    return out.returncode, json.loads(out.stdout)["problems"]
+
+
+def test_doctor_reports_a_persons_half_done_merge_and_promises_no_commit_of_its_files(
+    pair: Pair,
+) -> None:
+    _edited_on_both_sides(pair)
+    _conflicted_merge(pair.b.root)
+    code, problems = _doctor(pair.b.root)
+    assert code == 1
+    unfinished = [p for p in problems if p["kind"] == "unfinished"]
+    assert len(unfinished) == 1
+    assert "git merge is in progress" in unfinished[0]["message"]
+    assert "every memvault write and sync is refused" in unfinished[0]["message"]
+    assert "merge --abort" in unfinished[0]["message"]
+    assert [p["kind"] for p in problems if p["kind"] in ("unmerged", "uncommitted")] == ["unmerged"]
+    assert not [p for p in problems if "next write command commits it" in p["message"]]
+
+
+def test_doctor_reports_a_half_done_rebase_and_says_when_memvault_will_undo_it(
+    pair: Pair,
+) -> None:
+    _edited_on_both_sides(pair)
+    head = _rev(pair.b.root, "HEAD")
+    _conflicted_rebase(pair.b.root)
+    code, problems = _doctor(pair.b.root)
+    assert code == 1
+    assert [p["message"] for p in problems if p["kind"] == "unfinished"] == [
+        f"a git rebase is in progress in the vault: every memvault write and sync is refused, "
+        f"and nothing is committed, until it ends; finish it (resolve the conflicts, `git add` "
+        f"them, `git -C {pair.b.root} rebase --continue`) or abort it (`git -C {pair.b.root} "
+        "rebase --abort`)"
+    ]
+    _record(pair.b.root, "rebase", head, _rev(pair.b.root, "origin/main"))
+    code, problems = _doctor(pair.b.root)
+    assert code == 1
+    [message] = [p["message"] for p in problems if p["kind"] == "unfinished"]
+    assert "killed `memvault sync`" in message and "next memvault write or sync undoes" in message
+    assert _half_done(pair.b.root)  # doctor reports, never repairs
+
+
+# -- 3. a file name that is not UTF-8 ------------------------------------------------
+def test_doctor_says_once_that_a_file_with_a_name_that_is_not_utf8_is_never_committed(
+    pair: Pair,
+) -> None:
+    name = os.fsencode(pair.b.root / "facts") + b"/caf\xe9.md"
+    with open(name, "wb") as handle:
+        handle.write(b"---\ntype: fact\n---\n# Latin\n\nA note saved with a latin-1 name.\n")
+    pair.b.remember("Ferries leave from pier four", type="fact")
+    sync(pair.b)
+    assert (
+        b"caf"
+        not in subprocess.run(
+            ["git", "ls-tree", "-r", "--name-only", "HEAD"],
+            cwd=pair.b.root,
+            capture_output=True,
+            check=True,
+        ).stdout
+    )
+    code, problems = _doctor(pair.b.root)
+    assert code == 1
+    about = [p for p in problems if "caf" in p["path"]]
+    assert [p["kind"] for p in about] == ["bad_name"]
+    assert "never commits, indexes or syncs" in about[0]["message"]
+    assert "rename it with a UTF-8 name" in about[0]["message"]
