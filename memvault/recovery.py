@@ -57,22 +57,17 @@ def writing(
                 if not undo.complete:
                     raise NotSavedError(
                         f"git could not commit the {len(undo.before)} file(s) written "
-                        f"({_reason(exc)}): they stay in the vault and are committed when "
+                        f"({exc.reason}): they stay in the vault and are committed when "
                         "memvault next opens it"
                     ) from exc
                 restored = undo.restore()
                 unstage(history, restored)
                 reindex(restored)
                 raise NotSavedError(
-                    f"nothing was saved: git could not commit ({_reason(exc)}); the "
+                    f"nothing was saved: git could not commit ({exc.reason}); the "
                     f"{len(restored)} file(s) written are back as they were. Fix the cause "
                     "(`memvault doctor` checks the repository) and retry"
                 ) from exc
-
-
-def _reason(error: GitError) -> str:
-    lines = [line for line in error.stderr.splitlines() if line.strip()]
-    return lines[-1].strip() if lines else str(error)
 
 
 def unstage(history: History, paths: Sequence[str]) -> None:

@@ -117,7 +117,7 @@ def _round(service: MemoryService, remote: str, branch: str, pause: Pause) -> Sy
     try:
         history.run("fetch", "--quiet", "--prune", remote, env=_network_env(history))
     except GitError as exc:
-        why = f"could not fetch from {remote} ({_short(exc)}): the vault works as before"
+        why = f"could not fetch from {remote} ({exc.reason}): the vault works as before"
         with service._writing():
             _commit_pending(service)
         return SyncResult(remote, branch, "offline", False, 0, error=why + _LATER, time=now)
@@ -159,11 +159,6 @@ def _network_env(history: History) -> dict[str, str]:
     if history.run("config", "--get", "core.sshCommand", check=False).strip():
         return {}
     return {"GIT_SSH_COMMAND": "ssh -o BatchMode=yes"}
-
-
-def _short(exc: GitError) -> str:
-    lines = [line for line in exc.stderr.splitlines() if line.strip()]
-    return lines[-1].strip() if lines else f"exit code {exc.returncode}"
 
 
 # -- which remote, which branch ------------------------------------------------------
@@ -229,7 +224,7 @@ def _rebase(service: MemoryService, ours: str, onto: str) -> bool:
         try:
             history.run("rebase", "--quiet", "--no-autostash", onto)
         except GitError as exc:
-            log.info("rebase did not apply cleanly, merging instead: %s", _short(exc))
+            log.info("rebase did not apply cleanly, merging instead: %s", exc.reason)
             _undo(history, "rebase")
             return False
     return True
@@ -279,7 +274,7 @@ def _undo(history: History, what: str) -> None:
         if what == "merge" and not (history.root / ".git" / "MERGE_HEAD").exists():
             return  # the merge never started: nothing to undo
         raise MemvaultError(
-            f"sync could not undo a {what} it started ({_short(exc)}): the vault is mid-{what};"
+            f"sync could not undo a {what} it started ({exc.reason}): the vault is mid-{what};"
             f" run `git -C {history.root} {what} --abort`, fix what it reports, then sync"
         ) from exc
 
@@ -383,7 +378,7 @@ def _push(history: History, remote: str, branch: str) -> tuple[int, str | None]:
         history.run(*args, env=_network_env(history))
     except GitError as exc:
         moved = any(m in exc.stderr for m in ("fetch first", "non-fast-forward"))
-        why = MOVED if moved else _short(exc)
+        why = MOVED if moved else exc.reason
         return 0, f"could not push to {remote} ({why}): the commits stay here{_LATER}"
     return count, None
 
@@ -442,7 +437,7 @@ def clone_vault(url: str, root: Path, settings: Settings | None = None) -> str:
         outside.run("clone", "--quiet", "--", url, str(root), env=_network_env(outside))
     except GitError as exc:
         raise MemvaultError(
-            f"could not clone {url} ({_short(exc)}): check the URL and that this machine can "
+            f"could not clone {url} ({exc.reason}): check the URL and that this machine can "
             "reach it (ssh keys, tokens), then retry"
         ) from exc
     if History(root).head() is not None:

@@ -280,3 +280,30 @@ def test_doctor_says_once_that_a_file_with_a_name_that_is_not_utf8_is_never_comm
     assert [p["kind"] for p in about] == ["bad_name"]
     assert "never commits, indexes or syncs" in about[0]["message"]
     assert "rename it with a UTF-8 name" in about[0]["message"]
+
+
+# -- 4. git's own reason when a remote cannot be reached ---------------------------------
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("missing.git", "does not appear to be a git repository"),
+        ("ssh://git@nonexistent.invalid/me/vault.git", "Could not resolve hostname"),
+    ],
+)
+def test_a_remote_that_cannot_be_reached_is_reported_with_gits_own_reason(
+    pair: Pair, tmp_path: Path, url: str, reason: str
+) -> None:
+    if shutil.which("ssh") is None and url.startswith("ssh:"):
+        pytest.skip("no ssh client")
+    where = str(tmp_path / url) if url == "missing.git" else url
+    git(pair.b.root, "remote", "set-url", "origin", where)
+    result = sync(pair.b)
+    assert result.action == "offline" and result.error is not None
+    assert reason in result.error
+    assert "the repository exists" not in result.error
+    git(pair.b.root, "remote", "set-url", "--push", "origin", where)
+    git(pair.b.root, "remote", "set-url", "origin", str(pair.remote))
+    pair.b.remember("Ferries leave from pier four", type="fact")
+    pushed = sync(pair.b)
+    assert pushed.fetched and pushed.pushed == 0 and pushed.error is not None
+    assert reason in pushed.error and "the repository exists" not in pushed.error
