@@ -224,10 +224,29 @@ def _rebase(service: MemoryService, ours: str, onto: str) -> bool:
         try:
             history.run("rebase", "--quiet", "--no-autostash", onto)
         except GitError as exc:
+            if not history.unfinished():
+                raise _not_started(service, exc) from exc
             log.info("rebase did not apply cleanly, merging instead: %s", exc.reason)
             _undo(history, "rebase")
             return False
     return True
+
+
+def _not_started(service: MemoryService, exc: GitError) -> MemvaultError:
+    """Why git would not even start the rebase (nothing changed): usually an uncommitted
+    change that memvault never commits (a symlink, a FIFO), since it commits the rest."""
+    vault = service.vault
+    refused = [why for p in service.history.uncommitted() if (why := recovery.refusal(vault, p))]
+    if refused:
+        return MemvaultError(
+            "cannot sync: git will not rebase over uncommitted changes, and memvault never "
+            f"commits these: {'; '.join(refused[:3])}. Replace or remove them (or commit "
+            "them yourself with git), then sync; nothing was changed"
+        )
+    return MemvaultError(
+        f"cannot sync: git would not start the rebase ({exc.reason}); nothing was changed: "
+        "fix what git reports, then sync"
+    )
 
 
 def _merge(service: MemoryService, remote: str, branch: str, theirs: str) -> tuple[str, ...]:

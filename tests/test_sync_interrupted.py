@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from memvault.config import Settings
-from memvault.errors import InvalidInputError
+from memvault.errors import InvalidInputError, MemvaultError
 from memvault.service import MemoryService
 from memvault.syncing import sync
 from memvault.template import create_vault
@@ -307,3 +307,29 @@ def test_a_remote_that_cannot_be_reached_is_reported_with_gits_own_reason(
     pushed = sync(pair.b)
     assert pushed.fetched and pushed.pushed == 0 and pushed.error is not None
     assert reason in pushed.error and "the repository exists" not in pushed.error
+
+
+# -- 5. a rebase git would not start -------------------------------------------------
+def test_a_rebase_git_will_not_start_is_reported_with_its_cause_not_as_mid_rebase(
+    pair: Pair, tmp_path: Path
+) -> None:
+    written = pair.a.remember("Sailing boats moor in the east harbour", type="fact")
+    assert written.memory is not None
+    sync(pair.a)
+    sync(pair.b)
+    pair.a.remember("Mountain trails close at dusk in winter", type="fact")
+    sync(pair.a)
+    pair.b.remember("Jazz piano chords stack thirds", type="fact")
+    note = pair.b.root / written.memory.path
+    outside = tmp_path / "outside.md"
+    note.rename(outside)
+    note.symlink_to(outside)  # a change memvault never commits
+    head = _rev(pair.b.root, "HEAD")
+    with pytest.raises(MemvaultError) as raised:
+        sync(pair.b)
+    said = str(raised.value)
+    assert "mid-rebase" not in said and "rebase --abort" not in said
+    assert written.memory.path in said and "symlink" in said
+    assert "memvault never commits" in said and "nothing was changed" in said
+    assert not _half_done(pair.b.root)
+    assert _rev(pair.b.root, "HEAD") == head
