@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import frontmatter, interrupted, merging, recovery
+from . import frontmatter, interrupted, merging, purging, recovery
 from .config import Settings
 from .errors import GitError, InvalidInputError, MemvaultError
 from .history import History, format_message
@@ -209,6 +209,7 @@ def _integrate(service: MemoryService, remote: str, branch: str) -> _Integrated:
     if history.is_ancestor(ours, theirs):
         history.run("merge", "--ff-only", "--quiet", theirs)
         return _Integrated("fast-forward")
+    purging.refuse_undoing_a_purge(history, remote, branch, ours, theirs)
     if not history.run("rev-list", "--merges", f"{theirs}..{ours}").strip() and _rebase(
         service, ours, theirs
     ):
