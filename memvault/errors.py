@@ -64,6 +64,29 @@ class GitError(MemvaultError):
         detail = self.stderr or "(no output)"
         super().__init__(f"git {' '.join(args)} failed with exit code {returncode}: {detail}")
 
+    @property
+    def reason(self) -> str:
+        """git's own reason in one line: its first ``fatal:``/``error:`` line that is not
+        boilerplate (``Could not read from remote repository``, "and the repository
+        exists."), else its first other line (``ssh: Could not resolve hostname ...``, a
+        hook's ``remote: ...``), else the exit code."""
+        lines = [line.strip() for line in self.stderr.splitlines() if line.strip()]
+        told = [
+            line
+            for line in lines
+            if not line.startswith(("hint:", "To ")) and not any(g in line for g in _BOILERPLATE)
+        ]
+        first = next((line for line in told if line.startswith(("fatal:", "error:"))), None)
+        return first or (told or lines or [f"exit code {self.returncode}"])[0]
+
+
+_BOILERPLATE = (
+    "Could not read from remote repository",
+    "Please make sure you have the correct access rights",
+    "and the repository exists",
+    "failed to push some refs",
+)
+
 
 class NotSavedError(MemvaultError):
     """A write whose git commit failed: its files were put back as they were."""

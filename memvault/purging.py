@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import recovery
-from .errors import InvalidInputError
+from .errors import InvalidInputError, MemvaultError
+from .history import History
 from .models import Archival, ChangeEvent, Memory, WriteResult, memory_count
 
 if TYPE_CHECKING:
@@ -120,3 +122,66 @@ def _forget_derived(service: MemoryService, memories: list[Memory], rewritten: i
     paths = tuple(m.path for m in memories)
     service._notify(ChangeEvent(changed=paths, removed=paths), *memories)
     return erased
+
+
+# -- a purge and a remote ------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Commit:
+    sha: str
+    time: int  # committer time (a purge's rewrite keeps the times of what it rewrote)
+    purge: bool
+    subject: str
+
+
+def refuse_undoing_a_purge(
+    history: History, remote: str, branch: str, ours: str, theirs: str
+) -> None:
+    """Before sync integrates two diverged histories: refuse when that would bring back what
+    a purge erased, because (a) this vault purged and the remote still holds commits from
+    before the purge that this vault no longer has, or (b) the remote holds a purge this
+    vault has not seen while this vault holds commits from before it that the remote no
+    longer has. Nothing is changed; the message says what to do."""
+    mine = _commits(history, f"{theirs}..{ours}")
+    other = _commits(history, f"{ours}..{theirs}")
+    where, root = f"{remote}/{branch}", history.root
+    purged = max((c for c in mine if c.purge), key=lambda c: c.time, default=None)
+    older = [c for c in other if purged and c.time <= purged.time]
+    if purged and older:
+        raise MemvaultError(
+            f"sync refused: this vault purged a memory ({purged.sha[:12]}, not on {remote} "
+            f"yet), but {where} still holds {len(older)} commit(s) from before the purge that "
+            "this vault no longer has, which may hold the purged text: integrating them would "
+            "bring it back. Nothing was changed. To finish the purge, replace the remote's "
+            f"history with this vault's: `git -C {root} push --force-with-lease="
+            f"{branch}:{theirs} {remote} {branch}` (it drops {where}'s {len(other)} commit(s) "
+            f"this vault does not have: check first with `git -C {root} log --stat "
+            f"{ours}..{theirs}` that they hold nothing else you want); then every other clone "
+            "must be cloned anew (its next sync refuses and says how)"
+        )
+    purged = max((c for c in other if c.purge), key=lambda c: c.time, default=None)
+    older = [c for c in mine if purged and c.time <= purged.time and not c.purge]
+    if purged and older:
+        url = history.run("remote", "get-url", remote, check=False).strip() or remote
+        raise MemvaultError(
+            f"sync refused: {where} was rewritten by a purge on another machine "
+            f"({purged.sha[:12]} {purged.subject!r}), and this vault still holds "
+            f"{len(older)} commit(s) from before it that the remote no longer has, which may "
+            "hold the purged text: syncing would bring it back. Nothing was changed. Clone "
+            f"the vault anew: `memvault init NEW_FOLDER --clone {url}`; copy into it the "
+            "memory files this vault wrote since its last sync (`git -C "
+            f"{root} log --name-status {where}@{{1}}..HEAD` lists them; its next write or "
+            f"sync commits them), then delete {root}, which still holds the purged text"
+        )
+
+
+def _commits(history: History, spec: str) -> list[_Commit]:
+    out = history.run("log", "--format=%H %ct%x00%s%x00%B%x01", spec)
+    found = []
+    for record in out.split("\x01"):
+        head, _, rest = record.strip("\n").partition("\0")
+        subject, _, body = rest.partition("\0")
+        sha, _, time = head.partition(" ")
+        if sha:
+            purge = "Memvault-Op: purge" in body.splitlines()
+            found.append(_Commit(sha, int(time), purge, subject))
+    return found

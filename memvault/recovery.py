@@ -6,7 +6,8 @@ committed as ``external`` with the repository's own identity. Symlinks and other
 non-regular files are never staged (``git add`` would commit the link; doctor reports it),
 nor is a file git left unmerged (``git add`` would settle a person's conflict with its
 markers); while a merge or rebase is stopped half-way nothing is committed: it is the
-person's to finish. The caller holds the vault's write lock.
+person's to finish (one a killed sync left is undone first: :mod:`interrupted`). The
+caller holds the vault's write lock.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
+from . import interrupted
 from .errors import GitError, NotSavedError, UnsafePathError
 from .history import History
 from .vault import Vault
@@ -43,6 +45,7 @@ def writing(
     stay, journalled, for the recovery commit of the vault's next opening, and the error
     says that."""
     with vault.write_lock(timeout):
+        interrupted.undo(vault, history)  # a killed sync's merge or rebase: never a person's
         history.refuse_unfinished("write")
         head = history.tip()
         with vault.undoable() as undo:
@@ -54,22 +57,17 @@ def writing(
                 if not undo.complete:
                     raise NotSavedError(
                         f"git could not commit the {len(undo.before)} file(s) written "
-                        f"({_reason(exc)}): they stay in the vault and are committed when "
+                        f"({exc.reason}): they stay in the vault and are committed when "
                         "memvault next opens it"
                     ) from exc
                 restored = undo.restore()
                 unstage(history, restored)
                 reindex(restored)
                 raise NotSavedError(
-                    f"nothing was saved: git could not commit ({_reason(exc)}); the "
+                    f"nothing was saved: git could not commit ({exc.reason}); the "
                     f"{len(restored)} file(s) written are back as they were. Fix the cause "
                     "(`memvault doctor` checks the repository) and retry"
                 ) from exc
-
-
-def _reason(error: GitError) -> str:
-    lines = [line for line in error.stderr.splitlines() if line.strip()]
-    return lines[-1].strip() if lines else str(error)
 
 
 def unstage(history: History, paths: Sequence[str]) -> None:
@@ -87,6 +85,7 @@ def commit_leftovers(
     vault: Vault, history: History, trailers: Trailers
 ) -> tuple[str | None, list[str]]:
     """Commit uncommitted safe paths: (last sha, the paths)."""
+    interrupted.undo(vault, history)
     if history.unfinished():
         log.warning("a git merge or rebase is in progress in the vault: nothing recovered")
         return None, []
@@ -114,6 +113,7 @@ def commit_external(
 ) -> str | None:
     """Commit a person's edits (and what they staged for memories, e.g. by `git mv`).
     Nothing while a merge or rebase is half-way: the person's merge commit takes them."""
+    interrupted.undo(vault, history)
     if history.unfinished():
         log.info("a git merge or rebase is in progress: %d edit(s) left to it", len(paths))
         return None

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import frontmatter, merging, recovery
+from . import frontmatter, interrupted, merging, purging, recovery
 from .config import Settings
 from .errors import GitError, InvalidInputError, MemvaultError
 from .history import History, format_message
@@ -88,6 +88,8 @@ def sync(
     ``pause`` (default: ``service.pause``, the running watcher's) is held while git
     rewrites the tree."""
     history = service.history
+    with service.vault.write_lock(service.settings.lock_timeout):
+        interrupted.undo(service.vault, history)  # a killed sync's merge or rebase
     branch = _branch(history)
     name = _remote(history, branch, remote)
     changed: list[str] = []
@@ -115,7 +117,7 @@ def _round(service: MemoryService, remote: str, branch: str, pause: Pause) -> Sy
     try:
         history.run("fetch", "--quiet", "--prune", remote, env=_network_env(history))
     except GitError as exc:
-        why = f"could not fetch from {remote} ({_short(exc)}): the vault works as before"
+        why = f"could not fetch from {remote} ({exc.reason}): the vault works as before"
         with service._writing():
             _commit_pending(service)
         return SyncResult(remote, branch, "offline", False, 0, error=why + _LATER, time=now)
@@ -159,23 +161,18 @@ def _network_env(history: History) -> dict[str, str]:
     return {"GIT_SSH_COMMAND": "ssh -o BatchMode=yes"}
 
 
-def _short(exc: GitError) -> str:
-    lines = [line for line in exc.stderr.splitlines() if line.strip()]
-    return lines[-1].strip() if lines else f"exit code {exc.returncode}"
-
-
 # -- which remote, which branch ------------------------------------------------------
 def _branch(history: History) -> str:
+    if history.unfinished():  # before the branch: a rebase under way detaches HEAD
+        raise InvalidInputError(
+            "a git merge or rebase is in progress in the vault: finish or abort it "
+            "(`git merge --abort` / `git rebase --abort`), then sync"
+        )
     name = history.run("symbolic-ref", "--quiet", "--short", "HEAD", check=False).strip()
     if not name:
         raise InvalidInputError(
             "the vault is not on a branch (detached HEAD): check out its branch, e.g. "
             "`git switch main`, then sync"
-        )
-    if history.unfinished():
-        raise InvalidInputError(
-            "a git merge or rebase is in progress in the vault: finish or abort it "
-            "(`git merge --abort` / `git rebase --abort`), then sync"
         )
     return name
 
@@ -212,27 +209,59 @@ def _integrate(service: MemoryService, remote: str, branch: str) -> _Integrated:
     if history.is_ancestor(ours, theirs):
         history.run("merge", "--ff-only", "--quiet", theirs)
         return _Integrated("fast-forward")
+    purging.refuse_undoing_a_purge(history, remote, branch, ours, theirs)
     if not history.run("rev-list", "--merges", f"{theirs}..{ours}").strip() and _rebase(
-        history, theirs
+        service, ours, theirs
     ):
         return _Integrated("rebased")
     return _Integrated("merged", _merge(service, remote, branch, theirs))
 
 
-def _rebase(history: History, onto: str) -> bool:
+def _rebase(service: MemoryService, ours: str, onto: str) -> bool:
     """Replay local commits on ``onto``; False (and nothing changed) when it does not
     apply cleanly."""
-    try:
-        history.run("rebase", "--quiet", "--no-autostash", onto)
-    except GitError as exc:
-        log.info("rebase did not apply cleanly, merging instead: %s", _short(exc))
-        _undo(history, "rebase")
-        return False
+    history = service.history
+    with interrupted.recorded(service.vault, history, "rebase", ours, onto):
+        try:
+            history.run("rebase", "--quiet", "--no-autostash", onto)
+        except GitError as exc:
+            if not history.unfinished():
+                raise _not_started(service, exc) from exc
+            log.info("rebase did not apply cleanly, merging instead: %s", exc.reason)
+            _undo(history, "rebase")
+            return False
     return True
+
+
+def _not_started(service: MemoryService, exc: GitError) -> MemvaultError:
+    """Why git would not even start the rebase (nothing changed): usually an uncommitted
+    change that memvault never commits (a symlink, a FIFO), since it commits the rest."""
+    vault = service.vault
+    refused = [why for p in service.history.uncommitted() if (why := recovery.refusal(vault, p))]
+    if refused:
+        return MemvaultError(
+            "cannot sync: git will not rebase over uncommitted changes, and memvault never "
+            f"commits these: {'; '.join(refused[:3])}. Replace or remove them (or commit "
+            "them yourself with git), then sync; nothing was changed"
+        )
+    return MemvaultError(
+        f"cannot sync: git would not start the rebase ({exc.reason}); nothing was changed: "
+        "fix what git reports, then sync"
+    )
 
 
 def _merge(service: MemoryService, remote: str, branch: str, theirs: str) -> tuple[str, ...]:
     """Merge ``theirs``, settling every file git cannot; one commit. Aborted on failure."""
+    history = service.history
+    ours = history.head()
+    assert ours is not None
+    with interrupted.recorded(service.vault, history, "merge", ours, theirs):
+        return _merge_recorded(service, remote, branch, theirs)
+
+
+def _merge_recorded(
+    service: MemoryService, remote: str, branch: str, theirs: str
+) -> tuple[str, ...]:
     history = service.history
     try:
         try:
@@ -265,7 +294,7 @@ def _undo(history: History, what: str) -> None:
         if what == "merge" and not (history.root / ".git" / "MERGE_HEAD").exists():
             return  # the merge never started: nothing to undo
         raise MemvaultError(
-            f"sync could not undo a {what} it started ({_short(exc)}): the vault is mid-{what};"
+            f"sync could not undo a {what} it started ({exc.reason}): the vault is mid-{what};"
             f" run `git -C {history.root} {what} --abort`, fix what it reports, then sync"
         ) from exc
 
@@ -369,7 +398,7 @@ def _push(history: History, remote: str, branch: str) -> tuple[int, str | None]:
         history.run(*args, env=_network_env(history))
     except GitError as exc:
         moved = any(m in exc.stderr for m in ("fetch first", "non-fast-forward"))
-        why = MOVED if moved else _short(exc)
+        why = MOVED if moved else exc.reason
         return 0, f"could not push to {remote} ({why}): the commits stay here{_LATER}"
     return count, None
 
@@ -428,7 +457,7 @@ def clone_vault(url: str, root: Path, settings: Settings | None = None) -> str:
         outside.run("clone", "--quiet", "--", url, str(root), env=_network_env(outside))
     except GitError as exc:
         raise MemvaultError(
-            f"could not clone {url} ({_short(exc)}): check the URL and that this machine can "
+            f"could not clone {url} ({exc.reason}): check the URL and that this machine can "
             "reach it (ssh keys, tokens), then retry"
         ) from exc
     if History(root).head() is not None:

@@ -37,6 +37,7 @@ INNER = [
     "proposals",
     "provenance",
     "recovery",
+    "interrupted",
     "guard",
     "views",
     "sync",

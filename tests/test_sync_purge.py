@@ -1,0 +1,107 @@
+"""A sync never silently brings back what a purge erased (real git, a bare remote and two
+vaults in tmp_path)."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memvault.config import Settings
+from memvault.errors import MemvaultError
+from memvault.service import MemoryService
+from memvault.syncing import sync
+from memvault.template import create_vault
+
+from .helpers import git
+
+SECRET = "My diagnosis is XYZZYSECRET syndrome"
+
+
+@pytest.fixture
+def vaults(tmp_path: Path) -> Iterator[tuple[Path, MemoryService, MemoryService]]:
+    """A bare remote, vault A holding the secret memory synced to it, and vault B cloned
+    from it afterwards (so B holds the secret too)."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "--bare", "-q", "--initial-branch=main", str(remote))
+    create_vault(tmp_path / "a")
+    git(tmp_path / "a", "remote", "add", "origin", str(remote))
+    a = MemoryService.open(tmp_path / "a", Settings(embedder="none"))
+    a.remember("Trains to the coast leave hourly", type="fact")
+    a.remember(SECRET, type="fact")
+    sync(a)
+    git(tmp_path, "clone", "-q", str(remote), str(tmp_path / "b"))
+    b = MemoryService.open(tmp_path / "b", Settings(embedder="none"))
+    yield remote, a, b
+    a.close()
+    b.close()
+
+
+def _holds_secret(repo: Path, rev: str = "--all") -> bool:
+    """Whether any commit reachable from ``rev`` (default: any ref) of ``repo`` holds the
+    text."""
+    out = subprocess.run(
+        ["git", "log", rev, "-p", "--format=%B"], cwd=repo, capture_output=True, check=True
+    )
+    return b"XYZZYSECRET" in out.stdout
+
+
+def _purge(service: MemoryService) -> None:
+    [path] = [p for p in service.root.rglob("*.md") if "XYZZY" in p.read_text()]
+    service.forget(str(path.relative_to(service.root)), mode="purge")
+
+
+def test_a_sync_after_a_purge_refuses_to_bring_the_remotes_old_history_back(
+    vaults: tuple[Path, MemoryService, MemoryService],
+) -> None:
+    remote, a, _ = vaults
+    _purge(a)
+    head, tip = git(a.root, "rev-parse", "HEAD"), git(remote, "rev-parse", "main")
+    with pytest.raises(MemvaultError) as raised:
+        sync(a)
+    said = str(raised.value)
+    assert "this vault purged a memory" in said and "would bring it back" in said
+    assert "push --force-with-lease=main:" in said and "Nothing was changed" in said
+    assert git(a.root, "rev-parse", "HEAD") == head and not _holds_secret(a.root, "HEAD")
+    assert git(remote, "rev-parse", "main") == tip
+    assert not [h for h in a.recall("XYZZYSECRET", k=5) if "XYZZY" in h.snippet]
+    command = said.split("`")[1].split()  # the command the message gives, as given
+    assert command[:3] == ["git", "-C", str(a.root)]
+    git(a.root, *command[3:])
+    again = sync(a)
+    assert again.error is None and again.action == "up to date"
+    assert not _holds_secret(remote) and not _holds_secret(a.root)
+
+
+def test_a_clone_that_holds_purged_history_refuses_to_sync_it_back(
+    vaults: tuple[Path, MemoryService, MemoryService],
+) -> None:
+    remote, a, b = vaults
+    b.remember("Ferries leave from pier four", type="fact")  # not pushed yet
+    _purge(a)
+    git(a.root, "push", "-q", "--force", "origin", "main")  # the purge, finished on the remote
+    assert not _holds_secret(remote)
+    head = git(b.root, "rev-parse", "HEAD")
+    with pytest.raises(MemvaultError) as raised:
+        sync(b)
+    said = str(raised.value)
+    assert "rewritten by a purge on another machine" in said and "Nothing was changed" in said
+    assert f"--clone {remote}" in said and "origin/main@{1}..HEAD" in said
+    assert git(b.root, "rev-parse", "HEAD") == head
+    assert not _holds_secret(remote)
+    listed = git(b.root, "log", "--name-status", "--format=", "origin/main@{1}..HEAD")
+    assert "ferries" in listed and "xyzzysecret" not in listed
+
+
+def test_a_sync_after_a_purge_of_a_memory_the_remote_never_had_pushes_as_usual(
+    vaults: tuple[Path, MemoryService, MemoryService],
+) -> None:
+    remote, a, _ = vaults
+    written = a.remember("A private note about XYZZYOTHER", type="fact")
+    assert written.memory is not None
+    a.forget(written.memory.id, mode="purge")
+    result = sync(a)
+    assert result.error is None and result.pushed >= 1
+    assert git(remote, "rev-parse", "main") == git(a.root, "rev-parse", "HEAD")
