@@ -53,7 +53,7 @@ def _erase(
     """Under the write lock: delete the files, commit, rewrite history without every name
     they ever had, and record the purge in an empty commit. The new commit and how many
     commits were rewritten."""
-    names = {m.id: service.history.names_in_history(m.path) for m in memories}
+    names = {m.id: _lineage(service.history, m.path) for m in memories}
     # filter-branch needs a clean tree: commit the person's edits first
     recovery.commit_leftovers(service.vault, service.history, service._op_trailers)
     for memory in memories:
@@ -80,22 +80,31 @@ def _erase(
 _ID_LINE = re.compile(rb"^id:[ \t]*[\"']?([^\"'\s#]+)", re.MULTILINE)
 
 
-def _versions(history: History, names: dict[str, list[str]]) -> tuple[set[str], set[str], int]:
+def _lineage(history: History, path: str) -> tuple[list[str], set[str]]:
+    """Every path the file at ``path`` had (following renames), and the commits that
+    changed it there."""
+    return history.names_in_history(path), {c.sha for c in history.log(path)}
+
+
+def _versions(
+    history: History, names: dict[str, tuple[list[str], set[str]]]
+) -> tuple[set[str], set[str], int]:
     """Every version of these memories in any commit of any ref: their blobs, the paths
     those were at, and how many commits changed them. A version is a blob whose ``id:``
     is the memory's, wherever it lies (a person may move and rewrite a note in one
-    commit), or one without an ``id:`` at a path the memory had (a person's note). A blob
-    with another id is another memory, even at a path the memory once had."""
+    commit), or one without an ``id:`` that a commit of the memory's own history put at
+    one of its paths (a person's note). A blob with another id, or an id-less one saved
+    later at a path the memory has left, is another note."""
     blobs: set[str] = set()
     paths: set[str] = set()
     commits: set[str] = set()
-    for memory_id, own in names.items():
+    for memory_id, (own, lineage) in names.items():
         where = own + history.paths_holding(f"^id:[[:space:]]*[\"']?{memory_id}")
         for path in dict.fromkeys(where):
             changed = history.blobs_at([path])
             for sha, data in history.blob_bytes(changed).items():
                 found = _ID_LINE.findall(_front(data))
-                if (found[-1].decode() == memory_id) if found else path in own:
+                if (found[-1].decode() == memory_id) if found else bool(changed[sha] & lineage):
                     blobs.add(sha)
                     paths.add(path)
                     commits |= changed[sha]

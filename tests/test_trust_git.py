@@ -277,6 +277,27 @@ def test_purging_an_archived_memory_keeps_the_memory_written_since_at_its_old_pa
     assert MARKER.encode() not in git_objects(vault)
 
 
+def test_purge_of_a_persons_note_without_id_keeps_a_note_saved_later_where_it_was(
+    text_only: MemoryService,
+) -> None:
+    """A note without ``id:`` is known by its path: its versions are those its own history
+    put there, not another id-less note saved at that path after it moved away."""
+    vault = text_only.vault.root
+    (vault / "facts" / "health.md").write_text(f"# Health\n\nDiagnosis: {MARKER}.\n")
+    git(vault, "add", "-A")
+    git(vault, "commit", "-q", "-m", "a note by hand")
+    git(vault, "mv", "facts/health.md", "facts/old-health.md")
+    git(vault, "commit", "-q", "-m", "renamed by hand")
+    (vault / "facts" / "health.md").write_text("# Health\n\nRuns on Saturdays with Sam.\n")
+    git(vault, "add", "-A")
+    git(vault, "commit", "-q", "-m", "another note by hand")
+    text_only.forget("facts/old-health.md", mode="purge")
+    assert MARKER.encode() not in git_objects(vault)
+    assert "Saturdays" in (vault / "facts" / "health.md").read_text(encoding="utf-8")
+    assert "Saturdays" in git(vault, "show", "HEAD:facts/health.md")
+    assert git(vault, "status", "--porcelain") == ""
+
+
 def test_purge_finds_a_version_a_person_moved_and_rewrote_in_one_commit(
     text_only: MemoryService,
 ) -> None:
