@@ -14,6 +14,7 @@ to and folds in only newer commits; after a history rewrite (purge) it is rebuil
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from .history import History
 from .models import Commit
+from .vault import Vault
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +58,17 @@ class Provenance:
         should be a look-up, not a file system call per path."""
         with self._lock:
             return self._refresh(history, exists)
+
+    def fold_into(self, vault: Vault, history: History) -> set[str]:
+        """:meth:`refresh`, then hand the vault what it says: the paths it changed."""
+        # one walk of the folder, when there are new commits: an lstat per known path cost
+        # 0.77 s per watcher commit at 10k files a person committed
+        files = functools.cache(lambda: set(vault.walk()[0]))
+        changed = self.refresh(history, lambda rel: rel in files())
+        vault.origins, vault.edited = self.origins, self.edited
+        if changed:
+            vault.reset_catalog()
+        return changed
 
     def _refresh(self, history: History, exists: Callable[[str], bool]) -> set[str]:
         head = history.head()
