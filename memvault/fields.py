@@ -71,6 +71,11 @@ def clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
     for key, value in fields.items():
         if key in PROTECTED:
             raise InvalidInputError(f"{key!r} cannot be changed: it is set by memvault")
+        if key == "status" and value == "archived":
+            raise InvalidInputError(
+                "status archived is set by forget (mode archive): it also moves the file to "
+                "archive/ and records when and why; call forget instead"
+            )
         if key in ("importance", "confidence") and value is not None:
             check_unit(key, float(value))
         if key == "type" and value is not None and not str(value).strip():

@@ -46,6 +46,14 @@ def compose(title: str, content: str) -> str:
     return f"# {title}\n\n{content}\n"
 
 
+def kept_title(title: str, body: str, content: str | None) -> str:
+    """The title a memory keeps when its text becomes ``content`` (None: unchanged): its
+    own, unless it was only the old text's first line, which the new text's replaces."""
+    if content is None or title != title_from(strip_title(body)):
+        return title
+    return title_from(content)
+
+
 def strip_title(body: str) -> str:
     """The body without its leading ``# title`` line."""
     body = body.strip()

@@ -8,7 +8,6 @@ consolidation and ``reports`` for status, export and the aggregate views).
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
@@ -26,6 +25,7 @@ from .errors import (
     MalformedMemoryError,
     MemoryNotFoundError,
     StaleRevisionError,
+    UnsafePathError,
     VaultNotFoundError,
 )
 from .history import History
@@ -46,6 +46,7 @@ from .models import (
     sort_infos,
 )
 from .note import compose as _body
+from .note import kept_title
 from .note import strip_title as _strip_title
 from .note import title_from as _first_line
 from .provenance import Provenance
@@ -162,13 +163,8 @@ class MemoryService:
     def refresh_provenance(self) -> None:
         """Fold new commits into what git says of the files: where id-less files were
         first committed (their ids survive moves) and when a person last edited each."""
-        # one walk of the folder, when there are new commits: an lstat per known path cost
-        # 0.77 s per watcher commit at 10k files a person committed
-        files = functools.cache(lambda: set(self.vault.walk()[0]))
-        changed = self.provenance.refresh(self.history, lambda rel: rel in files())
-        self.vault.origins, self.vault.edited = self.provenance.origins, self.provenance.edited
+        changed = self.provenance.fold_into(self.vault, self.history)
         if changed:
-            self.vault.reset_catalog()
             self.sync_index(sorted(changed))
 
     def indexed_hashes(self) -> dict[str, str]:
@@ -218,7 +214,7 @@ class MemoryService:
                 try:
                     if self.vault.read(doc.path).id == text:
                         return doc.path
-                except (MemoryNotFoundError, MalformedMemoryError):
+                except (MemoryNotFoundError, MalformedMemoryError, UnsafePathError):
                     pass  # moved or changed since it was indexed: ask the vault
         return self.vault.locate(text)
 
@@ -357,7 +353,8 @@ class MemoryService:
             body = None
             if content is not None or title is not None or links:
                 text = content if content is not None else _strip_title(memory.body)
-                body = _body(title or memory.title, with_links(text, links, self.records))
+                own = kept_title(memory.title, memory.body, content)
+                body = _body(title or own, with_links(text, links, self.records))
             if not changes and body is None:
                 raise InvalidInputError("nothing to update: give content, title or fields")
             self._rewrite(memory, changes, body)
@@ -399,6 +396,8 @@ class MemoryService:
             return purging.purge(self, id_or_path, reason)
         with self._writing():
             memory = self.get(id_or_path)
+            if mode == "archive" and memory.status == "archived" and memory.path[:8] == "archive/":
+                return WriteResult(memory, None, "unchanged")  # keeps when and why it was
             trailers = self._trailers(f"forget-{mode}", memory.id)
             if reason:
                 trailers["Memvault-Reason"] = reason

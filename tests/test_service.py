@@ -423,3 +423,45 @@ def test_memvaultignore_decides_every_path_as_gitignore_does(lines: list[str]) -
     decided = {p: bool(rule and rule(p)) for p in paths}
     assert decided == {p: spec.match_file(p) for p in paths}
     assert any(decided.values()) == any(line and not line.startswith("#") for line in lines)
+
+
+def test_new_text_replaces_a_title_that_was_only_the_old_texts_first_line(
+    text_only: MemoryService,
+) -> None:
+    """A derived title would otherwise keep stating the corrected fact ("locker 42" over
+    "locker 57"); a title of its own is kept."""
+    derived = text_only.remember("The user's locker number is 42.", type="fact")
+    named = text_only.remember("Locker 7 at the pool.", type="fact", title="Pool locker")
+    assert derived.memory is not None and named.memory is not None
+    text_only.update(derived.memory.id, content="The user's locker number is 57.")
+    text_only.update(named.memory.id, content="Locker 9 at the pool.")
+    fixed = text_only.get(derived.memory.id)
+    assert fixed.title == "The user's locker number is 57."
+    assert "42" not in fixed.body
+    assert text_only.get(named.memory.id).title == "Pool locker"
+
+
+def test_archiving_an_archived_memory_changes_nothing(text_only: MemoryService) -> None:
+    created = text_only.remember("The user's old phone number ended in 4411.", type="fact")
+    assert created.memory is not None
+    first = text_only.forget(created.memory.id, reason="outdated")
+    commits = commit_count(text_only.vault.root)
+    again = text_only.forget(created.memory.id, reason="again")
+    assert (again.action, again.commit) == ("unchanged", None)
+    assert commit_count(text_only.vault.root) == commits
+    kept = text_only.get(created.memory.id)
+    assert kept.meta["archived_reason"] == "outdated"
+    assert kept.meta["archived"] == first.memory.meta["archived"]
+
+
+def test_status_archived_through_update_is_refused_in_favour_of_forget(
+    text_only: MemoryService,
+) -> None:
+    """Only forget moves a memory to archive/ and records when and why."""
+    created = text_only.remember("The user's gym is on Elm Street.", type="fact")
+    assert created.memory is not None
+    commits = commit_count(text_only.vault.root)
+    with pytest.raises(InvalidInputError, match="call forget"):
+        text_only.update(created.memory.id, fields={"status": "archived"})
+    assert commit_count(text_only.vault.root) == commits
+    assert text_only.get(created.memory.id).status == "active"
