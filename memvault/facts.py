@@ -407,13 +407,31 @@ def _names(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+# The longest text compared fact by fact. The word diff of :func:`compare` is quadratic, and
+# ``remember`` runs it under the vault's write lock against up to 5 memories: 150 KB against
+# 30 KB took 16 s (a 900 KB remember held the lock for 10 minutes). At 4,000 characters
+# (about a page) it takes at most about 0.1 s (benchmarks/dedup/timing.py). The fact rule
+# is for a corrected fact in a sentence or a paragraph, not for a changed line in a long
+# log or document.
+MAX_CHARS = 4000
+
+
+def comparable(a: str, b: str) -> bool:
+    """Whether both texts are short enough (:data:`MAX_CHARS`) to compare fact by fact."""
+    return len(a) <= MAX_CHARS and len(b) <= MAX_CHARS
+
+
 def compare(new: str, old: str) -> Difference:
     """How ``new`` differs from ``old``: the facts they disagree on, and what only one states.
 
     Besides the extracted facts, words swapped in the same sentence frame (刘浩 / 王浩,
     metric / imperial) are a conflict, and content words ``new`` inserts into ``old``
-    ("...black" / "...black with oat milk") are an extra.
+    ("...black" / "...black with oat milk") are an extra. Texts longer than
+    :data:`MAX_CHARS` are not compared: their difference is one extra saying so, so that
+    they are never taken for duplicates.
     """
+    if not comparable(new, old):
+        return Difference((), (f"too long to compare fact by fact (> {MAX_CHARS} characters)",))
     fa, fb = extract(new), extract(old)
     conflicts: list[str] = []
     extras: list[str] = []

@@ -179,6 +179,22 @@ def test_words_that_merely_contain_a_numeral_state_no_number() -> None:
     assert facts.extract("我们一起去，一直走").values == frozenset()
 
 
+LONG = " ".join(f"Step {i}: copied part{i} of the archive to the backup disk." for i in range(90))
+
+
+def test_texts_too_long_to_compare_fact_by_fact_are_at_most_related_never_duplicates() -> None:
+    """Past facts.MAX_CHARS the word diff would hold the write lock for minutes: the verdict
+    falls back to the cosine, and a near-copy is stored (and reported), not refused."""
+    assert len(LONG) > facts.MAX_CHARS
+    changed = LONG.replace("part7 of", "part8 of")
+    assert policy.relation(changed, LONG, 0.9999, same_type=True) == "related"
+    assert policy.relation(changed, LONG, 0.9999, same_type=False) is None
+    assert policy.relation(LONG[:-40], LONG, 0.9999, same_type=True) == "related"
+    assert policy.relation(LONG + "\n", LONG, 0.9999, same_type=True) == "duplicate"
+    difference = facts.compare(changed, LONG)
+    assert difference.extras and not difference.conflicts
+
+
 EN_TEMPLATES = [
     "The backup keeps {n} snapshots on the NAS in the office.",
     "Leo's school bus is number {n} and leaves from Elm Street.",
@@ -236,6 +252,16 @@ def test_a_changed_appointment_time_is_stored_and_the_old_one_reported_as_contra
     assert (service.vault.root / second.memory.path).exists()
     reported = {s.id: s.relation for s in second.similar}
     assert reported.get(first.memory.id) == "possible_contradiction"
+
+
+def test_a_long_near_copy_of_a_long_memory_is_stored_and_the_old_one_reported_as_related(
+    service: MemoryService,
+) -> None:
+    first = service.remember(LONG, type="note")
+    assert first.action == "created" and first.memory is not None
+    second = service.remember(LONG.replace("part7 of", "part8 of"), type="note")
+    assert second.action == "created" and second.memory is not None
+    assert {s.id: s.relation for s in second.similar}.get(first.memory.id) == "related"
 
 
 def test_an_explicit_supersedes_is_stored_even_when_it_duplicates_another_memory(
