@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import lru_cache
@@ -99,6 +101,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             re.IGNORECASE,
         ),
     ),
+    # A word of letters and digits (zq0x0k, us-east-1, A12345, v2.1) or digits joined by
+    # dashes (4-7-1-9, 555-1234) is one value: the order of its parts is the value.
+    (
+        "code",
+        re.compile(r"(?<![A-Za-z0-9_.,:-])[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*(?![A-Za-z0-9_])"),
+    ),
     ("not_number", _CN_NOT_NUMBERS),
     (
         "number",
@@ -131,6 +139,19 @@ _TITLES = ("Dr.", "Mr.", "Mrs.", "Ms.", "Prof.", "St.")  # a period that ends no
 
 
 @dataclass(frozen=True)
+class Stated:
+    """One fact where the text states it: what it says, how it is written, and the words
+    next to it (the key of the nearest Latin word, or of the two nearest CJK characters;
+    "" at either end), which tell "row 12, seat 3" from "row 3, seat 12"."""
+
+    kind: str
+    value: str
+    written: str
+    before: str
+    after: str
+
+
+@dataclass(frozen=True)
 class Facts:
     """What a text states that a correction would change."""
 
@@ -138,6 +159,11 @@ class Facts:
     names: frozenset[str]  # capitalised words not at a sentence start, lowercased
     negated: bool
     rest: str  # the text with each fact replaced by one placeholder
+    stated: tuple[Stated, ...]  # every fact in text order
+
+    def sequence(self, kind: str) -> list[str]:
+        """The values of one kind in the order the text states them, repeats kept."""
+        return [s.value for s in self.stated if s.kind == kind]
 
 
 @dataclass(frozen=True)
@@ -217,9 +243,25 @@ Groups = dict[str, str | None]
 Found = list[tuple[str, str]]
 
 
-def _facts_of(kind: str, m: re.Match[str]) -> Found:
+def _facts_of(kind: str, m: re.Match[str]) -> Found | None:
+    """The facts a match states; None when it is not a match of ``kind`` after all."""
+    if kind == "code":
+        return _code(m.group(0))
     reader = _READERS.get(kind)
     return reader(m.groupdict()) if reader else []
+
+
+_NUMBER_WORD = re.compile(r"\d+(?:[.,]\d+)*(?:-?[A-Za-z]+)+")  # 36GB, 2nd, 3-day: a number
+
+
+def _code(word: str) -> Found | None:
+    """zq0x0k, us-east-1 (letters and digits) or 4-7-1-9 (digits and dashes): one value."""
+    has_letter = any(c.isalpha() for c in word)
+    if has_letter and any(c.isdigit() for c in word) and not _NUMBER_WORD.fullmatch(word):
+        return [("code", word.lower())]
+    if not has_letter and re.fullmatch(r"\d+(?:-\d+)+", word):
+        return [("number", word)]
+    return None  # a plain number or word: left to the patterns after this one
 
 
 def _en_date(g: Groups) -> Found:
@@ -290,21 +332,62 @@ def _number(g: Groups) -> Found:
 
 @lru_cache(maxsize=4096)
 def extract(text: str) -> Facts:
-    """The numbers, dates, times, weekdays, names and negation ``text`` states."""
+    """The numbers, dates, times, weekdays, codes, names and negation ``text`` states."""
     text = _clean(text)
     masked = text
-    values: list[tuple[str, str]] = []
+    found: list[tuple[int, int, str, str]] = []  # start, end, kind, value
     for kind, pattern in _PATTERNS:
         spans = []
         for m in pattern.finditer(masked):
-            values.extend(_facts_of(kind, m))
-            spans.append(m.span())
-        mark = _KEEP if kind == "not_number" else _FACT
-        for start, end in reversed(spans):
-            masked = masked[:start] + mark * (end - start) + masked[end:]
-    rest = "".join(c if mark == _KEEP else mark for c, mark in zip(text, masked, strict=True))
-    rest = re.sub(f"{_FACT}+", f" {_FACT} ", rest)
-    return Facts(frozenset(values), _names(text), bool(_NEGATION.search(text)), rest)
+            facts = _facts_of(kind, m)
+            if facts is not None:
+                found.extend((*m.span(), k, v) for k, v in facts)
+                spans.append(m.span())
+        masked = _mask(masked, spans, _KEEP if kind == "not_number" else _FACT)
+    plain = "".join(c if mark == _KEEP else mark for c, mark in zip(text, masked, strict=True))
+    stated = _stated(text, plain, sorted(found))
+    rest = re.sub(f"{_FACT}+", f" {_FACT} ", plain)
+    values = frozenset((s.kind, s.value) for s in stated)
+    return Facts(values, _names(text), bool(_NEGATION.search(text)), rest, stated)
+
+
+def _mask(text: str, spans: list[tuple[int, int]], mark: str) -> str:
+    """``text`` with each (start, end) span, in order, overwritten by ``mark``: linear time."""
+    parts, at = [], 0
+    for start, end in spans:
+        parts += [text[at:start], mark * (end - start)]
+        at = end
+    return "".join(parts) + text[at:]
+
+
+def _stated(text: str, plain: str, found: list[tuple[int, int, str, str]]) -> tuple[Stated, ...]:
+    """Each fact with how it is written and its neighbouring words in ``plain``."""
+    words = [
+        (m.start(), m.end(), _key(w))
+        for m in _TOKEN.finditer(plain)
+        if (w := m.group(0).lower().replace("’", "'")) != _FACT
+        and w not in _FILLER
+        and w not in _CJK_FILLER
+    ]
+    starts = [start for start, _, _ in words]
+    out = []
+    for start, end, kind, value in found:
+        left = bisect_left(starts, start)
+        before = _neighbour(reversed(words[max(0, left - 2) : left]))
+        right = bisect_left(starts, end)
+        after = _neighbour(words[right : right + 2])
+        out.append(Stated(kind, value, text[start:end], before, after))
+    return tuple(out)
+
+
+def _neighbour(words: Iterable[tuple[int, int, str]]) -> str:
+    """The nearest Latin word, or the nearest one or two CJK characters, nearest first."""
+    out = ""
+    for _, _, key in words:
+        if not _CJK.fullmatch(key):
+            return out or key
+        out += key
+    return out
 
 
 _READERS["number"] = _number
@@ -324,24 +407,38 @@ def _names(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+# The longest text compared fact by fact. The word diff of :func:`compare` is quadratic, and
+# ``remember`` runs it under the vault's write lock against up to 5 memories: 150 KB against
+# 30 KB took 16 s (a 900 KB remember held the lock for 10 minutes). At 4,000 characters
+# (about a page) it takes at most about 0.1 s (benchmarks/dedup/timing.py). The fact rule
+# is for a corrected fact in a sentence or a paragraph, not for a changed line in a long
+# log or document.
+MAX_CHARS = 4000
+
+
+def comparable(a: str, b: str) -> bool:
+    """Whether both texts are short enough (:data:`MAX_CHARS`) to compare fact by fact."""
+    return len(a) <= MAX_CHARS and len(b) <= MAX_CHARS
+
+
 def compare(new: str, old: str) -> Difference:
     """How ``new`` differs from ``old``: the facts they disagree on, and what only one states.
 
     Besides the extracted facts, words swapped in the same sentence frame (刘浩 / 王浩,
     metric / imperial) are a conflict, and content words ``new`` inserts into ``old``
-    ("...black" / "...black with oat milk") are an extra.
+    ("...black" / "...black with oat milk") are an extra. Texts longer than
+    :data:`MAX_CHARS` are not compared: their difference is one extra saying so, so that
+    they are never taken for duplicates.
     """
+    if not comparable(new, old):
+        return Difference((), (f"too long to compare fact by fact (> {MAX_CHARS} characters)",))
     fa, fb = extract(new), extract(old)
     conflicts: list[str] = []
     extras: list[str] = []
     for kind in sorted({k for k, _ in fa.values | fb.values}):
-        only_a = sorted(v for k, v in fa.values - fb.values if k == kind)
-        only_b = sorted(v for k, v in fb.values - fa.values if k == kind)
-        if only_a and only_b:
-            conflicts.append(f"{kind} {'/'.join(only_a)} vs {'/'.join(only_b)}")
-        elif [v for v in only_a + only_b if not (kind == "number" and v == "1")]:
-            # "a"/"one"/一只 is mostly an article: stating it in one text only adds nothing.
-            extras.append(f"{kind} {'/'.join(only_a + only_b)}")
+        conflict, extra = _compare_kind(kind, fa, fb)
+        conflicts += conflict
+        extras += extra
     names_a, names_b = _unmatched_names(new, old), _unmatched_names(old, new)
     if names_a and names_b:
         conflicts.append(f"name {'/'.join(sorted(names_a))} vs {'/'.join(sorted(names_b))}")
@@ -354,6 +451,49 @@ def compare(new: str, old: str) -> Difference:
     if added:
         extras.append(f"adds {' '.join(added)!r}")
     return Difference(tuple(conflicts), tuple(extras))
+
+
+def _compare_kind(kind: str, fa: Facts, fb: Facts) -> tuple[list[str], list[str]]:
+    """The conflict or extra in one kind of fact, as (conflicts, extras).
+
+    Values are compared as multisets (item 0, item 0 / item 0, item 1 is a change of one
+    value), then, when both texts state the same values in another order, by the words
+    next to each: "row 12, seat 3" / "row 3, seat 12" is a conflict, "seat 3 in row 12"
+    is not.
+    """
+    seq_a, seq_b = fa.sequence(kind), fb.sequence(kind)
+    count_a, count_b = Counter(seq_a), Counter(seq_b)
+    only_a, only_b = sorted((count_a - count_b).elements()), sorted((count_b - count_a).elements())
+    if only_a and only_b:
+        return [f"{kind} {'/'.join(only_a)} vs {'/'.join(only_b)}"], []
+    one_sided = sorted(set(seq_a) ^ set(seq_b))
+    # "one"/一只 is mostly an article: stating it in one text only adds nothing; a digit is
+    # a number ("item 1").
+    if [v for v in one_sided if not (kind == "number" and v == "1" and _spelled_one(fa, fb))]:
+        return [], [f"{kind} {'/'.join(one_sided)}"]
+    if count_a == count_b and seq_a != seq_b and not _same_neighbours(kind, fa, fb):
+        return [f"{kind} {'/'.join(seq_a)} in another order than {'/'.join(seq_b)}"], []
+    return [], []
+
+
+def _spelled_one(*found: Facts) -> bool:
+    """Whether every 1 stated is written as a word (one, 一), not as the digit."""
+    ones = [s for f in found for s in f.stated if s.kind == "number" and s.value == "1"]
+    return not any(s.written.isdigit() for s in ones)
+
+
+def _same_neighbours(kind: str, fa: Facts, fb: Facts) -> bool:
+    """Whether each value of ``kind`` in ``fa`` has, in ``fb``, the same value with the
+    same word before or after it. Not when all of ``fb``'s have the same neighbours
+    ("the PIN hint is 1 2 3"): then the words cannot tell them apart, and only the order can.
+    """
+    old = [s for s in fb.stated if s.kind == kind]
+    if len({(s.before, s.after) for s in old}) == 1:
+        return False
+    before = {(s.value, s.before) for s in old}
+    after = {(s.value, s.after) for s in old}
+    new = [s for s in fa.stated if s.kind == kind]
+    return all((s.value, s.before) in before or (s.value, s.after) in after for s in new)
 
 
 def _unmatched_names(a: str, b: str) -> set[str]:

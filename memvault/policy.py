@@ -135,9 +135,15 @@ def relation(new_text: str, old_text: str, cosine: float, same_type: bool) -> st
     same sentence frame, makes two otherwise similar texts a possible contradiction, never
     a duplicate. A duplicate states the same facts, with none that only one of them states
     (nor words the new one adds to the old), in overlapping words, at a high cosine.
+
+    Texts longer than :data:`facts.MAX_CHARS` are not compared fact by fact (that would
+    hold the write lock for minutes): unless equal, they are never a duplicate nor a
+    possible contradiction, at most related. A long near-copy is stored twice, and reported.
     """
     if normalise(new_text) == normalise(old_text):
         return "duplicate"
+    if not facts.comparable(new_text, old_text):
+        return "related" if cosine >= RELATED_COSINE and same_type else None
     difference = facts.compare(new_text, old_text)
     overlap = facts.overlap(new_text, old_text)
     if difference.conflicts:

@@ -48,6 +48,22 @@ CORRECTIONS = [
     ("zh weekday", "用户每周三自己带便当。", "用户每周四自己带便当。"),
     ("zh negation", "用户对青霉素过敏。", "用户对青霉素不过敏。"),
     ("swapped word", "青鸟项目的前端用 Taro，后端用 Go。", "青鸟项目的前端用 uni-app，后端用 Go。"),
+    # the same numbers in another order, or a changed digit inside a code (hunt-b #4)
+    (
+        "digits reordered",
+        "The combination of the user's bike lock is 4-7-1-9.",
+        "The combination of the user's bike lock is 4-7-9-1.",
+    ),
+    (
+        "numbers swapped",
+        "The user's seat at the theatre is row 12, seat 3.",
+        "The user's seat at the theatre is row 3, seat 12.",
+    ),
+    ("code", "The router's serial number is zq0x0k.", "The router's serial number is zq0x1k."),
+    ("digit 1", "Trial 0 item 0 is stored in city0x0q.", "Trial 0 item 1 is stored in city0x1q."),
+    ("digit 1 added", "The locker code is 0 0.", "The locker code is 0 1."),
+    ("spaced digits reordered", "The user's PIN hint is 1 2 3.", "The user's PIN hint is 1 3 2."),
+    ("zh numbers swapped", "左眼四百五十度，右眼五百度。", "左眼五百度，右眼四百五十度。"),
 ]
 
 PARAPHRASES = [
@@ -63,6 +79,13 @@ PARAPHRASES = [
     ("家里的猫叫年糕，是一只三岁的橘猫。", "年糕是家里三岁的橘猫。"),
     ("测试环境数据库端口是5433。", "测试环境的数据库用的是5433端口。"),
     ("下午三点开组会。", "组会在15:00开。"),
+    (
+        "The user's seat at the theatre is row 12, seat 3.",
+        "The user's theatre seat is seat 3 in row 12.",
+    ),
+    ("左眼四百五十度，右眼五百度。", "右眼五百度，左眼四百五十度。"),
+    ("The staging cluster runs in us-east-1.", "Staging runs in us-east-1."),
+    ("The user has one cat.", "The user has a cat."),
 ]
 
 
@@ -135,8 +158,41 @@ def test_chinese_numerals_have_their_value(numeral: str, value: int) -> None:
     assert facts.zh_number(numeral) == value
 
 
+def test_a_code_or_a_dash_joined_number_is_one_value_in_its_own_order() -> None:
+    assert facts.extract("serial zq0x0k, lock 4-7-1-9").values == {
+        ("code", "zq0x0k"),
+        ("number", "4-7-1-9"),
+    }
+    # a number with its unit or ordinal suffix stays a number
+    assert facts.extract("36GB on the 2nd floor").values == {("number", "36"), ("number", "2")}
+
+
+def test_a_1_written_as_a_digit_is_a_number_not_an_article() -> None:
+    def number_extras(new: str, old: str) -> list[str]:
+        return [e for e in facts.compare(new, old).extras if e.startswith("number")]
+
+    assert number_extras("The user has 1 cat.", "The user has a cat.") == ["number 1"]
+    assert number_extras("The user has one cat.", "The user has a cat.") == []
+
+
 def test_words_that_merely_contain_a_numeral_state_no_number() -> None:
     assert facts.extract("我们一起去，一直走").values == frozenset()
+
+
+LONG = " ".join(f"Step {i}: copied part{i} of the archive to the backup disk." for i in range(90))
+
+
+def test_texts_too_long_to_compare_fact_by_fact_are_at_most_related_never_duplicates() -> None:
+    """Past facts.MAX_CHARS the word diff would hold the write lock for minutes: the verdict
+    falls back to the cosine, and a near-copy is stored (and reported), not refused."""
+    assert len(LONG) > facts.MAX_CHARS
+    changed = LONG.replace("part7 of", "part8 of")
+    assert policy.relation(changed, LONG, 0.9999, same_type=True) == "related"
+    assert policy.relation(changed, LONG, 0.9999, same_type=False) is None
+    assert policy.relation(LONG[:-40], LONG, 0.9999, same_type=True) == "related"
+    assert policy.relation(LONG + "\n", LONG, 0.9999, same_type=True) == "duplicate"
+    difference = facts.compare(changed, LONG)
+    assert difference.extras and not difference.conflicts
 
 
 EN_TEMPLATES = [
@@ -196,6 +252,16 @@ def test_a_changed_appointment_time_is_stored_and_the_old_one_reported_as_contra
     assert (service.vault.root / second.memory.path).exists()
     reported = {s.id: s.relation for s in second.similar}
     assert reported.get(first.memory.id) == "possible_contradiction"
+
+
+def test_a_long_near_copy_of_a_long_memory_is_stored_and_the_old_one_reported_as_related(
+    service: MemoryService,
+) -> None:
+    first = service.remember(LONG, type="note")
+    assert first.action == "created" and first.memory is not None
+    second = service.remember(LONG.replace("part7 of", "part8 of"), type="note")
+    assert second.action == "created" and second.memory is not None
+    assert {s.id: s.relation for s in second.similar}.get(first.memory.id) == "related"
 
 
 def test_an_explicit_supersedes_is_stored_even_when_it_duplicates_another_memory(
