@@ -323,6 +323,7 @@ class MemoryService:
                 sha = self.history.commit(
                     paths, f"remember: {path}", self._trailers("remember", meta["id"])
                 )
+        self.indexing.embed_left(written)
         memory = written[0]
         self._notify(ChangeEvent(changed=tuple(paths), added=(path,)), memory, *old)
         others = tuple(s for s in similar if s.id not in supersedes)

@@ -125,7 +125,7 @@ class IndexSync:
         def run() -> None:
             try:
                 written.extend(self.vault.read(rel) for rel in paths)
-                self.upsert(written)
+                self.upsert(written, self._embeds_now(written))
             except BaseException as exc:  # raised in the caller's thread below
                 failed.append(exc)
 
@@ -141,6 +141,19 @@ class IndexSync:
         worker.join()
         if failed:
             raise failed[0]
+
+    def _embeds_now(self, memories: Sequence[Memory]) -> bool:
+        """Whether a write's memories are embedded while it holds the vault's write lock:
+        at most one filler batch of text. More (a pasted log: 150 KB took 52 s, and every
+        other writer of every process waited, then failed `busy`) gets its vectors from
+        :meth:`embed_left` once the lock is released."""
+        return sum(len(m.body) for m in memories) <= self.settings.embed_batch_chars
+
+    def embed_left(self, memories: Sequence[Memory]) -> None:
+        """The vectors :meth:`upserting` left out (called after the write lock is released:
+        the caller still gets its memory embedded, nobody else waits for it)."""
+        if memories and not self._embeds_now(memories):
+            self.index.embed_vectors(memories)
 
     def ensure(self, wait: bool = True) -> bool:
         """Sync the index with the files once per process.
