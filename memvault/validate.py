@@ -17,6 +17,8 @@ MAX_TITLE_CHARS = 200
 MAX_LABEL_CHARS = 100  # type, source, one scope label
 MAX_TAGS = 50
 MAX_TAG_CHARS = 100
+MAX_SCOPES = MAX_TAGS  # scope labels of one memory: like tags, labels to filter by
+MAX_REASON_CHARS = 500  # why a memory was forgotten or a profile field set: one sentence
 FRONTMATTER_ROOM = 4096  # bytes of a file's size budget kept for its frontmatter
 # Refused in file and folder names: they break the vault on Windows and in Obsidian sync.
 NOT_PORTABLE = '<>:"|?*'
@@ -82,7 +84,24 @@ def label(field: str, value: str) -> str:
 
 
 def labels(field: str, values: Iterable[str]) -> list[str]:
-    return [label(field, v) for v in values]
+    out = list(values)
+    if len(out) > MAX_SCOPES:
+        raise InvalidInputError(
+            f"{len(out)} {field} labels is more than the limit of {MAX_SCOPES}: "
+            "keep the ones you filter by"
+        )
+    return [label(field, v) for v in out]
+
+
+def reason(value: str | None) -> str | None:
+    """Why a memory is forgotten or a profile field set: it goes into the commit message
+    (and the archived file's frontmatter), so one line of text of sentence length."""
+    if value is not None and len(text("reason", value, one_line=True)) > MAX_REASON_CHARS:
+        raise InvalidInputError(
+            f"reason is {len(value):,} characters, over the limit of {MAX_REASON_CHARS}: "
+            "say it shorter"
+        )
+    return value
 
 
 def tags(values: Iterable[str]) -> list[str]:

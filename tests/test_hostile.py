@@ -639,6 +639,38 @@ MCP_CASES: list[tuple[str, str, Args, str, str]] = [
         "invalid_input",
         "ISO date",
     ),
+    # what would not fit the frontmatter a memory is read back with (64 KB)
+    (
+        "forget-reason-70000-chars",
+        "forget",
+        lambda s: {"id": s, "reason": "x" * 70_000},
+        "invalid_input",
+        "reason is 70,000 characters, over the limit of 500",
+    ),
+    (
+        "forget-reason-nul",
+        "forget",
+        lambda s: {"id": s, "reason": "user\x00asked"},
+        "invalid_input",
+        "reason contains a NUL byte",
+    ),
+    (
+        "remember-1000-scope-labels",
+        "remember",
+        remember(scope=[f"user:{i:03d}" + "z" * 90 for i in range(1000)]),
+        "invalid_input",
+        "1000 scope labels is more than the limit of 50",
+    ),
+    (
+        "set-profile-100-long-items",
+        "set_profile",
+        lambda _s: {
+            "field": "interests",
+            "value": [f"hobby {i:03d} " + "y" * 970 for i in range(100)],
+        },
+        "invalid_input",
+        "over the 65,536-byte limit memvault reads back",
+    ),
 ]
 
 
