@@ -104,6 +104,12 @@ def reason(value: str | None) -> str | None:
     return value
 
 
+def point(field: str, value: str) -> str:
+    """``as_of`` / ``since``: a commit or a time, one line of text (git and file paths
+    would choke on a NUL byte)."""
+    return text(field, value, one_line=True)
+
+
 def tags(values: Iterable[str]) -> list[str]:
     out = list(values)
     if len(out) > MAX_TAGS:

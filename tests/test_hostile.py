@@ -671,6 +671,23 @@ MCP_CASES: list[tuple[str, str, Args, str, str]] = [
         "invalid_input",
         "over the 65,536-byte limit memvault reads back",
     ),
+    # a NUL byte where git or a path would take it
+    (
+        "recall-as-of-nul",
+        "recall",
+        lambda _s: {"query": "notebook", "as_of": "2026\x00"},
+        "invalid_input",
+        "as_of contains a NUL byte",
+    ),
+    ("get-as-of-nul", "get_memory", lambda s: {"id": s, "as_of": "\x00"}, "invalid_input", "as_of"),
+    ("list-as-of-nul", "list_memories", lambda _s: {"as_of": "a\x00"}, "invalid_input", "as_of"),
+    (
+        "changes-since-nul",
+        "memory_changes",
+        lambda _s: {"since": "\x00"},
+        "invalid_input",
+        "since contains a NUL byte",
+    ),
 ]
 
 
