@@ -101,8 +101,7 @@ def recall(
     service: MemoryService, query: str, as_of: str, k: int = 8, filters: Filters | None = None
 ) -> list[Hit]:
     """Full-text recall over the vault as of ``as_of`` (no vectors for the past)."""
-    if not query.strip():
-        raise InvalidInputError("query is empty: say what to look for")
+    validate.query(query)
     sha = resolve(service, as_of)
     filters = filters or Filters()
     found = {m.id: m for m in memories(service, sha) if filters.accepts(m.info())}

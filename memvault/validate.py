@@ -19,6 +19,9 @@ MAX_TAGS = 50
 MAX_TAG_CHARS = 100
 MAX_SCOPES = MAX_TAGS  # scope labels of one memory: like tags, labels to filter by
 MAX_REASON_CHARS = 500  # why a memory was forgotten or a profile field set: one sentence
+# A question, not a document: the embedder reads at most ~512 tokens of it anyway, and the
+# cost of analysing a query grows with its length (about a second per thousand characters).
+MAX_QUERY_CHARS = 2000
 FRONTMATTER_ROOM = 4096  # bytes of a file's size budget kept for its frontmatter
 # Refused in file and folder names: they break the vault on Windows and in Obsidian sync.
 NOT_PORTABLE = '<>:"|?*'
@@ -100,6 +103,18 @@ def reason(value: str | None) -> str | None:
         raise InvalidInputError(
             f"reason is {len(value):,} characters, over the limit of {MAX_REASON_CHARS}: "
             "say it shorter"
+        )
+    return value
+
+
+def query(value: str, field: str = "query") -> str:
+    """A recall or search query (or a context topic): not empty, not a whole document."""
+    if not value.strip():
+        raise InvalidInputError(f"{field} is empty: say what to look for")
+    if len(value) > MAX_QUERY_CHARS:
+        raise InvalidInputError(
+            f"{field} is {len(value):,} characters, over the limit of {MAX_QUERY_CHARS:,}: "
+            "shorten it to the question or the few key words you are looking for"
         )
     return value
 

@@ -688,6 +688,28 @@ MCP_CASES: list[tuple[str, str, Args, str, str]] = [
         "invalid_input",
         "since contains a NUL byte",
     ),
+    # a document pasted as a query
+    (
+        "recall-query-40000-chars",
+        "recall",
+        lambda _s: {"query": ("notebook meeting 笔记 " * 2000)[:40_000]},
+        "invalid_input",
+        "query is 40,000 characters, over the limit of 2,000",
+    ),
+    (
+        "recall-as-of-query-40000-chars",
+        "recall",
+        lambda _s: {"query": "n" * 40_000, "as_of": "HEAD"},
+        "invalid_input",
+        "shorten it",
+    ),
+    (
+        "context-topic-40000-chars",
+        "build_context",
+        lambda _s: {"topic": "notebook " * 5000},
+        "invalid_input",
+        "topic is 44,999 characters",
+    ),
 ]
 
 
