@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 def resolve(service: MemoryService, as_of: str) -> str:
     """The commit ``as_of`` names: a revision, or the last commit at or before a time (a bare
     date means the end of that day, in the vault's local time)."""
-    text = validate.point("as_of", as_of).strip()
+    text = validate.point("as_of", as_of)
     moment = parse_time(text, naive_tz=service.clock().tzinfo or dt.UTC)
     if moment is not None:
         if len(text) == 10:  # YYYY-MM-DD: the whole day

@@ -80,7 +80,7 @@ def changes(
 
 def _since(history: History, since: str | None, head: str) -> tuple[str | None, dt.datetime | None]:
     """(commit, None) for a commit of this history, (None, time) for a time."""
-    text = validate.point("since", since or "").strip()
+    text = validate.point("since", since or "")
     if not text:
         return None, None
     sha = history.commit_of(text)

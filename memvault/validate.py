@@ -120,9 +120,9 @@ def query(value: str, field: str = "query") -> str:
 
 
 def point(field: str, value: str) -> str:
-    """``as_of`` / ``since``: a commit or a time, one line of text (git and file paths
-    would choke on a NUL byte)."""
-    return text(field, value, one_line=True)
+    """``as_of`` / ``since``: a commit or a time, stripped (``git rev-parse`` output ends
+    in a newline), then one line of text (git and file paths would choke on a NUL byte)."""
+    return text(field, value.strip(), one_line=True)
 
 
 def tags(values: Iterable[str]) -> list[str]:
