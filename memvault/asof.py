@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import ids
+from . import ids, validate
 from .errors import InvalidInputError, MalformedMemoryError, MemoryNotFoundError, MemvaultError
 from .index import text_doc
 from .index.fulltext import FullText
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 def resolve(service: MemoryService, as_of: str) -> str:
     """The commit ``as_of`` names: a revision, or the last commit at or before a time (a bare
     date means the end of that day, in the vault's local time)."""
-    text = as_of.strip()
+    text = validate.point("as_of", as_of)
     moment = parse_time(text, naive_tz=service.clock().tzinfo or dt.UTC)
     if moment is not None:
         if len(text) == 10:  # YYYY-MM-DD: the whole day
@@ -101,8 +101,7 @@ def recall(
     service: MemoryService, query: str, as_of: str, k: int = 8, filters: Filters | None = None
 ) -> list[Hit]:
     """Full-text recall over the vault as of ``as_of`` (no vectors for the past)."""
-    if not query.strip():
-        raise InvalidInputError("query is empty: say what to look for")
+    validate.query(query)
     sha = resolve(service, as_of)
     filters = filters or Filters()
     found = {m.id: m for m in memories(service, sha) if filters.accepts(m.info())}

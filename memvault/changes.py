@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from . import frontmatter
+from . import frontmatter, validate
 from .errors import InvalidInputError, MemvaultError
 from .history import PURGED_NAME, Delta, Deltas, History
 from .models import Change, ChangeFeed
@@ -80,7 +80,7 @@ def changes(
 
 def _since(history: History, since: str | None, head: str) -> tuple[str | None, dt.datetime | None]:
     """(commit, None) for a commit of this history, (None, time) for a time."""
-    text = (since or "").strip()
+    text = validate.point("since", since or "")
     if not text:
         return None, None
     sha = history.commit_of(text)

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import profile
+from . import profile, validate
 from .errors import InvalidInputError, MemvaultError
 from .links import graph_of
 from .models import Context, ContextItem, ContextSection, Filters, Memory, MemoryInfo
@@ -145,6 +145,7 @@ def build_context(
     topic = " ".join(str(topic).split())
     if not topic:
         raise InvalidInputError("topic is empty: say what the context is for")
+    validate.query(topic, "topic")
     if not 1 <= budget_tokens <= MAX_BUDGET:
         raise InvalidInputError(
             f"budget_tokens must be between 1 and {MAX_BUDGET}, got {budget_tokens}"

@@ -84,6 +84,8 @@ def clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
             validate.label("type", str(value))
         if key == "tags" and value is not None:
             validate.tags(value if isinstance(value, (list, tuple)) else [value])
+        if key == "scope" and value is not None:
+            validate.labels("scope", value if isinstance(value, (list, tuple)) else [value])
         if value is not None:
             out[key] = frontmatter.DELETE if value == "" else value
     given = {k: v for k, v in out.items() if k in validate.DATE_KEYS and v != frontmatter.DELETE}

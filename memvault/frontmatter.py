@@ -23,7 +23,7 @@ import frontmatter as pyfrontmatter
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
-from .errors import MalformedMemoryError
+from .errors import InvalidInputError, MalformedMemoryError
 
 BOM = "\ufeff"
 _FENCE = "---"
@@ -197,6 +197,7 @@ def render(doc: Document, changes: dict[str, Any] | None = None, body: str | Non
         fm_lines = []
     for key, value in changes.items():
         fm_lines = _apply(fm_lines, key, value)
+    check_written("\n".join(fm_lines), changes)
     new_body = doc.body if body is None else body
     if doc.frontmatter is None and not fm_lines:
         text = new_body
@@ -214,7 +215,31 @@ def new_file(meta: dict[str, Any], body: str) -> str:
     post = pyfrontmatter.Post("", _HANDLER)
     post.metadata.update(meta)
     # dumps strips the text it returns: the body is added after it, byte for byte
-    return pyfrontmatter.dumps(post) + "\n" + body
+    head = pyfrontmatter.dumps(post)
+    check_written(head[len(_FENCE) + 1 : -len(_FENCE) - 1], meta)
+    return head + "\n" + body
+
+
+def check_written(fm_text: str, written: dict[str, Any]) -> None:
+    """Refuse to write a frontmatter the reader would refuse (over MAX_FRONTMATTER_BYTES):
+    the file would read back as malformed, its id, type and tags lost. Names the biggest
+    of the ``written`` fields, the ones the caller can shorten."""
+    size = len(fm_text.encode("utf-8", "surrogatepass"))
+    if size <= MAX_FRONTMATTER_BYTES:
+        return
+    sizes = {
+        key: len("\n".join(render_value(key, value)).encode("utf-8", "surrogatepass"))
+        for key, value in written.items()
+        if value is not DELETE
+    }
+    ranked = sorted(sizes, key=lambda key: -sizes[key])
+    biggest = [key for key in ranked[:3] if sizes[key] >= 1024] or ranked[:1]
+    named = ", ".join(f"{key} ({sizes[key]:,} bytes)" for key in biggest)
+    raise InvalidInputError(
+        f"the frontmatter would be {size:,} bytes, over the {MAX_FRONTMATTER_BYTES:,}-byte "
+        f"limit memvault reads back, so nothing was written; the biggest fields: {named}: "
+        "shorten them (long text belongs in a memory's content)"
+    )
 
 
 def _apply(lines: list[str], key: str, value: Any) -> list[str]:

@@ -18,6 +18,7 @@ from .fields import stem_path
 from .vault import Vault
 
 log = logging.getLogger(__name__)
+FORGET_MODES = ("archive", "delete", "purge")
 
 
 def check_new(
@@ -50,6 +51,14 @@ def check_update(
     validate.revision(expected_revision)
     tags = fields.get("tags")
     check_text(settings, content, title, tags if isinstance(tags, list | tuple) else ())
+
+
+def check_forget(mode: str, reason: str | None) -> None:
+    """``forget``'s mode, and its reason (written into the commit message and, when
+    archiving, the file's frontmatter)."""
+    if mode not in FORGET_MODES:
+        raise InvalidInputError(f"mode must be one of {', '.join(FORGET_MODES)}, not {mode!r}")
+    validate.reason(reason)
 
 
 def check_text(

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from . import policy, purging, validate
+from . import guard, policy, purging, validate
 from .errors import InvalidInputError, MemvaultError
 from .models import Archival, ChangeEvent, Filters, Memory, MemoryInfo, Proposal, memory_count
 from .note import strip_title
@@ -102,6 +102,7 @@ def forget_many(
 ) -> Archival:
     """Forget the memories ``ids`` (a confirmed operation's) by archive or delete in one
     commit, or by purge in one history rewrite; ``label`` names the set in the subject."""
+    guard.check_forget(mode, reason)
     if mode == "purge":
         return purging.purge_many(service, ids, reason)
     with service._writing():

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import frontmatter
-from .errors import MalformedMemoryError
+from .errors import InvalidInputError, MalformedMemoryError
 from .fields import place_status
 from .note import parse_time
 
@@ -61,7 +61,10 @@ def merge_memory(
         changes = place_status({**mine.meta, **changes}, {**changes, "status": "conflict"})
     if mine.frontmatter is None and not changes:
         return Merged(frontmatter.render(mine, None, body), conflict)
-    return Merged(frontmatter.render(mine, changes, body), conflict)
+    try:
+        return Merged(frontmatter.render(mine, changes, body), conflict)
+    except InvalidInputError:  # both sides' fields together would not read back
+        return Merged(_append(ours.rstrip("\n"), theirs, where, date), True)
 
 
 def _merge_bodies(

@@ -44,7 +44,6 @@ MAX_SCHEMA_BYTES = 64 * 1024
 MAX_SCHEMA_DEPTH = 8
 MAX_VALUE_CHARS = 1000
 MAX_ITEMS = 100
-MAX_REASON = 500
 TRUE, FALSE = ("true", "yes", "y", "on", "1"), ("false", "no", "n", "off", "0")
 _NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
 _SPEC_KEYS = frozenset({"type", "description", "values", "title"})
@@ -386,8 +385,7 @@ def set_field(
     spec = load_schema(service).spec(field)
     clean = check_value(spec, value)
     validate.label("source", source)
-    if reason is not None and len(validate.text("reason", reason, one_line=True)) > MAX_REASON:
-        raise InvalidInputError(f"reason is over {MAX_REASON} characters: say it shorter")
+    validate.reason(reason)
     path, body = path_of(spec.name), body_of(spec, clean)
     guard.check_memory_path(service.vault, path, path)
     guard.check_text(service.settings, body, None, ())  # sizes and credentials

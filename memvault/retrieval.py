@@ -7,7 +7,7 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from . import policy
+from . import policy, validate
 from .access import AccessStats
 from .errors import InvalidInputError, MalformedMemoryError, MemoryNotFoundError, UnsafePathError
 from .index import SearchHit, SearchQuery
@@ -56,8 +56,7 @@ class Retrieval:
     ) -> list[SearchHit]:
         if mode not in SEARCH_MODES:
             raise InvalidInputError(f"mode must be one of {', '.join(SEARCH_MODES)}, not {mode!r}")
-        if not query.strip():
-            raise InvalidInputError("query is empty: say what to look for")
+        validate.query(query)
         if not 1 <= k <= 100:
             raise InvalidInputError(f"k must be between 1 and 100, got {k}")
         floor = filters.min_relevance if filters else None

@@ -61,8 +61,6 @@ log = logging.getLogger(__name__)
 # The MCP client (or CLI) on whose behalf the current call runs; named in commit trailers.
 current_client: ContextVar[str | None] = ContextVar("memvault_client", default=None)
 
-FORGET_MODES = ("archive", "delete", "purge")
-
 
 @dataclass
 class MemoryService:
@@ -391,8 +389,7 @@ class MemoryService:
         self, id_or_path: str, mode: str = "archive", reason: str | None = None, op: str = ""
     ) -> WriteResult:
         """archive (default, reversible: status + move to archive/), delete, or purge."""
-        if mode not in FORGET_MODES:
-            raise InvalidInputError(f"mode must be one of {', '.join(FORGET_MODES)}, not {mode!r}")
+        guard.check_forget(mode, reason)  # before any file is touched
         if mode == "purge":
             return purging.purge(self, id_or_path, reason)
         with self._writing():

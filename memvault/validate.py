@@ -17,6 +17,11 @@ MAX_TITLE_CHARS = 200
 MAX_LABEL_CHARS = 100  # type, source, one scope label
 MAX_TAGS = 50
 MAX_TAG_CHARS = 100
+MAX_SCOPES = MAX_TAGS  # scope labels of one memory: like tags, labels to filter by
+MAX_REASON_CHARS = 500  # why a memory was forgotten or a profile field set: one sentence
+# A question, not a document: the embedder reads at most ~512 tokens of it anyway, and the
+# cost of analysing a query grows with its length (about a second per thousand characters).
+MAX_QUERY_CHARS = 2000
 FRONTMATTER_ROOM = 4096  # bytes of a file's size budget kept for its frontmatter
 # Refused in file and folder names: they break the vault on Windows and in Obsidian sync.
 NOT_PORTABLE = '<>:"|?*'
@@ -82,7 +87,42 @@ def label(field: str, value: str) -> str:
 
 
 def labels(field: str, values: Iterable[str]) -> list[str]:
-    return [label(field, v) for v in values]
+    out = list(values)
+    if len(out) > MAX_SCOPES:
+        raise InvalidInputError(
+            f"{len(out)} {field} labels is more than the limit of {MAX_SCOPES}: "
+            "keep the ones you filter by"
+        )
+    return [label(field, v) for v in out]
+
+
+def reason(value: str | None) -> str | None:
+    """Why a memory is forgotten or a profile field set: it goes into the commit message
+    (and the archived file's frontmatter), so one line of text of sentence length."""
+    if value is not None and len(text("reason", value, one_line=True)) > MAX_REASON_CHARS:
+        raise InvalidInputError(
+            f"reason is {len(value):,} characters, over the limit of {MAX_REASON_CHARS}: "
+            "say it shorter"
+        )
+    return value
+
+
+def query(value: str, field: str = "query") -> str:
+    """A recall or search query (or a context topic): not empty, not a whole document."""
+    if not value.strip():
+        raise InvalidInputError(f"{field} is empty: say what to look for")
+    if len(value) > MAX_QUERY_CHARS:
+        raise InvalidInputError(
+            f"{field} is {len(value):,} characters, over the limit of {MAX_QUERY_CHARS:,}: "
+            "shorten it to the question or the few key words you are looking for"
+        )
+    return value
+
+
+def point(field: str, value: str) -> str:
+    """``as_of`` / ``since``: a commit or a time, stripped (``git rev-parse`` output ends
+    in a newline), then one line of text (git and file paths would choke on a NUL byte)."""
+    return text(field, value.strip(), one_line=True)
 
 
 def tags(values: Iterable[str]) -> list[str]:

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memvault import frontmatter
-from memvault.errors import MalformedMemoryError
+from memvault.errors import InvalidInputError, MalformedMemoryError
 
 HAND_MADE = """---
 # my own notes about this memory
@@ -222,3 +222,16 @@ def test_one_object_under_two_keys_is_written_twice_never_as_an_anchor() -> None
     text = frontmatter.new_file(meta, "body\n")
     assert "&" not in text and "*" not in text
     assert frontmatter.parse(text).meta == meta
+
+
+def test_a_frontmatter_the_reader_would_refuse_is_never_written_and_the_big_field_is_named() -> (
+    None
+):
+    doc = frontmatter.parse(frontmatter.new_file({"id": "01ABCDEFGHJKMNPQ"}, "# Cat\n"))
+    with pytest.raises(InvalidInputError, match=r"biggest fields: archived_reason \(70,017 bytes"):
+        frontmatter.render(doc, {"status": "archived", "archived_reason": "x" * 70_000})
+    scope = [f"user:{i:03d}" + "z" * 90 for i in range(1000)]
+    with pytest.raises(InvalidInputError, match=r"65,536-byte limit.*fields: scope \("):
+        frontmatter.new_file({"id": "01ABCDEFGHJKMNPQ", "scope": scope}, "")
+    near = "y" * (frontmatter.MAX_FRONTMATTER_BYTES - 100)  # still fits: written, reads back
+    assert frontmatter.parse(frontmatter.render(doc, {"note": near})).meta["note"] == near

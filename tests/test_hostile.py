@@ -639,6 +639,77 @@ MCP_CASES: list[tuple[str, str, Args, str, str]] = [
         "invalid_input",
         "ISO date",
     ),
+    # what would not fit the frontmatter a memory is read back with (64 KB)
+    (
+        "forget-reason-70000-chars",
+        "forget",
+        lambda s: {"id": s, "reason": "x" * 70_000},
+        "invalid_input",
+        "reason is 70,000 characters, over the limit of 500",
+    ),
+    (
+        "forget-reason-nul",
+        "forget",
+        lambda s: {"id": s, "reason": "user\x00asked"},
+        "invalid_input",
+        "reason contains a NUL byte",
+    ),
+    (
+        "remember-1000-scope-labels",
+        "remember",
+        remember(scope=[f"user:{i:03d}" + "z" * 90 for i in range(1000)]),
+        "invalid_input",
+        "1000 scope labels is more than the limit of 50",
+    ),
+    (
+        "set-profile-100-long-items",
+        "set_profile",
+        lambda _s: {
+            "field": "interests",
+            "value": [f"hobby {i:03d} " + "y" * 970 for i in range(100)],
+        },
+        "invalid_input",
+        "over the 65,536-byte limit memvault reads back",
+    ),
+    # a NUL byte where git or a path would take it
+    (
+        "recall-as-of-nul",
+        "recall",
+        lambda _s: {"query": "notebook", "as_of": "2026\x00"},
+        "invalid_input",
+        "as_of contains a NUL byte",
+    ),
+    ("get-as-of-nul", "get_memory", lambda s: {"id": s, "as_of": "\x00"}, "invalid_input", "as_of"),
+    ("list-as-of-nul", "list_memories", lambda _s: {"as_of": "a\x00"}, "invalid_input", "as_of"),
+    (
+        "changes-since-nul",
+        "memory_changes",
+        lambda _s: {"since": "\x00"},
+        "invalid_input",
+        "since contains a NUL byte",
+    ),
+    # a document pasted as a query
+    (
+        "recall-query-40000-chars",
+        "recall",
+        lambda _s: {"query": ("notebook meeting 笔记 " * 2000)[:40_000]},
+        "invalid_input",
+        "query is 40,000 characters, over the limit of 2,000",
+    ),
+    (
+        "recall-as-of-query-40000-chars",
+        "recall",
+        lambda _s: {"query": "n" * 40_000, "as_of": "HEAD"},
+        "invalid_input",
+        "shorten it",
+    ),
+    (
+        "context-topic-40000-chars",
+        "build_context",
+        lambda _s: {"topic": "notebook " * 5000},
+        "invalid_input",
+        "topic is 44,999 characters",
+    ),
 ]
 
 

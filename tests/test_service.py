@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -170,6 +171,41 @@ def test_forget_archives_by_default_and_is_reversible(service: MemoryService) ->
     assert deleted.action == "deleted" and not (service.vault.root / archived.memory.path).exists()
     restored = service.revert(archived.memory.path, archived.commit or "")
     assert restored.memory.id == created.memory.id
+
+
+TOO_MANY_SCOPES = [f"user:{i:03d}" + "z" * 90 for i in range(1000)]
+
+
+@pytest.mark.parametrize(
+    ("write", "phrase"),
+    [
+        (lambda s, i: s.forget(i, reason="x" * 70_000), "reason is 70,000 characters"),
+        (lambda s, i: s.forget(i, reason="user\x00asked"), "reason contains a NUL byte"),
+        (lambda s, i: s.update(i, fields={"scope": TOO_MANY_SCOPES}), "1000 scope labels"),
+        (lambda s, i: s.update(i, fields={"notes": "n" * 70_000}), r"fields: notes \(70,0"),
+        (lambda s, i: s.update(i, fields={"aliases": ["a" * 900] * 80}), r"fields: aliases"),
+    ],
+    ids=["forget-long-reason", "forget-nul-reason", "scope-labels", "long-field", "long-list"],
+)
+def test_a_write_that_would_not_read_back_is_refused_and_the_memory_keeps_its_id_and_status(
+    svc: MemoryService, write: Any, phrase: str
+) -> None:
+    made = svc.remember("The user's cat is called Miso and is nine years old.", tags=["pets"])
+    assert made.memory is not None
+    root, memory = svc.vault.root, made.memory
+    head, before = git(root, "rev-parse", "HEAD"), (root / memory.path).read_bytes()
+    with pytest.raises(InvalidInputError, match=phrase):
+        write(svc, memory.id)
+    assert git(root, "rev-parse", "HEAD") == head, "a refused write made a commit"
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+    assert (root / memory.path).read_bytes() == before
+    again = svc.get(memory.id)
+    assert (again.id, again.path, again.status, again.tags) == (
+        memory.id,
+        memory.path,
+        "active",
+        ("pets",),
+    )
 
 
 CRASH_SCRIPT = """

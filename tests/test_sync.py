@@ -511,6 +511,15 @@ def test_a_person_status_is_kept_and_the_conflict_goes_under_lifecycle() -> None
     assert "## Conflicting version (from laptop, 2026-11-02 09:00)\n\n# T\n\ntheirs" in merged.text
 
 
+def test_two_sides_whose_fields_together_would_not_read_back_are_kept_as_a_conflict() -> None:
+    base = "---\nid: 01ABCDEFGHJKMNPQ\n---\n# T\n\nbase\n"
+    ours = base.replace("id:", f"mine: {'m' * 40_000}\nid:")
+    theirs = base.replace("id:", f"yours: {'y' * 40_000}\nid:")
+    merged = merging.merge_memory(base, ours, theirs, "laptop", "2026-11-02 09:00")
+    meta = frontmatter.parse(merged.text).meta  # readable: not 80 KB of frontmatter
+    assert merged.conflict and meta["id"] == "01ABCDEFGHJKMNPQ" and "yours:" in merged.text
+
+
 # -- the changes feed sees what a sync's merge settled -----------------------------------------
 def test_memory_changes_lists_the_conflict_a_sync_merge_kept(pair: Pair) -> None:
     memory_id = _shared(pair)
