@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 
 from memvault.server import build_server, note_uri, register_legacy_subscriptions
 from memvault.service import MemoryService
@@ -475,3 +477,31 @@ def test_a_binary_file_named_md_is_refused_as_a_note_resource_not_shown_as_garba
         return str(shown.contents[0].text)  # type: ignore[union-attr]
 
     assert run(service, "legacy", body).startswith("# Caf\ufffd notes")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_missing_or_unsafe_note_is_invalid_params_not_an_internal_error(
+    service: MemoryService, mode: str
+) -> None:
+    """-32602 with the reason and the URI (SEP-2164 gives a missing resource that code);
+    -32603 would tell the host the server broke."""
+    (service.root.parent / "secret.md").write_text("---\nid: SECRET\n---\nouter secret\n")
+    asked = {
+        "memory://note/preferences": "no memory with id or path 'preferences'",
+        "memory://note/01M8TZGHCWNX5747": "no memory with id or path '01M8TZGHCWNX5747'",
+        "memory://note/.git/config": "'.git/config' is not a memory file (ignored path)",
+        "memory://note/inbox/..": "'inbox/..' contains '..'",
+        "memory://note/..%2fsecret.md": "Unknown resource",
+    }
+
+    async def body(client: Client) -> dict[str, MCPError]:
+        errors = {}
+        for uri in asked:
+            with pytest.raises(MCPError) as raised:
+                await client.read_resource(uri)
+            errors[uri] = raised.value
+        return errors
+
+    for uri, error in run(service, mode, body).items():
+        assert error.code == INVALID_PARAMS, (uri, error.code)
+        assert error.message.startswith(asked[uri]) and error.data == {"uri": uri}
