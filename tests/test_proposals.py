@@ -24,6 +24,7 @@ from mcp.types import Implementation
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
 from mcp_types.version import LATEST_MODERN_VERSION
 
+from memvault import confirm as confirming
 from memvault import proposals
 from memvault.cli import cli
 from memvault.config import Settings, load_settings
@@ -391,23 +392,20 @@ def test_a_proposing_clients_consolidate_proposes_merges_judged_on_the_vaults_ve
     assert vault.get(twin.memory.id).status == "superseded"
 
 
-def test_a_purge_cannot_be_proposed(vault: MemoryService) -> None:
+@pytest.mark.parametrize("target", ["id", "filter"])
+def test_a_purge_cannot_be_proposed_so_it_is_refused_before_anyone_is_asked_to_confirm_it(
+    vault: MemoryService, target: str
+) -> None:
+    """Asking the person to confirm a purge and then refusing the confirmed call would
+    waste their yes: the first call refuses, and no confirmation token is minted."""
     made = vault.remember("The user's locker code is four digits long.", type="fact")
     assert made.memory is not None
     before = vault_state(vault)
-    args = {"id": made.memory.id, "mode": "purge"}
-
-    async def body(client: Client) -> str:
-        first = await client.call_tool("forget", args)
-        token = (first.structured_content or {}).get("confirm")
-        if token is None:  # no confirmation asked: the refusal came at once
-            return str(first.content[0].text)  # type: ignore[union-attr]
-        second = await client.call_tool("forget", {**args, "confirm": token})
-        assert second.is_error
-        return str(second.content[0].text)  # type: ignore[union-attr]
-
-    text = in_process(vault, body, **host("cursor"))
-    assert "cannot be one" in text
+    chosen = {"id": made.memory.id} if target == "id" else {"filter": "type:fact"}
+    text = failing(vault, "cursor", "forget", {**chosen, "mode": "purge"})
+    assert "invalid_input" in text and "a purge erases history and cannot be one" in text
+    assert ("--filter ... --purge" in text) == (target == "filter")
+    assert confirming.tokens(vault)._pending == {}
     assert vault_state(vault) == before
 
 

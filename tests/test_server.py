@@ -11,11 +11,13 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 
 from memvault.server import build_server, note_uri, register_legacy_subscriptions
 from memvault.service import MemoryService
 
-from .helpers import call_tool, git, updated_listener
+from .helpers import call_tool, git, updated_listener, watching
 
 MODES = ["legacy", "2026-07-28"]
 
@@ -475,3 +477,90 @@ def test_a_binary_file_named_md_is_refused_as_a_note_resource_not_shown_as_garba
         return str(shown.contents[0].text)  # type: ignore[union-attr]
 
     assert run(service, "legacy", body).startswith("# Caf\ufffd notes")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_missing_or_unsafe_note_is_invalid_params_not_an_internal_error(
+    service: MemoryService, mode: str
+) -> None:
+    """-32602 with the reason and the URI (SEP-2164 gives a missing resource that code);
+    -32603 would tell the host the server broke."""
+    (service.root.parent / "secret.md").write_text("---\nid: SECRET\n---\nouter secret\n")
+    asked = {
+        "memory://note/preferences": "no memory with id or path 'preferences'",
+        "memory://note/01M8TZGHCWNX5747": "no memory with id or path '01M8TZGHCWNX5747'",
+        "memory://note/.git/config": "'.git/config' is not a memory file (ignored path)",
+        "memory://note/inbox/..": "'inbox/..' contains '..'",
+        "memory://note/..%2fsecret.md": "Unknown resource",
+    }
+
+    async def body(client: Client) -> dict[str, MCPError]:
+        errors = {}
+        for uri in asked:
+            with pytest.raises(MCPError) as raised:
+                await client.read_resource(uri)
+            errors[uri] = raised.value
+        return errors
+
+    for uri, error in run(service, mode, body).items():
+        assert error.code == INVALID_PARAMS, (uri, error.code)
+        assert error.message.startswith(asked[uri]) and error.data == {"uri": uri}
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_a_subscriber_of_a_memory_by_id_is_notified_of_its_changes_wherever_it_moves(
+    service: MemoryService,
+) -> None:
+    """resources/read takes memory://note/<id>, so resources/subscribe does too: a write
+    through memvault, a person's edit of the file, and an edit after forget moved it to
+    archive/ are all announced at the id form it was subscribed by."""
+    made = service.remember("The user's bike is a blue Brompton.", type="fact")
+    assert made.memory is not None
+    memory_id, by_id = made.memory.id, f"memory://note/{made.memory.id}"
+    seen, arrived, on_message = updated_listener(by_id)
+
+    async def announced(n: int) -> None:
+        while seen.count(by_id) < n:
+            arrived.clear()
+            await asyncio.wait_for(arrived.wait(), timeout=10)
+
+    def edit(path: str, old: str, new: str) -> None:
+        file = service.root / path
+        file.write_text(file.read_text().replace(old, new))
+
+    async def body(client: Client) -> None:
+        await client.session.subscribe_resource(by_id)
+        await call_tool(client, "update_memory", {"id": memory_id, "content": "A red one."})
+        await announced(1)
+        edit(made.memory.path, "red", "green")  # type: ignore[union-attr]
+        await announced(2)
+        await call_tool(client, "forget", {"id": memory_id})
+        await announced(3)
+        archived = await call_tool(client, "get_memory", {"id": memory_id})
+        assert archived["path"].startswith("archive/")
+        edit(archived["path"], "green", "yellow")
+        await announced(4)
+
+    with watching(service):
+        run(service, "legacy", body, message_handler=on_message)
+    assert made.memory.path not in by_id and seen.count(by_id) >= 4
+
+
+def test_listen_subscribers_of_a_memory_by_id_get_resource_updated(service: MemoryService) -> None:
+    made = service.remember("Standups are at 9:15.", type="fact")
+    assert made.memory is not None
+    by_id = f"memory://note/{made.memory.id}"
+
+    async def body(client: Client) -> None:
+        async with client.listen(resource_subscriptions=[by_id]) as sub:
+            args = {"id": made.memory.id, "content": "Standups are at 9:30."}  # type: ignore[union-attr]
+            await call_tool(client, "update_memory", args)
+
+            async def first() -> None:
+                async for event in sub:
+                    if str(getattr(event, "uri", "")) == by_id:
+                        return
+
+            await asyncio.wait_for(first(), timeout=10)
+
+    run(service, "2026-07-28", body)

@@ -110,6 +110,33 @@ def test_a_wrong_type_is_one_sentence_that_says_what_the_argument_takes(
     assert commit_count(text_only.root) == before
 
 
+def test_true_or_false_is_refused_for_every_integer_or_number_argument(
+    text_only: MemoryService,
+) -> None:
+    """JSON's true is not 1: k, depth, budget_tokens, importance, confidence... say what
+    they take, as for any other wrong type, and nothing is written."""
+    before = commit_count(text_only.root)
+
+    async def body(client: Client) -> dict[str, str]:
+        refused = {}
+        for listed in (await client.list_tools()).tools:
+            for name, node in listed.input_schema["properties"].items():
+                if node.get("type") in ("integer", "number"):
+                    flag = name != "k"  # false as well as true
+                    result = await client.call_tool(listed.name, {name: flag})
+                    refused[f"{listed.name}.{name}"] = f"{error_text(result)} ({flag})"
+        return refused
+
+    refused = run(text_only, body)
+    assert {"recall.k", "related.depth", "build_context.budget_tokens"} <= set(refused)
+    assert {"remember.importance", "remember.confidence"} <= set(refused)
+    for key, text in refused.items():
+        name, flag = key.split(".")[1], text.rsplit(" (", 1)[1].rstrip(")")
+        assert f"{name} must be an integer" in text or f"{name} must be a number" in text, key
+        assert f"got {flag}" in text and "\n" not in text, key
+    assert commit_count(text_only.root) == before
+
+
 def test_an_unknown_argument_is_an_error_and_nothing_is_written(
     text_only: MemoryService,
 ) -> None:

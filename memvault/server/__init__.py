@@ -42,7 +42,7 @@ store secrets. Nothing is lost: every change can be reverted."""
 def build_server(service: MemoryService) -> tuple[MCPServer, Notifier]:
     """The MCP server over ``service``; the notifier is already listening to it."""
     bus = InMemorySubscriptionBus()
-    notifier = Notifier(bus)
+    notifier = Notifier(bus, lambda name: service.get(name).path)
     mcp: MCPServer = MCPServer(
         name="memvault",
         instructions=INSTRUCTIONS,

@@ -11,8 +11,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote
 
+import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
@@ -21,19 +24,22 @@ from mcp.server.subscriptions import (
 )
 
 from .. import changes, reports
+from ..errors import MemvaultError
 from ..models import ChangeEvent
-from .resources import note_uri
+from .resources import NOTE_PREFIX, note_uri
 
 log = logging.getLogger(__name__)
 
 
 def changed_uris(event: ChangeEvent) -> list[str]:
-    """The resources a change may alter: its notes, the aggregates its memories feed, and
-    the changes (every write is a commit)."""
+    """The resources a change may alter: its notes (by path, and by id for the memories the
+    event names), the aggregates its memories feed, and the changes (every write is a
+    commit)."""
     if not (event.changed or event.added or event.removed):
         return [changes.URI]  # a commit of edits already announced (the watcher's)
-    notes = [note_uri(p) for p in dict.fromkeys([*event.changed, *event.removed])]
-    return [*notes, *reports.affected(event), changes.URI]
+    notes = [note_uri(p) for p in [*event.changed, *event.removed]]
+    notes += [note_uri(m.id) for m in event.memories if m.id]
+    return [*dict.fromkeys(notes), *reports.affected(event), changes.URI]
 
 
 class Notifier:
@@ -44,12 +50,22 @@ class Notifier:
     resources/updated for the URIs they subscribed to with resources/subscribe.
     Each connection is attached once (the SDK builds a new session proxy per
     request) and forgotten when it closes.
+
+    A memory is read as ``memory://note/<path>`` or ``memory://note/<id>``. A write by
+    memvault names the memory, so both forms are notified; a change seen only by its paths
+    (a person's edit, a sync) reaches a 2025-11-25 subscriber of the other form through
+    ``_aliases``: each such URI and the note URI its memory was last found at (``locate``,
+    the memory's path; looked up again after each change it was notified of).
     """
 
-    def __init__(self, bus: InMemorySubscriptionBus) -> None:
+    def __init__(
+        self, bus: InMemorySubscriptionBus, locate: Callable[[str], str] | None = None
+    ) -> None:
         self.bus = bus
+        self.locate = locate
         self.loop: asyncio.AbstractEventLoop | None = None
         self._legacy: dict[str, set[Any]] = {}
+        self._aliases: dict[str, str | None] = {}
         self._connections: set[Any] = set()
         self._lock = threading.Lock()
 
@@ -76,15 +92,24 @@ class Notifier:
             self._connections.discard(connection)
             for subscribers in self._legacy.values():
                 subscribers.discard(connection)
+            self._forget_aliases()
 
-    def subscribe(self, uri: str, session: Any) -> None:
+    async def subscribe(self, uri: str, session: Any) -> None:
         self.attach(session)
+        target = await self._where(uri)
         with self._lock:
             self._legacy.setdefault(uri, set()).add(_connection(session))
+            if target != uri and uri.startswith(NOTE_PREFIX):
+                self._aliases[uri] = target
 
     def unsubscribe(self, uri: str, session: Any) -> None:
         with self._lock:
             self._legacy.get(uri, set()).discard(_connection(session))
+            self._forget_aliases()
+
+    def _forget_aliases(self) -> None:
+        """Under the lock: stop following the memories nobody subscribes to any more."""
+        self._aliases = {a: t for a, t in self._aliases.items() if self._legacy.get(a)}
 
     def on_change(self, event: ChangeEvent) -> None:
         """Service listener: decide the URIs from the event, send from the loop."""
@@ -101,7 +126,29 @@ class Notifier:
         else:
             asyncio.run_coroutine_threadsafe(coro, loop)
 
+    async def _where(self, uri: str) -> str | None:
+        """The note URI, by path, of the memory a ``memory://note/`` URI names, if any."""
+        if self.locate is None or not uri.startswith(NOTE_PREFIX):
+            return uri
+        locate, name = self.locate, unquote(uri.removeprefix(NOTE_PREFIX))
+        try:
+            return note_uri(await anyio.to_thread.run_sync(lambda: locate(name)))
+        except (MemvaultError, OSError):
+            return None
+
+    async def _aliased(self, uris: list[str]) -> list[str]:
+        """The subscribed aliases of ``uris``' notes, found again where they are now."""
+        with self._lock:
+            hit = [a for a, target in self._aliases.items() if target in uris or a in uris]
+        for alias in hit:  # the memory may have moved (archived, renamed)
+            target = await self._where(alias)
+            with self._lock:
+                if alias in self._aliases:
+                    self._aliases[alias] = target
+        return [alias for alias in hit if alias not in uris]
+
     async def _send(self, uris: list[str], list_changed: bool) -> None:
+        uris = [*uris, *await self._aliased(uris)]
         for uri in uris:
             await self.bus.publish(ResourceUpdated(uri=uri))
             with self._lock:
@@ -146,7 +193,7 @@ def register_legacy_subscriptions(server: MCPServer, notifier: Notifier) -> None
     lowlevel = server._lowlevel_server
 
     async def on_subscribe(ctx: Any, params: mt.SubscribeRequestParams) -> mt.EmptyResult:
-        notifier.subscribe(str(params.uri), ctx.session)
+        await notifier.subscribe(str(params.uri), ctx.session)
         return mt.EmptyResult()
 
     async def on_unsubscribe(ctx: Any, params: mt.UnsubscribeRequestParams) -> mt.EmptyResult:

@@ -9,12 +9,12 @@ from urllib.parse import quote
 
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
 from .. import changes, context, profile, reports
-from ..errors import MemvaultError
+from ..errors import InvalidInputError, MemoryNotFoundError, MemvaultError, UnsafePathError
 from ..models import Context
 from ..profile import FieldSpec, Profile, Schema
 from ..service import MemoryService
@@ -93,9 +93,14 @@ def _prompt(render: Callable[[], str]) -> str:
 
 
 async def _read(render: Callable[[], str]) -> str:
-    """Render in a worker thread (file reads); memvault errors as resource errors."""
+    """Render in a worker thread (file reads); memvault errors as resource errors: a
+    missing memory or a bad or unsafe URI (an ignored path, ``..``) as -32602 (invalid
+    params; SEP-2164, 2026-07-28, gives a missing resource that code), the rest as -32603
+    (internal error). The SDK adds the URI as the error's data."""
     try:
         return await anyio.to_thread.run_sync(render)
+    except (MemoryNotFoundError, UnsafePathError, InvalidInputError) as exc:
+        raise ResourceNotFoundError(str(exc)) from exc
     except MemvaultError as exc:
         raise ResourceError(str(exc)) from exc
 

@@ -5,7 +5,8 @@
   ones; no output schema in ``tools/list`` (results still carry ``structuredContent``,
   shaped by ``schemas``, and the same JSON as text: a host's model reads the fields by
   name, while a listed output schema cost a quarter of the whole list, DESIGN section 6);
-- unknown arguments are an error, not silently dropped;
+- unknown arguments are an error, not silently dropped, and so is ``true`` or ``false`` for
+  an integer or a number (pydantic's lax mode would take ``true`` as 1);
 - argument errors are one sentence that names the argument and what it takes, instead of
   pydantic's multi-line report with its documentation link;
 - the text content is the structured content once, as compact JSON, not a pretty copy.
@@ -14,15 +15,16 @@
 from __future__ import annotations
 
 import json
+import types
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, Union, cast, get_args, get_origin
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import CallToolResult, TextContent
-from pydantic import ConfigDict, ValidationError
+from pydantic import ConfigDict, ValidationError, field_validator
 from pydantic_core import ErrorDetails
 
 SHOWN_VALUE = 40  # characters of a rejected value quoted back
@@ -36,7 +38,7 @@ class MemvaultTool(Tool):
         tool = super().from_function(fn, *args, **kwargs)
         assert isinstance(tool, MemvaultTool)
         loose = tool.fn_metadata.arg_model
-        config = {"model_config": ConfigDict(extra="forbid")}
+        config = {"model_config": ConfigDict(extra="forbid")} | no_booleans(loose)
         strict = cast("type[ArgModelBase]", type(loose.__name__, (loose,), config))
         tool.fn_metadata.arg_model = strict
         tool.parameters = argument_schema(strict.model_json_schema(by_alias=True))
@@ -70,6 +72,30 @@ class MemvaultTool(Tool):
     @property
     def _arguments_title(self) -> str:
         return self.fn_metadata.arg_model.__name__
+
+
+def no_booleans(model: type[ArgModelBase]) -> dict[str, Any]:
+    """A validator refusing ``true`` and ``false`` for ``model``'s integer and number
+    arguments (a bool is an int to Python and to pydantic's lax mode), as a class namespace
+    entry; none if it has no such argument."""
+    names = [name for name, field in model.model_fields.items() if _numeric(field.annotation)]
+    if not names:
+        return {}
+
+    def refuse(cls: type[ArgModelBase], value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ValueError("a boolean is not a number")  # worded by explain_arguments
+        return value
+
+    return {"_no_booleans": field_validator(*names, mode="before")(refuse)}
+
+
+def _numeric(annotation: Any) -> bool:
+    """``int``, ``float``, or either of them or ``None``."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        kinds = [a for a in get_args(annotation) if a is not type(None)]
+        return bool(kinds) and all(_numeric(a) for a in kinds)
+    return annotation in (int, float)
 
 
 # -- lean schemas -------------------------------------------------------------------------

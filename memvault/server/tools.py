@@ -231,6 +231,7 @@ def forget(
 ) -> ForgetOut:
     """archive (undoable), delete or purge (erase all history; only if the user asks)."""
     _one_target(id, scope, filter, mode)
+    _proposable(service, mode, filter)
     operation = confirming.resolve(service, id, mode, scope, filter)
     verdict = confirming.gate(service, operation, confirm)
     if not verdict.go:
@@ -444,6 +445,18 @@ def _one_target(id: str | None, scope: str | None, selection: str | None, mode: 
         )
     if scope is not None and mode != "archive":
         raise InvalidInputError(f"a scope is forgotten by archive only, not {mode}")
+
+
+def _proposable(service: MemoryService, mode: str, selection: str | None) -> None:
+    """A purge erases history, so it cannot be a proposal: refused before the person is
+    asked to confirm it (Drafts.forget and purging.purge_many refuse it too, later)."""
+    if mode == "purge" and isinstance(service, proposals.Drafts):
+        command = "--filter ... --purge" if selection is not None else "ID --purge"
+        raise InvalidInputError(
+            "this client's writes are proposals (agent_writes): a purge erases history and "
+            "cannot be one; forget with mode archive or delete, or ask the person to run "
+            f"`memvault forget {command}`"
+        )
 
 
 def _unconfirmed(operation: confirming.Operation, verdict: confirming.Verdict) -> ForgetOut:
