@@ -93,7 +93,7 @@ def records(service: MemoryService, as_of: str, filters: Filters | None = None) 
 
 def records_of(service: MemoryService, as_of: str) -> Callable[[Filters], list[MemoryInfo]]:
     """The records of ``as_of`` as a function of filters (what link resolution asks for)."""
-    everything = records(service, as_of, Filters(include_archived=True))
+    everything = records(service, as_of, Filters(include_archived=True, include_expired=True))
     return lambda filters: [i for i in everything if filters.accepts(i)]
 
 

@@ -217,17 +217,21 @@ def _graph(records: Sequence[MemoryInfo]) -> Graph:
     return graph
 
 
+# links reach every memory: an archived or lapsed one is still the note a link names
+EVERY = Filters(include_archived=True, include_expired=True)
+
+
 def graph_of(records: Records, *fresh: MemoryInfo) -> Graph:
     """The graph of every memory's record (archived ones too), with ``fresh`` records (of
     files just read) in place of what the index holds for them."""
     ours = {r.id: r for r in fresh}
-    everything = [ours.pop(r.id, r) for r in records(Filters(include_archived=True))]
+    everything = [ours.pop(r.id, r) for r in records(EVERY)]
     return _graph([*everything, *ours.values()])
 
 
 def linked_among(records: Records, ids: Sequence[str]) -> dict[str, list[str]]:
     """For each of ``ids`` that links to others of them: the ids it links to."""
-    everything = records(Filters(include_archived=True))
+    everything = records(EVERY)
     wanted = set(ids)
     if not any(r.links for r in everything if r.id in wanted):
         return {}  # the common case: no graph to build

@@ -14,7 +14,7 @@ from memvault.doctor import run_checks
 from memvault.errors import InvalidInputError
 from memvault.history import History
 from memvault.ids import new_id
-from memvault.links import Graph, add_related
+from memvault.links import Graph, add_related, graph_of
 from memvault.models import Memory, MemoryInfo
 from memvault.service import MemoryService
 
@@ -267,3 +267,24 @@ def test_a_doctor_finding_for_a_broken_link_names_the_file_and_the_target(
     assert [(p["path"], "[[Nobody]]" in p["message"]) for p in findings] == [
         ("facts/team.md", True)
     ]
+
+
+def test_a_memory_whose_expiry_passed_is_still_a_link_target_both_ways(
+    text_only: MemoryService,
+) -> None:
+    """Lapsed is not gone: a link to it resolves as a link to an archived one does, from
+    either end, and a new link to it is accepted."""
+    hotel = text_only.remember(
+        "Berlin hotel: the Adler, near the station.",
+        type="fact",
+        title="Berlin hotel",
+        dates={"expires": "2026-11-15"},
+    )
+    assert hotel.memory is not None
+    plan = text_only.remember(
+        "Plan for the Berlin trip in spring.", type="note", links=["Berlin hotel"]
+    )
+    assert plan.memory is not None
+    graph = graph_of(text_only.records)
+    assert [m.id for m in graph.links_of(plan.memory.id)] == [hotel.memory.id]
+    assert [m.id for m in graph.backlinks(hotel.memory.id)] == [plan.memory.id]
