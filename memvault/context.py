@@ -161,7 +161,7 @@ def build_context(
     free = max(0, budget_tokens - fixed - estimate_tokens(LEFT_OUT.format(n=999)))
     _share(free, prefs, memories, episodes)
     sections = tuple(s.frozen() for s in (profile_section, prefs, memories, episodes))
-    text = _render(header, sections)
+    text = _render(header, sections, budget_tokens)
     used = estimate_tokens(text)
     return Context(topic, budget_tokens, text, sections, used, over_budget=used > budget_tokens)
 
@@ -182,15 +182,17 @@ def _header(topic: str) -> str:
     )
 
 
-def _render(header: str, sections: Sequence[ContextSection]) -> str:
+def _render(header: str, sections: Sequence[ContextSection], budget: int) -> str:
+    """The context's text; the "left out" line only where it fits in the budget (the
+    sections' ``left_out`` say the same)."""
     parts = [header]
     for section in sections:
         if section.items or section.name == "profile":
             parts.append(_section_text(section.name, section.items))
+    text = "\n\n".join(parts) + "\n"
     left_out = sum(len(s.left_out) for s in sections)
-    if left_out:
-        parts.append(LEFT_OUT.format(n=left_out))
-    return "\n\n".join(parts) + "\n"
+    noted = text + "\n" + LEFT_OUT.format(n=left_out) + "\n"
+    return noted if left_out and estimate_tokens(noted) <= budget else text
 
 
 def _section_text(name: str, items: Sequence[ContextItem]) -> str:

@@ -16,7 +16,7 @@ from mcp.shared.exceptions import MCPError
 
 from memvault import profile
 from memvault.config import Settings
-from memvault.context import build_context, estimate_tokens
+from memvault.context import LEFT_OUT, build_context, estimate_tokens
 from memvault.errors import InvalidInputError
 from memvault.models import Context
 from memvault.service import MemoryService
@@ -113,6 +113,26 @@ def test_the_budget_is_respected_and_a_larger_one_carries_more(
     assert set(found.ids) < set(larger.ids)
 
 
+def test_a_budget_that_fits_the_profile_is_never_exceeded_by_the_left_out_line(
+    text_only: MemoryService,
+) -> None:
+    """Every budget from the heading and profile alone upwards: the text fits, and the
+    "left out" line is there only where it fits too (the sections say it anyway)."""
+    profile.set_field(text_only, "name", "王小明")
+    for fact in (
+        "Project Falcon migrates billing to PostgreSQL.",
+        "Falcon deadline is 2027-01-31.",
+        "Bob reviews the Falcon migration scripts.",
+    ):
+        text_only.remember(fact, type="fact")
+    tiny = build_context(text_only, "Falcon", 1).text  # over: no room for the left-out line
+    alone = estimate_tokens(tiny.split("\n\n(")[0] + "\n")  # the heading and the profile
+    for budget in range(alone, alone + 40):
+        found = build_context(text_only, "Falcon", budget)
+        assert found.used_tokens <= budget and not found.over_budget, budget
+        assert ("left out" in found.text) <= bool(found.left_out)
+
+
 def test_a_large_budget_carries_every_candidate_and_leaves_nothing_out(
     text_only: MemoryService,
 ) -> None:
@@ -136,8 +156,9 @@ def test_the_profile_comes_first_and_whole_even_when_the_budget_is_tiny(
     assert tiny.over_budget and tiny.used_tokens > 10
     assert set(tiny.ids) == fields and "penicillin, peanuts" in tiny.text
 
-    small = build_context(text_only, "booking train trips", tiny.used_tokens + 10)
-    assert_within(small)  # room for the profile, not for one more line
+    note = estimate_tokens(LEFT_OUT.format(n=99))  # the "left out" line needs room too
+    small = build_context(text_only, "booking train trips", tiny.used_tokens + note + 2)
+    assert_within(small)  # room for the profile and that line, not for one memory
     assert small.sections[0].name == "profile"
     assert {i.id for i in small.sections[0].items} == fields
     assert set(small.ids) == fields and small.left_out
