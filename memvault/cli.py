@@ -373,7 +373,7 @@ def search(
         if not results:
             from .retrieval import no_match_note
 
-            click.echo(no_match_note(floor))
+            click.echo(no_match_note(floor, none_selected=not service.records(filters)))
         for n, r in enumerate(results, 1):
             click.echo(
                 f"{n:>2}. relevance {r.relevance:.2f}  score {r.score:.3f}  "

@@ -322,10 +322,9 @@ class MemoryService:
                     paths, f"remember: {path}", self._trailers("remember", meta["id"])
                 )
         self.indexing.embed_left(written)
-        memory = written[0]
-        self._notify(ChangeEvent(changed=tuple(paths), added=(path,)), memory, *old)
+        self._notify(ChangeEvent(changed=tuple(paths), added=(path,)), written[0], *old)
         others = tuple(s for s in similar if s.id not in supersedes)
-        return RememberResult("created", memory, sha, others, None)
+        return RememberResult("created", written[0], sha, others, None)
 
     def update(
         self,

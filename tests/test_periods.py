@@ -57,7 +57,7 @@ def test_recall_says_how_many_memories_a_period_left_out_for_want_of_a_date(
     assert unfiltered["count"] == 2 and unfiltered["note"] is None
     later = tool(garden, "recall", {"query": "tulip garden fence", "since": "2027"})
     assert later["count"] == 0
-    assert later["note"].startswith("no relevant memory")
+    assert later["note"].startswith("no memory matches the filters")  # none since 2027
     assert later["note"].endswith(
         "; 1 memory without a readable created date: left out by since/until"
     )

@@ -220,3 +220,15 @@ def test_an_empty_answer_while_the_index_catches_up_does_not_blame_relevance() -
     assert "relevance" in no_match_note(0.5)
     waiting = no_match_note(0.5, catching_up=True)
     assert "catching up" in waiting and "relevance" not in waiting
+
+
+def test_a_recall_whose_filters_select_no_memory_says_so_not_relevance(
+    text_only: MemoryService,
+) -> None:
+    """A period (or type) holding no memory: lowering min_relevance would not help."""
+    text_only.remember("The user's dentist is Dr. Okafor on Elm Street.", type="fact")
+    empty = recall(text_only, "dentist", since="2030-01")
+    assert empty.count == 0
+    assert empty.note is not None and empty.note.startswith("no memory matches the filters")
+    junk = recall(text_only, "quantum chromodynamics lecture notes")
+    assert junk.note is not None and junk.note.startswith("no relevant memory")

@@ -144,9 +144,14 @@ def recall(
     hits = proposals.recall(service, query, k, filters)  # this client's proposals too
     service.access.hit(h.id for h in hits)  # returned to a client: counted
     floor = service.settings.min_relevance if min_relevance is None else min_relevance
-    note = None if hits else no_match_note(floor, not service.ensure_synced(wait=False))
+    note = None if hits else _no_match(service, floor, filters)
     left = undated_note(service.undated(filters))
     return _recall_out(service, hits, "; ".join(n for n in (note, left) if n) or None)
+
+
+def _no_match(service: MemoryService, floor: float, filters: Filters) -> str:
+    catching_up = not service.ensure_synced(wait=False)
+    return no_match_note(floor, catching_up, not catching_up and not service.records(filters))
 
 
 def get_memory(service: MemoryService, id: Id, as_of: AsOf = None) -> MemoryOut:
