@@ -17,6 +17,7 @@ see :func:`estimate_tokens`.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING
 from . import profile, validate
 from .errors import InvalidInputError, MemvaultError
 from .links import graph_of
-from .models import Context, ContextItem, ContextSection, Filters, Memory, MemoryInfo
+from .models import Context, ContextItem, ContextSection, Filters, Memory, MemoryInfo, validity
 from .note import cut, newest_first, strip_title, timestamp
 
 if TYPE_CHECKING:
@@ -154,9 +155,13 @@ def build_context(
     profile_items = _profile_items(service)
     profile_section = _Section("profile", profile_items, list(profile_items), [])
     seen = {item.id for item in profile_items}
-    prefs = _Section("preferences", _lines(_preferences(service, topic), seen), [], [])
-    memories = _Section("memories", _lines(_relevant(service, topic), seen), [], [])
-    episodes = _Section("episodes", _lines(_episodes(service), seen), [], [])
+    prefs = _Section(
+        "preferences", _lines(_preferences(service, topic), seen, service.clock()), [], []
+    )
+    memories = _Section(
+        "memories", _lines(_relevant(service, topic), seen, service.clock()), [], []
+    )
+    episodes = _Section("episodes", _lines(_episodes(service), seen, service.clock()), [], [])
     fixed = estimate_tokens(header) + _tokens("profile", profile_items)
     free = max(0, budget_tokens - fixed - estimate_tokens(LEFT_OUT.format(n=999)))
     _share(free, prefs, memories, episodes)
@@ -260,14 +265,17 @@ def _read(service: MemoryService, paths: Iterable[str]) -> list[Memory]:
     return list(out.values())
 
 
-def _lines(memories: Sequence[Memory], seen: set[str]) -> list[ContextItem]:
-    """One line per memory not in ``seen`` (which then holds them): each memory once."""
+def _lines(memories: Sequence[Memory], seen: set[str], now: dt.datetime) -> list[ContextItem]:
+    """One line per memory not in ``seen`` (which then holds them): each memory once; a fact
+    ``now`` lies outside of says so."""
     out = []
     for memory in memories:
         if memory.id in seen:
             continue
         seen.add(memory.id)
-        out.append(_item(memory.id, memory.title, f"- {_gist(memory)} [{memory.id}]"))
+        held = validity(memory.meta, now)
+        note = f" ({held})" if held else ""
+        out.append(_item(memory.id, memory.title, f"- {_gist(memory)}{note} [{memory.id}]"))
     return out
 
 

@@ -502,6 +502,18 @@ class RememberResult:
     reason: str | None = None
 
 
+def validity(meta: dict[str, Any], now: dt.datetime) -> str | None:
+    """What to say of a fact ``now`` lies outside of (``valid_from``/``valid_until`` hide
+    nothing, so a result says it): None while it holds, or without those dates."""
+    until = str(meta.get("valid_until") or "").strip()
+    if until and lapsed(until, now):
+        return f"valid until {until}: may no longer hold"
+    since = str(meta.get("valid_from") or "").strip()
+    if since and not lapsed(since, now) and since[:10] != now.date().isoformat():
+        return f"valid from {since}: does not hold yet"
+    return None
+
+
 def lapsed(expires: str | None, now: dt.datetime) -> bool:
     """True when ``expires`` lies before ``now``: a date alone lasts through that day, a
     naive time is in ``now``'s zone. Missing or unreadable: never lapses."""

@@ -11,7 +11,7 @@ from . import policy, validate
 from .access import AccessStats
 from .errors import InvalidInputError, MalformedMemoryError, MemoryNotFoundError, UnsafePathError
 from .index import SearchHit, SearchQuery
-from .models import Filters, Hit, Similar, lapsed
+from .models import Filters, Hit, Similar, lapsed, validity
 from .note import clean_tags, snippet, strip_title, title_from
 from .sync import IndexSync
 from .vault import Vault
@@ -86,7 +86,9 @@ class Retrieval:
             except (MemoryNotFoundError, MalformedMemoryError, UnsafePathError):
                 continue  # changed under us since it was indexed; the watcher will catch up
             text = snippet(memory.body, query)
-            out.append(Hit.of(memory, text, round(hit.score, 4), hit.why, round(hit.relevance, 3)))
+            held = validity(memory.meta, self.clock())
+            why = {**hit.why, "validity": held} if held else hit.why
+            out.append(Hit.of(memory, text, round(hit.score, 4), why, round(hit.relevance, 3)))
         return out
 
     def pairs_above(self, threshold: float) -> list[tuple[str, str, float]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from pathlib import Path
 
@@ -232,3 +233,27 @@ def test_a_recall_whose_filters_select_no_memory_says_so_not_relevance(
     assert empty.note is not None and empty.note.startswith("no memory matches the filters")
     junk = recall(text_only, "quantum chromodynamics lecture notes")
     assert junk.note is not None and junk.note.startswith("no relevant memory")
+
+
+def test_a_fact_whose_validity_ended_says_so_in_recall_and_context(
+    text_only: MemoryService,
+) -> None:
+    """valid_until hides nothing, so the result says the fact may no longer hold."""
+    from memvault.context import build_context
+
+    text_only.remember(
+        "Alice is on parental leave; send status updates to Bob instead.",
+        type="fact",
+        dates={"valid_from": "2026-08-01", "valid_until": "2026-10-31"},
+    )
+    text_only.remember("Status updates go out every Friday afternoon.", type="fact")
+    text_only.clock = lambda: dt.datetime(2026, 12, 2, 9, 0, tzinfo=dt.UTC)
+    hits = {h.title[:5]: h for h in text_only.recall("status updates", k=5)}
+    assert hits["Alice"].why["validity"] == "valid until 2026-10-31: may no longer hold"
+    assert "validity" not in hits["Statu"].why
+    context = build_context(text_only, "status updates", 500).text
+    assert "Alice is on parental leave" in context
+    assert "(valid until 2026-10-31: may no longer hold)" in context
+    text_only.clock = lambda: dt.datetime(2026, 7, 1, 9, 0, tzinfo=dt.UTC)
+    early = {h.title[:5]: h for h in text_only.recall("status updates", k=5)}
+    assert early["Alice"].why["validity"] == "valid from 2026-08-01: does not hold yet"
