@@ -176,7 +176,10 @@ def _apply(service: MemoryService, proposal: Proposal) -> Proposal:
         if proposal.kind in ("merge", "supersede"):
             keep, drop = proposal.ids
             if str(service.get(drop).meta.get("source") or "") == "user":
-                note = "the user stated it: confirm with update_memory(status=superseded)"
+                note = (
+                    f"the user stated it: to confirm, remember the text of {proposal.paths[0]} "
+                    f"again with supersedes=[{keep!r}, {drop!r}], so that both point at it"
+                )
                 return replace(proposal, reason=f"{proposal.reason} (not applied: {note})")
             fields = {"status": "superseded", "superseded_by": keep}
             result = service.update(drop, fields=fields, op=proposal.kind)

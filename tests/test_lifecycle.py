@@ -17,6 +17,7 @@ from memvault.cli import cli
 from memvault.config import Settings, load_settings
 from memvault.errors import InvalidInputError
 from memvault.models import Filters
+from memvault.note import strip_title
 from memvault.service import MemoryService
 
 from .helpers import DAY0, Clock, call_tool, commit_count, git
@@ -461,3 +462,21 @@ def test_consolidation_commits_say_what_they_do_and_never_supersede_what_the_use
     assert done.applied and service.get(stated.memory.id).status == "superseded"
     assert git(service.root, "log", "-1", "--format=%s").startswith("merge: ")
     assert "Memvault-Op: merge" in git(service.root, "log", "-1", "--format=%B")
+
+
+def test_the_hint_on_a_refused_step_makes_a_real_supersession(service: MemoryService) -> None:
+    kept = add(service, "The user's favourite editor is Neovim.", type="preference", importance=0.9)
+    stated = add(
+        service, "The user's favourite editor is Neovim.", type="preference", source="user"
+    )
+    (refused,) = [p for p in lifecycle.consolidate(service, dry_run=False) if p.kind == "merge"]
+    assert not refused.applied and refused.ids == (kept, stated)
+    hint = f"remember the text of {refused.paths[0]} again with supersedes=[{kept!r}, {stated!r}]"
+    assert hint in refused.reason
+    text = strip_title(service.get(kept).body)
+    new = service.remember(text, type="preference", source="user", supersedes=[kept, stated])
+    assert new.action == "created" and new.memory is not None
+    for old in (kept, stated):
+        memory = service.get(old)
+        assert memory.status == "superseded" and memory.meta["superseded_by"] == new.memory.id
+    assert [p for p in lifecycle.consolidate(service) if p.kind != "archive"] == []
