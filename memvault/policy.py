@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from . import facts
 from .models import CORE_IMPORTANCE, Access, MemoryInfo, Proposal, Similar, lapsed, last_seen
-from .note import newest_first
+from .note import timestamp
 from .text import tokens
 
 # Acknowledgements and filler that carry nothing worth remembering.
@@ -229,20 +229,29 @@ def plan_consolidation(
     return proposals
 
 
+def stated_at(info: MemoryInfo) -> float:
+    """When a memory's fact was stated: its ``created`` time, else (a note without
+    ``created:``) its ``updated`` one. Editing a memory (retagging it) does not make its
+    fact newer. A missing time is the oldest."""
+    return timestamp(info.created or info.updated)
+
+
 def pair_proposal(
     a: MemoryInfo, b: MemoryInfo, cosine: float, text_a: str, text_b: str
 ) -> Proposal | None:
-    """Merge (keep the more important, then newer) or supersede (the older) or nothing."""
+    """Merge (keep the more important, then the one stated later) or supersede (the one
+    stated earlier) or nothing. A contradiction between two memories stated at the same
+    time is left alone: which one holds would be a guess."""
     verdict = relation(text_a, text_b, cosine, same_type=True)
     if verdict == "duplicate":
-        keep, drop = sorted((a, b), key=lambda d: (-d.importance, newest_first(d.updated)))
+        keep, drop = sorted((a, b), key=lambda d: (-d.importance, -stated_at(d)))
         reason = (
             f"near-duplicates (cosine {cosine:.3f}): keep {keep.path}, "
             f"mark {drop.path} superseded by it"
         )
         return Proposal("merge", (keep.id, drop.id), (keep.path, drop.path), reason)
-    if verdict == "possible_contradiction":
-        new, old = sorted((a, b), key=lambda d: newest_first(d.updated))
+    if verdict == "possible_contradiction" and stated_at(a) != stated_at(b):
+        new, old = sorted((a, b), key=lambda d: -stated_at(d))
         reason = (
             f"{new.path} seems to contradict the older {old.path}: mark the older one "
             "superseded (check first; revert if wrong)"

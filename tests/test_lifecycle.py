@@ -464,6 +464,24 @@ def test_consolidation_commits_say_what_they_do_and_never_supersede_what_the_use
     assert "Memvault-Op: merge" in git(service.root, "log", "-1", "--format=%B")
 
 
+STANDUP_1030 = "The daily standup is at 10:30 on Zoom."
+STANDUP_1100 = "The daily standup is at 11:00 on Zoom."
+
+
+def test_consolidate_calls_older_the_fact_stated_first_not_the_one_edited_first(
+    service: MemoryService, clock: Clock
+) -> None:
+    service.clock = clock
+    first = add(service, STANDUP_1030, type="fact")
+    clock.days(1)
+    second = add(service, STANDUP_1100, type="fact")
+    clock.days(2)
+    service.update(first, fields={"tags": ["work", "meetings"]})  # now "updated" later
+    (step,) = [p for p in lifecycle.consolidate(service) if p.kind == "supersede"]
+    assert step.ids == (second, first)
+    assert f"contradict the older {service.get(first).path}" in step.reason
+
+
 def test_the_hint_on_a_refused_step_makes_a_real_supersession(service: MemoryService) -> None:
     kept = add(service, "The user's favourite editor is Neovim.", type="preference", importance=0.9)
     stated = add(
