@@ -468,6 +468,28 @@ STANDUP_1030 = "The daily standup is at 10:30 on Zoom."
 STANDUP_1100 = "The daily standup is at 11:00 on Zoom."
 
 
+@pytest.mark.parametrize("corrected_by", ["remember", "consolidate"])
+def test_consolidate_never_brings_back_a_fact_that_was_corrected(
+    service: MemoryService, clock: Clock, corrected_by: str
+) -> None:
+    service.clock = clock
+    stale = add(service, STANDUP_1030, type="fact")
+    clock.days(1)
+    if corrected_by == "remember":
+        correction = add(service, STANDUP_1100, type="fact", supersedes=[stale])
+    else:  # a consolidation's supersession: only the old one says superseded_by
+        correction = add(service, STANDUP_1100, type="fact")
+        lifecycle.consolidate(service, dry_run=False)
+    assert service.get(stale).meta["superseded_by"] == correction
+    clock.days(2)
+    relearned = add(service, STANDUP_1030, type="fact")  # re-learned from an old conversation
+    (step,) = [p for p in lifecycle.consolidate(service, dry_run=False) if p.kind != "archive"]
+    assert step.applied and step.ids == (correction, relearned)
+    assert "which" in step.reason and "corrected" in step.reason
+    assert service.get(correction).status == "active"
+    assert service.get(relearned).meta["superseded_by"] == correction
+
+
 def test_consolidate_calls_older_the_fact_stated_first_not_the_one_edited_first(
     service: MemoryService, clock: Clock
 ) -> None:

@@ -182,3 +182,26 @@ def test_notes_committed_together_are_ordered_by_their_created_key_or_else_left_
     assert proposal is not None and proposal.ids == ("u", "p1")
     twin = fact("t", "2026-11-01", commit)  # stated together: which holds is a guess
     assert pair_proposal(plate1, twin, 0.99, STANDUP_1030, STANDUP_1100) is None
+
+
+@pytest.mark.parametrize(
+    "restated",
+    [
+        STANDUP_1030,
+        "the daily standup is at 10:30 on zoom",
+        "On Zoom, the daily standup is at 10:30.",
+    ],
+)
+def test_a_memory_restating_what_a_correction_corrected_is_superseded_not_the_correction(
+    restated: str,
+) -> None:
+    correction = fact("b", "2026-06-10T09:00:00+00:00", "2026-06-10T09:00:00+00:00")
+    stale = fact("c", "2026-06-20T09:00:00+00:00", "2026-06-20T09:00:00+00:00")
+    corrected = {"b": [("facts/a.md", STANDUP_1030)]}
+    proposal = pair_proposal(stale, correction, 0.99, restated, STANDUP_1100, corrected)
+    assert proposal is not None and proposal.kind == "supersede"
+    assert proposal.ids == ("b", "c")  # keep the correction, supersede the restatement
+    assert "facts/c.md restates facts/a.md, which facts/b.md corrected" in proposal.reason
+    other = {"b": [("facts/a.md", "The daily standup is at 09:45 on Zoom.")]}
+    plain = pair_proposal(stale, correction, 0.99, restated, STANDUP_1100, other)
+    assert plain is not None and plain.ids == ("c", "b")  # a new fact: the newer one wins
