@@ -31,10 +31,12 @@ def consolidate(service: MemoryService, dry_run: bool = True) -> list[Proposal]:
     # the retrieval's: a proposing client's judges the vault's vectors (proposals._Judging)
     pairs = service.retrieval.pairs_above(policy.RELATED_COSINE)
     close = policy.related_pairs({i.id: i for i in infos}, pairs)
-    texts = _texts(service, {m.id: m for a, b, _ in close for m in (a, b)}.values())
+    memories = _read(service, {m.id: m for a, b, _ in close for m in (a, b)}.values())
+    texts = {i: strip_title(m.body) for i, m in memories.items()}
+    corrected = _corrected(service, memories)
     access = service.access.of(i.id for i in infos)
     rules = {t: hard_forget(service, t) for t in {i.type for i in infos}}
-    proposals = policy.plan_consolidation(infos, pairs, texts, now, access, rules)
+    proposals = policy.plan_consolidation(infos, pairs, texts, now, access, rules, corrected)
     if dry_run:
         return proposals
     return [_apply(service, proposal) for proposal in proposals]
@@ -157,15 +159,45 @@ def _delete(service: MemoryService, memory: Memory) -> str | None:
     return None
 
 
-def _texts(service: MemoryService, infos: Iterable[MemoryInfo]) -> dict[str, str]:
-    """Bodies (without title) of the memories in close pairs; unreadable ones are left out."""
+def _read(service: MemoryService, infos: Iterable[MemoryInfo]) -> dict[str, Memory]:
+    """The memories in close pairs, by id; unreadable ones are left out."""
     out = {}
     for info in infos:
         try:
-            out[info.id] = strip_title(service.vault.read(info.path).body)
+            out[info.id] = service.vault.read(info.path)
         except MemvaultError:
             continue
     return out
+
+
+def _corrected(service: MemoryService, memories: dict[str, Memory]) -> policy.Corrected:
+    """What each of ``memories`` corrected: (path, text) of the memories it superseded,
+    named by its own ``supersedes:`` or by their ``superseded_by:`` (a consolidation's)."""
+    out: dict[str, dict[str, tuple[str, str]]] = {i: {} for i in memories}
+    for memory in memories.values():
+        for old_id in _ids(memory.meta.get("supersedes")):
+            try:
+                old = service.get(old_id)
+            except MemvaultError:
+                continue
+            out[memory.id][old.id] = (old.path, strip_title(old.body))
+    if memories:
+        everything = service.records(Filters(include_archived=True, include_expired=True))
+        superseded = [i for i in everything if i.status == "superseded"]
+        for old in _read(service, superseded).values():
+            by = str(old.meta.get("superseded_by") or "")
+            if by in out:
+                out[by][old.id] = (old.path, strip_title(old.body))
+    return {i: tuple(found.values()) for i, found in out.items() if found}
+
+
+def _ids(value: object) -> list[str]:
+    """A ``supersedes:`` value (a list of ids, or one id) as ids."""
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if isinstance(value, list | tuple):
+        return [str(v) for v in value if str(v).strip()]
+    return []
 
 
 def _apply(service: MemoryService, proposal: Proposal) -> Proposal:
@@ -176,7 +208,10 @@ def _apply(service: MemoryService, proposal: Proposal) -> Proposal:
         if proposal.kind in ("merge", "supersede"):
             keep, drop = proposal.ids
             if str(service.get(drop).meta.get("source") or "") == "user":
-                note = "the user stated it: confirm with update_memory(status=superseded)"
+                note = (
+                    f"the user stated it: to confirm, remember the text of {proposal.paths[0]} "
+                    f"again with supersedes=[{keep!r}, {drop!r}], so that both point at it"
+                )
                 return replace(proposal, reason=f"{proposal.reason} (not applied: {note})")
             fields = {"status": "superseded", "superseded_by": keep}
             result = service.update(drop, fields=fields, op=proposal.kind)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from . import facts
 from .models import CORE_IMPORTANCE, Access, MemoryInfo, Proposal, Similar, lapsed, last_seen
-from .note import newest_first
+from .note import timestamp
 from .text import tokens
 
 # Acknowledgements and filler that carry nothing worth remembering.
@@ -207,18 +207,20 @@ def plan_consolidation(
     now: dt.datetime,
     access: Mapping[str, Access] | None = None,
     rules: Mapping[str, HardForget] | None = None,
+    corrected: Corrected | None = None,
 ) -> list[Proposal]:
     """Merges of near-duplicates, supersessions of contradicted memories, archives by policy.
 
     ``pairs`` are (id, id, cosine) of close memories, ``texts`` their bodies without the
     title (a pair whose text is missing is skipped), ``access`` the memories' access
-    statistics, ``rules`` the hard-forgetting rule per type (default: HardForget()).
+    statistics, ``rules`` the hard-forgetting rule per type (default: HardForget()),
+    ``corrected`` what each memory superseded (see :func:`pair_proposal`).
     """
     by_id = {info.id: info for info in infos}
     proposals = []
     for a, b, cosine in related_pairs(by_id, pairs):
         if a.id in texts and b.id in texts:
-            proposal = pair_proposal(a, b, cosine, texts[a.id], texts[b.id])
+            proposal = pair_proposal(a, b, cosine, texts[a.id], texts[b.id], corrected)
             if proposal:
                 proposals.append(proposal)
     for info in infos:
@@ -229,26 +231,76 @@ def plan_consolidation(
     return proposals
 
 
+Corrected = Mapping[str, Sequence[tuple[str, str]]]  # id -> (path, text) of what it corrected
+
+
+def stated_at(info: MemoryInfo) -> float:
+    """When a memory's fact was stated: its ``created`` time, else (a note without
+    ``created:``) its ``updated`` one. Editing a memory (retagging it) does not make its
+    fact newer. A missing time is the oldest."""
+    return timestamp(info.created or info.updated)
+
+
+def restates(text: str, old_text: str) -> bool:
+    """Whether ``text`` states again what ``old_text`` stated: equal, or the same facts (none
+    conflicting, none added) in overlapping words. No cosine is asked: this is only asked
+    of a text already close to the memory that corrected ``old_text``."""
+    if normalise(text) == normalise(old_text):
+        return True
+    if not facts.comparable(text, old_text):
+        return False
+    difference = facts.compare(text, old_text)
+    if difference.conflicts or difference.extras:
+        return False
+    return facts.overlap(text, old_text) >= DUPLICATE_OVERLAP
+
+
 def pair_proposal(
-    a: MemoryInfo, b: MemoryInfo, cosine: float, text_a: str, text_b: str
+    a: MemoryInfo,
+    b: MemoryInfo,
+    cosine: float,
+    text_a: str,
+    text_b: str,
+    corrected: Corrected | None = None,
 ) -> Proposal | None:
-    """Merge (keep the more important, then newer) or supersede (the older) or nothing."""
+    """Merge (keep the more important, then the one stated later) or supersede (the one
+    stated earlier) or nothing. A contradiction between two memories stated at the same
+    time is left alone: which one holds would be a guess.
+
+    ``corrected`` (id -> the memories it superseded) protects a correction: a memory that
+    restates what the other one corrected is the one proposed for supersession."""
     verdict = relation(text_a, text_b, cosine, same_type=True)
     if verdict == "duplicate":
-        keep, drop = sorted((a, b), key=lambda d: (-d.importance, newest_first(d.updated)))
+        keep, drop = sorted((a, b), key=lambda d: (-d.importance, -stated_at(d)))
+    elif verdict == "possible_contradiction" and stated_at(a) != stated_at(b):
+        keep, drop = sorted((a, b), key=lambda d: -stated_at(d))
+    else:
+        return None
+    kept_text = text_a if keep is a else text_b
+    for path, old_text in (corrected or {}).get(drop.id, ()):
+        if restates(kept_text, old_text):
+            return _restated(drop, keep, path)
+    if verdict == "duplicate":
         reason = (
             f"near-duplicates (cosine {cosine:.3f}): keep {keep.path}, "
             f"mark {drop.path} superseded by it"
         )
         return Proposal("merge", (keep.id, drop.id), (keep.path, drop.path), reason)
-    if verdict == "possible_contradiction":
-        new, old = sorted((a, b), key=lambda d: newest_first(d.updated))
-        reason = (
-            f"{new.path} seems to contradict the older {old.path}: mark the older one "
-            "superseded (check first; revert if wrong)"
-        )
-        return Proposal("supersede", (new.id, old.id), (new.path, old.path), reason)
-    return None
+    reason = (
+        f"{keep.path} seems to contradict the older {drop.path}: mark the older one "
+        "superseded (check first; revert if wrong)"
+    )
+    return Proposal("supersede", (keep.id, drop.id), (keep.path, drop.path), reason)
+
+
+def _restated(correction: MemoryInfo, stale: MemoryInfo, corrected_path: str) -> Proposal:
+    """Supersede ``stale``, which restates ``corrected_path``, by the ``correction`` of it."""
+    reason = (
+        f"{stale.path} restates {corrected_path}, which {correction.path} corrected: mark it "
+        f"superseded by the correction (if the fact changed back, remember it with "
+        f"supersedes=[{correction.id!r}])"
+    )
+    return Proposal("supersede", (correction.id, stale.id), (correction.path, stale.path), reason)
 
 
 __all__ = ["Similar", "forget_verdict", "plan_consolidation", "relation", "triviality"]

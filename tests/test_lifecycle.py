@@ -17,6 +17,7 @@ from memvault.cli import cli
 from memvault.config import Settings, load_settings
 from memvault.errors import InvalidInputError
 from memvault.models import Filters
+from memvault.note import strip_title
 from memvault.service import MemoryService
 
 from .helpers import DAY0, Clock, call_tool, commit_count, git
@@ -461,3 +462,61 @@ def test_consolidation_commits_say_what_they_do_and_never_supersede_what_the_use
     assert done.applied and service.get(stated.memory.id).status == "superseded"
     assert git(service.root, "log", "-1", "--format=%s").startswith("merge: ")
     assert "Memvault-Op: merge" in git(service.root, "log", "-1", "--format=%B")
+
+
+STANDUP_1030 = "The daily standup is at 10:30 on Zoom."
+STANDUP_1100 = "The daily standup is at 11:00 on Zoom."
+
+
+@pytest.mark.parametrize("corrected_by", ["remember", "consolidate"])
+def test_consolidate_never_brings_back_a_fact_that_was_corrected(
+    service: MemoryService, clock: Clock, corrected_by: str
+) -> None:
+    service.clock = clock
+    stale = add(service, STANDUP_1030, type="fact")
+    clock.days(1)
+    if corrected_by == "remember":
+        correction = add(service, STANDUP_1100, type="fact", supersedes=[stale])
+    else:  # a consolidation's supersession: only the old one says superseded_by
+        correction = add(service, STANDUP_1100, type="fact")
+        lifecycle.consolidate(service, dry_run=False)
+    assert service.get(stale).meta["superseded_by"] == correction
+    clock.days(2)
+    relearned = add(service, STANDUP_1030, type="fact")  # re-learned from an old conversation
+    (step,) = [p for p in lifecycle.consolidate(service, dry_run=False) if p.kind != "archive"]
+    assert step.applied and step.ids == (correction, relearned)
+    assert "which" in step.reason and "corrected" in step.reason
+    assert service.get(correction).status == "active"
+    assert service.get(relearned).meta["superseded_by"] == correction
+
+
+def test_consolidate_calls_older_the_fact_stated_first_not_the_one_edited_first(
+    service: MemoryService, clock: Clock
+) -> None:
+    service.clock = clock
+    first = add(service, STANDUP_1030, type="fact")
+    clock.days(1)
+    second = add(service, STANDUP_1100, type="fact")
+    clock.days(2)
+    service.update(first, fields={"tags": ["work", "meetings"]})  # now "updated" later
+    (step,) = [p for p in lifecycle.consolidate(service) if p.kind == "supersede"]
+    assert step.ids == (second, first)
+    assert f"contradict the older {service.get(first).path}" in step.reason
+
+
+def test_the_hint_on_a_refused_step_makes_a_real_supersession(service: MemoryService) -> None:
+    kept = add(service, "The user's favourite editor is Neovim.", type="preference", importance=0.9)
+    stated = add(
+        service, "The user's favourite editor is Neovim.", type="preference", source="user"
+    )
+    (refused,) = [p for p in lifecycle.consolidate(service, dry_run=False) if p.kind == "merge"]
+    assert not refused.applied and refused.ids == (kept, stated)
+    hint = f"remember the text of {refused.paths[0]} again with supersedes=[{kept!r}, {stated!r}]"
+    assert hint in refused.reason
+    text = strip_title(service.get(kept).body)
+    new = service.remember(text, type="preference", source="user", supersedes=[kept, stated])
+    assert new.action == "created" and new.memory is not None
+    for old in (kept, stated):
+        memory = service.get(old)
+        assert memory.status == "superseded" and memory.meta["superseded_by"] == new.memory.id
+    assert [p for p in lifecycle.consolidate(service) if p.kind != "archive"] == []

@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 
 from memvault.models import Access, MemoryInfo, lapsed
-from memvault.policy import HardForget, forget_verdict, plan_consolidation, secret_kind
+from memvault.policy import (
+    HardForget,
+    forget_verdict,
+    pair_proposal,
+    plan_consolidation,
+    secret_kind,
+)
 
 
 @pytest.mark.parametrize(
@@ -136,3 +142,66 @@ def test_the_plan_proposes_archives_with_per_type_rules_and_access() -> None:
 )
 def test_when_a_memory_lapses(expires: str | None, now: dt.datetime, lapsed_: bool) -> None:
     assert lapsed(expires, now) is lapsed_
+
+
+# -- consolidation pairs ---------------------------------------------------------------------
+STANDUP_1030 = "The daily standup is at 10:30 on Zoom."
+STANDUP_1100 = "The daily standup is at 11:00 on Zoom."
+
+
+def fact(memory_id: str, created: str | None, updated: str | None) -> MemoryInfo:
+    return replace(
+        info(0), id=memory_id, path=f"facts/{memory_id}.md", created=created, updated=updated
+    )
+
+
+def test_a_contradiction_supersedes_the_fact_stated_earlier_not_the_one_edited_earlier() -> None:
+    retagged = fact("a", "2026-06-01T09:00:00+00:00", "2026-06-20T09:00:00+00:00")
+    later = fact("b", "2026-06-10T09:00:00+00:00", "2026-06-10T09:00:00+00:00")
+    proposal = pair_proposal(retagged, later, 0.99, STANDUP_1030, STANDUP_1100)
+    assert proposal is not None and proposal.kind == "supersede"
+    assert proposal.ids == ("b", "a")
+    assert "facts/b.md seems to contradict the older facts/a.md" in proposal.reason
+
+
+def test_notes_committed_together_are_ordered_by_their_created_key_or_else_left_alone() -> None:
+    commit = "2026-11-05T10:00:00+00:00"  # a person's notes: updated is the commit's time
+    plate1 = fact("p1", "2026-11-01", commit)
+    plate2 = fact("p2", "2026-11-03", commit)
+    for a, b in ((plate1, plate2), (plate2, plate1)):
+        proposal = pair_proposal(
+            a,
+            b,
+            0.99,
+            STANDUP_1030 if a is plate1 else STANDUP_1100,
+            STANDUP_1100 if a is plate1 else STANDUP_1030,
+        )
+        assert proposal is not None and proposal.ids == ("p2", "p1")
+    undated = fact("u", None, "2026-11-04T10:00:00+00:00")  # no created: its updated
+    proposal = pair_proposal(plate1, undated, 0.99, STANDUP_1030, STANDUP_1100)
+    assert proposal is not None and proposal.ids == ("u", "p1")
+    twin = fact("t", "2026-11-01", commit)  # stated together: which holds is a guess
+    assert pair_proposal(plate1, twin, 0.99, STANDUP_1030, STANDUP_1100) is None
+
+
+@pytest.mark.parametrize(
+    "restated",
+    [
+        STANDUP_1030,
+        "the daily standup is at 10:30 on zoom",
+        "On Zoom, the daily standup is at 10:30.",
+    ],
+)
+def test_a_memory_restating_what_a_correction_corrected_is_superseded_not_the_correction(
+    restated: str,
+) -> None:
+    correction = fact("b", "2026-06-10T09:00:00+00:00", "2026-06-10T09:00:00+00:00")
+    stale = fact("c", "2026-06-20T09:00:00+00:00", "2026-06-20T09:00:00+00:00")
+    corrected = {"b": [("facts/a.md", STANDUP_1030)]}
+    proposal = pair_proposal(stale, correction, 0.99, restated, STANDUP_1100, corrected)
+    assert proposal is not None and proposal.kind == "supersede"
+    assert proposal.ids == ("b", "c")  # keep the correction, supersede the restatement
+    assert "facts/c.md restates facts/a.md, which facts/b.md corrected" in proposal.reason
+    other = {"b": [("facts/a.md", "The daily standup is at 09:45 on Zoom.")]}
+    plain = pair_proposal(stale, correction, 0.99, restated, STANDUP_1100, other)
+    assert plain is not None and plain.ids == ("c", "b")  # a new fact: the newer one wins
