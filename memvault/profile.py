@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import logging
 import math
 import re
 from collections.abc import Iterator, Sequence
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     from .service import MemoryService
     from .vault import Vault
 
+log = logging.getLogger(__name__)
+
 SCHEMA_PATH = "_schemas/profile.yaml"
 FOLDER = "profile"
 TYPES = ("string", "list", "enum", "number", "date", "bool")
@@ -49,6 +52,7 @@ MAX_ITEMS = 100
 TRUE, FALSE = ("true", "yes", "y", "on", "1"), ("false", "no", "n", "off", "0")
 _NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
 _SPEC_KEYS = frozenset({"type", "description", "values", "title"})
+_SEPARATORS, _OPENING, _CLOSING = ",;，、；", "([（【", ")]）】"  # of items in a list's text
 
 
 # -- the schema -------------------------------------------------------------------------------
@@ -198,9 +202,9 @@ def check_value(spec: FieldSpec, value: Any) -> Any:
 
 
 def _check_list(spec: FieldSpec, value: Any) -> list[str]:
-    """A list of text items; text is split at commas (``penicillin, peanuts``)."""
+    """A list of text items; text is split into items (``penicillin, peanuts``)."""
     if isinstance(value, str):
-        value = [part for part in value.split(",") if part.strip()]
+        value = split_items(value)
     if not isinstance(value, list | tuple):
         raise _wrong(spec, value, _takes(spec))
     if len(value) > MAX_ITEMS:
@@ -208,6 +212,22 @@ def _check_list(spec: FieldSpec, value: Any) -> list[str]:
     items = [_text(spec, item) for item in value]
     items = [_choice(spec, item) for item in items] if spec.values else items
     return list(dict.fromkeys(items))
+
+
+def split_items(text: str) -> list[str]:
+    """``text`` cut at commas and semicolons, Chinese ones too (``，`` ``、`` ``；``), but not
+    inside brackets: ``Lily (born 2019, allergic to penicillin), Tom`` is two items."""
+    items, depth, start = [], 0, 0
+    for at, char in enumerate(text):
+        if char in _OPENING:
+            depth += 1
+        elif char in _CLOSING:
+            depth = max(depth - 1, 0)
+        elif char in _SEPARATORS and depth == 0:
+            items.append(text[start:at])
+            start = at + 1
+    items.append(text[start:])
+    return [item for item in items if item.strip()]
 
 
 def _text(spec: FieldSpec, value: Any) -> str:
@@ -452,7 +472,28 @@ def set_field(
     event = ChangeEvent(changed=(path,), added=() if existing else (path,))
     service._notify(event, *([existing] if existing else []), fresh)
     previous = existing.content_hash if existing else None
-    return WriteResult(fresh, sha, "updated" if existing else "created", previous)
+    return WriteResult(fresh, sha, _action(spec, existing, clean), previous)
+
+
+def _action(spec: FieldSpec, existing: Memory | None, value: Any) -> str:
+    """created, updated, or replaced: a list that lost items of the one it replaced (a
+    set is the whole list; the dropped items are logged, for the person at a terminal)."""
+    if existing is None:
+        return "created"
+    old = plain(existing.meta.get("value"))
+    if spec.type != "list" or existing.status in UNSET_STATUSES or not isinstance(old, list):
+        return "updated"
+    kept = {item.casefold() for item in value}
+    dropped = [item for item in old if item.casefold() not in kept]
+    if not dropped:
+        return "updated"
+    log.warning(
+        "%s: the new list replaced the old one and dropped %s (to keep an item, set the "
+        "field with every item)",
+        spec.name,
+        ", ".join(dropped),
+    )
+    return "replaced"
 
 
 def _holds(memory: Memory, value: Any) -> bool:

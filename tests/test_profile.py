@@ -192,6 +192,29 @@ def test_values_from_a_command_line_are_converted_to_the_fields_type() -> None:
     assert profile.check_value(units, "METRIC") == "metric"
 
 
+def test_list_text_is_split_at_chinese_separators_and_semicolons_but_not_inside_brackets() -> None:
+    children = profile.FieldSpec("family.children", "list", "")
+    example = "Lily (born 2019, allergic to penicillin)"  # the shipped schema's own example
+    assert profile.check_value(children, example) == [example]
+    assert profile.check_value(children, f"{example}, Tom [born 2021; twin]") == [
+        example,
+        "Tom [born 2021; twin]",
+    ]
+    assert profile.check_value(children, "莉莉（2019年出生，对青霉素过敏）、汤姆") == [
+        "莉莉（2019年出生，对青霉素过敏）",
+        "汤姆",
+    ]
+    interests = profile.FieldSpec("interests", "list", "")
+    assert profile.check_value(interests, "摄影、徒步，读书；围棋") == [
+        "摄影",
+        "徒步",
+        "读书",
+        "围棋",
+    ]
+    assert profile.check_value(interests, "chess; go") == ["chess", "go"]
+    assert profile.check_value(interests, ["a, b"]) == ["a, b"]  # a list's items stay whole
+
+
 # -- one file per field -----------------------------------------------------------------------
 def test_a_set_field_is_one_memory_file_and_one_commit(text_only: MemoryService) -> None:
     before = commit_count(text_only.root)
@@ -249,6 +272,20 @@ def test_setting_a_field_again_updates_the_same_file_and_history_shows_both_valu
     ]
     old = text_only.show_at(first.memory.id, first.commit or "")
     assert "value: [penicillin]" in old
+
+
+def test_a_list_set_that_drops_items_says_it_replaced_the_list_and_names_them(
+    text_only: MemoryService, caplog: pytest.LogCaptureFixture
+) -> None:
+    profile.set_field(text_only, "health.allergies", "penicillin, Latex")
+    added = profile.set_field(text_only, "health.allergies", "penicillin、latex、peanuts")
+    assert added.action == "updated" and not caplog.records
+    dropped = profile.set_field(text_only, "health.allergies", "peanuts")
+    assert dropped.action == "replaced" and dropped.commit
+    (record,) = caplog.records
+    assert record.levelname == "WARNING" and "dropped penicillin, latex" in record.getMessage()
+    entry = profile.get_field(text_only, "health.allergies")
+    assert entry is not None and entry.value == ["peanuts"]
 
 
 def test_setting_the_same_value_again_makes_no_commit(text_only: MemoryService) -> None:
