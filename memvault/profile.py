@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import logging
 import math
 import re
 from collections.abc import Iterator, Sequence
@@ -29,16 +30,20 @@ from .errors import (
     UnsafePathError,
 )
 from .fields import new_meta
-from .models import ChangeEvent, Memory, WriteResult
+from .models import LIFECYCLE_KEY, ChangeEvent, Memory, Problem, WriteResult
 from .template import template_dir
 
 if TYPE_CHECKING:
     from .service import MemoryService
+    from .vault import Vault
+
+log = logging.getLogger(__name__)
 
 SCHEMA_PATH = "_schemas/profile.yaml"
 FOLDER = "profile"
 TYPES = ("string", "list", "enum", "number", "date", "bool")
 IMPORTANCE = 0.9  # never forgotten automatically
+UNSET_STATUSES = ("archived", "superseded")  # a field file in one of these is unset
 CONFIDENCE = 1.0  # the user said it
 MAX_SCHEMA_BYTES = 64 * 1024
 MAX_SCHEMA_DEPTH = 8
@@ -47,6 +52,7 @@ MAX_ITEMS = 100
 TRUE, FALSE = ("true", "yes", "y", "on", "1"), ("false", "no", "n", "off", "0")
 _NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
 _SPEC_KEYS = frozenset({"type", "description", "values", "title"})
+_SEPARATORS, _OPENING, _CLOSING = ",;，、；", "([（【", ")]）】"  # of items in a list's text
 
 
 # -- the schema -------------------------------------------------------------------------------
@@ -159,8 +165,13 @@ def default_schema() -> Schema:
 
 def load_schema(service: MemoryService) -> Schema:
     """The vault's schema; the shipped default when the vault has none (older vaults)."""
+    return schema_in(service.vault)
+
+
+def schema_in(vault: Vault) -> Schema:
+    """The schema of ``vault`` (the shipped default when it has none)."""
     try:
-        data = service.vault.read_regular(SCHEMA_PATH)
+        data = vault.read_regular(SCHEMA_PATH)
     except FileNotFoundError:
         return default_schema()
     except (OSError, UnsafePathError) as exc:
@@ -191,9 +202,9 @@ def check_value(spec: FieldSpec, value: Any) -> Any:
 
 
 def _check_list(spec: FieldSpec, value: Any) -> list[str]:
-    """A list of text items; text is split at commas (``penicillin, peanuts``)."""
+    """A list of text items; text is split into items (``penicillin, peanuts``)."""
     if isinstance(value, str):
-        value = [part for part in value.split(",") if part.strip()]
+        value = split_items(value)
     if not isinstance(value, list | tuple):
         raise _wrong(spec, value, _takes(spec))
     if len(value) > MAX_ITEMS:
@@ -201,6 +212,22 @@ def _check_list(spec: FieldSpec, value: Any) -> list[str]:
     items = [_text(spec, item) for item in value]
     items = [_choice(spec, item) for item in items] if spec.values else items
     return list(dict.fromkeys(items))
+
+
+def split_items(text: str) -> list[str]:
+    """``text`` cut at commas and semicolons, Chinese ones too (``，`` ``、`` ``；``), but not
+    inside brackets: ``Lily (born 2019, allergic to penicillin), Tom`` is two items."""
+    items, depth, start = [], 0, 0
+    for at, char in enumerate(text):
+        if char in _OPENING:
+            depth += 1
+        elif char in _CLOSING:
+            depth = max(depth - 1, 0)
+        elif char in _SEPARATORS and depth == 0:
+            items.append(text[start:at])
+            start = at + 1
+    items.append(text[start:])
+    return [item for item in items if item.strip()]
 
 
 def _text(spec: FieldSpec, value: Any) -> str:
@@ -324,21 +351,17 @@ def read(service: MemoryService) -> Profile:
     """Every field of the schema: the set ones with their values, the briefs of the rest.
 
     A broken schema file does not hide the profile: the default schema is used and the
-    problem is reported.
+    problem is reported. So is a field file that cannot be read, or whose value the schema
+    refuses (a person's edit by hand): that field is unset, so no agent acts on it.
     """
-    problems: list[str] = []
-    try:
-        schema = load_schema(service)
-    except SchemaError as exc:
-        schema, problems = default_schema(), [str(exc)]
+    schema, problems = _schema_or_default(service.vault)
     entries, unset = [], []
-    for spec, memory, problem in _field_files(service, schema.fields):
+    for spec, memory, value, problem in stored(service.vault, schema.fields):
         if problem:
             problems.append(problem)
-        if memory is None or "value" not in memory.meta:
+        if memory is None:
             unset.append(spec.brief())
             continue
-        value = plain(memory.meta["value"])
         entries.append(Entry(spec.name, value, memory.id, memory.path, memory.updated))
     return Profile(tuple(entries), tuple(unset), tuple(problems))
 
@@ -349,16 +372,62 @@ def get_field(service: MemoryService, field: str) -> Entry | None:
     return next((e for e in read(service).fields if e.field == spec.name), None)
 
 
-def _field_files(
-    service: MemoryService, specs: Sequence[FieldSpec]
-) -> Iterator[tuple[FieldSpec, Memory | None, str | None]]:
+def checks(vault: Vault) -> list[Problem]:
+    """What doctor reports of the profile: a schema memvault cannot use, a field file that
+    cannot be read, or whose value the schema refuses (each such field is unset)."""
+    schema, found = _schema_or_default(vault)
+    problems = [Problem(SCHEMA_PATH, "profile", message) for message in found]
+    for spec, _, _, problem in stored(vault, schema.fields):
+        if problem:
+            problems.append(Problem(path_of(spec.name), "profile", problem))
+    return problems
+
+
+def _schema_or_default(vault: Vault) -> tuple[Schema, list[str]]:
+    try:
+        return schema_in(vault), []
+    except SchemaError as exc:
+        return default_schema(), [str(exc)]
+
+
+def stored(
+    vault: Vault, specs: Sequence[FieldSpec]
+) -> Iterator[tuple[FieldSpec, Memory | None, Any, str | None]]:
+    """Each field's file, value (as the schema takes it) and problem; the file is None when
+    the field is unset: no file, an archived or superseded one, or a problem."""
     for spec in specs:
+        path = path_of(spec.name)
         try:
-            yield spec, service.vault.read(path_of(spec.name)), None
+            memory = vault.read(path)
         except MemoryNotFoundError:
-            yield spec, None, None
+            yield spec, None, None, None
+            continue
         except (MalformedMemoryError, UnsafePathError, OSError) as exc:
-            yield spec, None, str(exc)
+            yield spec, None, None, f"{spec.name} is unset: {exc}"
+            continue
+        if memory.problems:
+            yield spec, None, None, f"{spec.name} is unset: {'; '.join(memory.problems)}"
+        elif memory.status in UNSET_STATUSES:
+            yield spec, None, None, None
+        elif "value" not in memory.meta:
+            yield spec, None, None, f"{spec.name} is unset: {path} has no `value:`; add one"
+        else:
+            yield (spec, *_checked(spec, path, memory))
+
+
+def _checked(spec: FieldSpec, path: str, memory: Memory) -> tuple[Memory | None, Any, str | None]:
+    """A stored value as the schema takes it, or the schema's refusal as a problem."""
+    try:
+        return memory, check_value(spec, plain(memory.meta["value"])), None
+    except InvalidInputError as exc:
+        return (
+            None,
+            None,
+            (
+                f"{spec.name} is unset: {path} holds a value the schema refuses ({exc}); "
+                "correct the file by hand, or set the field again"
+            ),
+        )
 
 
 def view(service: MemoryService) -> str:
@@ -391,7 +460,7 @@ def set_field(
     guard.check_text(service.settings, body, None, ())  # sizes and credentials
     with service._writing():
         existing = _existing(service, path)
-        if existing is not None and existing.meta.get("value") == clean:
+        if existing is not None and _holds(existing, clean):
             return WriteResult(existing, None, "unchanged", existing.content_hash)
         _write(service, spec, path, clean, body, source, existing)
         fresh = service.vault.read(path)
@@ -403,7 +472,33 @@ def set_field(
     event = ChangeEvent(changed=(path,), added=() if existing else (path,))
     service._notify(event, *([existing] if existing else []), fresh)
     previous = existing.content_hash if existing else None
-    return WriteResult(fresh, sha, "updated" if existing else "created", previous)
+    return WriteResult(fresh, sha, _action(spec, existing, clean), previous)
+
+
+def _action(spec: FieldSpec, existing: Memory | None, value: Any) -> str:
+    """created, updated, or replaced: a list that lost items of the one it replaced (a
+    set is the whole list; the dropped items are logged, for the person at a terminal)."""
+    if existing is None:
+        return "created"
+    old = plain(existing.meta.get("value"))
+    if spec.type != "list" or existing.status in UNSET_STATUSES or not isinstance(old, list):
+        return "updated"
+    kept = {item.casefold() for item in value}
+    dropped = [item for item in old if item.casefold() not in kept]
+    if not dropped:
+        return "updated"
+    log.warning(
+        "%s: the new list replaced the old one and dropped %s (to keep an item, set the "
+        "field with every item)",
+        spec.name,
+        ", ".join(dropped),
+    )
+    return "replaced"
+
+
+def _holds(memory: Memory, value: Any) -> bool:
+    """Whether the field file serves ``value`` already (an archived one serves nothing)."""
+    return memory.status not in UNSET_STATUSES and memory.meta.get("value") == value
 
 
 def _existing(service: MemoryService, path: str) -> Memory | None:
@@ -426,6 +521,9 @@ def _write(
     now = service.clock().replace(microsecond=0)
     changes = {"field": spec.name, "value": value, "source": source}
     if existing is not None:
+        for key in (LIFECYCLE_KEY, "status"):  # archived by hand in place: set again, active
+            if existing.meta.get(key) in UNSET_STATUSES:
+                changes[key] = "active"
         service.vault.rewrite(existing, changes, body, now)
         return
     meta = new_meta("fact", [FOLDER], CONFIDENCE, IMPORTANCE, now, source) | changes

@@ -12,9 +12,10 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client
 
-from memvault import frontmatter, profile
+from memvault import context, frontmatter, profile
 from memvault.cli import cli
 from memvault.config import Settings
+from memvault.doctor import run_checks
 from memvault.errors import InvalidInputError, SchemaError, SecretRefusedError
 from memvault.models import Filters
 from memvault.service import MemoryService
@@ -191,6 +192,29 @@ def test_values_from_a_command_line_are_converted_to_the_fields_type() -> None:
     assert profile.check_value(units, "METRIC") == "metric"
 
 
+def test_list_text_is_split_at_chinese_separators_and_semicolons_but_not_inside_brackets() -> None:
+    children = profile.FieldSpec("family.children", "list", "")
+    example = "Lily (born 2019, allergic to penicillin)"  # the shipped schema's own example
+    assert profile.check_value(children, example) == [example]
+    assert profile.check_value(children, f"{example}, Tom [born 2021; twin]") == [
+        example,
+        "Tom [born 2021; twin]",
+    ]
+    assert profile.check_value(children, "莉莉（2019年出生，对青霉素过敏）、汤姆") == [
+        "莉莉（2019年出生，对青霉素过敏）",
+        "汤姆",
+    ]
+    interests = profile.FieldSpec("interests", "list", "")
+    assert profile.check_value(interests, "摄影、徒步，读书；围棋") == [
+        "摄影",
+        "徒步",
+        "读书",
+        "围棋",
+    ]
+    assert profile.check_value(interests, "chess; go") == ["chess", "go"]
+    assert profile.check_value(interests, ["a, b"]) == ["a, b"]  # a list's items stay whole
+
+
 # -- one file per field -----------------------------------------------------------------------
 def test_a_set_field_is_one_memory_file_and_one_commit(text_only: MemoryService) -> None:
     before = commit_count(text_only.root)
@@ -250,6 +274,20 @@ def test_setting_a_field_again_updates_the_same_file_and_history_shows_both_valu
     assert "value: [penicillin]" in old
 
 
+def test_a_list_set_that_drops_items_says_it_replaced_the_list_and_names_them(
+    text_only: MemoryService, caplog: pytest.LogCaptureFixture
+) -> None:
+    profile.set_field(text_only, "health.allergies", "penicillin, Latex")
+    added = profile.set_field(text_only, "health.allergies", "penicillin、latex、peanuts")
+    assert added.action == "updated" and not caplog.records
+    dropped = profile.set_field(text_only, "health.allergies", "peanuts")
+    assert dropped.action == "replaced" and dropped.commit
+    (record,) = caplog.records
+    assert record.levelname == "WARNING" and "dropped penicillin, latex" in record.getMessage()
+    entry = profile.get_field(text_only, "health.allergies")
+    assert entry is not None and entry.value == ["peanuts"]
+
+
 def test_setting_the_same_value_again_makes_no_commit(text_only: MemoryService) -> None:
     profile.set_field(text_only, "units", "metric")
     before = commit_count(text_only.root)
@@ -290,6 +328,98 @@ def test_an_archived_field_is_unset_and_can_be_set_again(text_only: MemoryServic
     assert profile.get_field(text_only, "work.company") is None
     again = profile.set_field(text_only, "work.company", "Initech")
     assert again.action == "created" and again.memory.id != made.memory.id
+
+
+def edit_by_hand(service: MemoryService, field: str, old: str, new: str) -> None:
+    """A person's edit of a field file, committed as memvault commits edits it finds."""
+    path = service.root / "profile" / f"{field}.md"
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    service.commit_external([f"profile/{field}.md"])
+
+
+def test_a_value_written_by_hand_that_the_schema_refuses_is_unset_and_named_as_a_problem(
+    text_only: MemoryService,
+) -> None:
+    profile.set_field(text_only, "units", "metric")
+    profile.set_field(text_only, "diet", "vegetarian")
+    profile.set_field(text_only, "name", "Ada")
+    edit_by_hand(text_only, "units", "value: metric", "value: metres")
+    edit_by_hand(text_only, "diet", "value: [vegetarian]", "value: [vegetarian, carnivore]")
+    found = profile.read(text_only)
+    assert [(e.field, e.value) for e in found.fields] == [("name", "Ada")]
+    assert "units (metric|imperial)" in found.unset
+    assert any(u.startswith("diet ") for u in found.unset)
+    units, diet = found.problems
+    assert "profile/units.md" in units and "'metres'" in units and "metric, imperial" in units
+    assert "profile/diet.md" in diet and "'carnivore'" in diet
+    text = context.build_context(text_only, "what should I cook", 1500).text
+    assert "metres" not in text and "carnivore" not in text and "Ada" in text
+    again = profile.set_field(text_only, "units", "metric")  # setting it again repairs it
+    assert again.action == "updated"
+    entry = profile.get_field(text_only, "units")
+    assert entry is not None and entry.value == "metric"
+    assert len(profile.read(text_only).problems) == 1
+
+
+def test_a_value_written_by_hand_in_another_form_the_schema_takes_is_served_as_it_takes_it(
+    text_only: MemoryService,
+) -> None:
+    profile.set_field(text_only, "units", "metric")
+    profile.set_field(text_only, "health.allergies", "penicillin")
+    edit_by_hand(text_only, "units", "value: metric", "value: Imperial")
+    edit_by_hand(text_only, "health.allergies", "value: [penicillin]", "value: penicillin, peanuts")
+    found = profile.read(text_only)
+    assert [(e.field, e.value) for e in found.fields] == [
+        ("units", "imperial"),
+        ("health.allergies", ["penicillin", "peanuts"]),
+    ]
+    assert found.problems == ()
+
+
+def test_a_field_file_that_cannot_be_read_is_named_as_a_problem_not_silently_unset(
+    text_only: MemoryService,
+) -> None:
+    profile.set_field(text_only, "birthday", "1990-05-17")
+    edit_by_hand(text_only, "birthday", "value: '1990-05-17'", "value: 1990-13-45")  # YAML fails
+    found = profile.read(text_only)
+    assert any(u.startswith("birthday ") for u in found.unset)
+    (problem,) = found.problems
+    assert problem.startswith("birthday is unset: profile/birthday.md")
+    assert "month must be in 1..12" in problem and "fix it by hand" in problem
+
+
+def test_a_field_archived_by_hand_in_its_file_is_unset_and_active_again_once_set(
+    text_only: MemoryService,
+) -> None:
+    profile.set_field(text_only, "response_style", "concise")
+    edit_by_hand(text_only, "response_style", "source: user", "source: user\nstatus: archived")
+    found = profile.read(text_only)
+    assert found.fields == () and found.problems == ()
+    assert "response_style (concise|balanced|detailed)" in found.unset
+    assert "concise" not in context.build_context(text_only, "how to answer", 1500).text
+    again = profile.set_field(text_only, "response_style", "concise")
+    assert again.action == "updated" and again.commit
+    assert again.memory.status == "active" and again.memory.path == "profile/response_style.md"
+    entry = profile.get_field(text_only, "response_style")
+    assert entry is not None and entry.value == "concise"
+
+
+def test_doctor_names_profile_values_the_schema_refuses_and_each_unreadable_file_once(
+    text_only: MemoryService,
+) -> None:
+    profile.set_field(text_only, "units", "metric")
+    profile.set_field(text_only, "birthday", "1990-05-17")
+    edit_by_hand(text_only, "units", "value: metric", "value: metres")
+    edit_by_hand(text_only, "birthday", "value: '1990-05-17'", "value: 1990-13-45")
+    found = run_checks(text_only.vault, text_only.history, "none")
+    assert sorted((p.path, p.kind) for p in found if p.path.startswith("profile/")) == [
+        ("profile/birthday.md", "malformed"),
+        ("profile/units.md", "profile"),
+    ]
+    (units,) = [p for p in found if p.kind == "profile"]
+    assert "'metres'" in units.message and "metric, imperial" in units.message
 
 
 # -- the resource, MCP and the command line ---------------------------------------------------

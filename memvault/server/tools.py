@@ -322,7 +322,7 @@ def set_profile(
     reason: Annotated[str | None, Field(description="why")] = None,
     source: Annotated[str | None, Field(description="e.g. user")] = None,
 ) -> WriteOut:
-    """Set one profile field (checked against its schema)."""
+    """Set one profile field; a new list replaces the old."""
     result = profile.set_field(service, field, value, reason, source or "conversation")
     return _write_out(proposals.as_proposed(service, result))
 
