@@ -338,8 +338,8 @@ def _restore(
         gone = [p for p in chunk if p not in set(kept)]  # not in the vault: removed
         if kept:
             branch.run("checkout", "--quiet", head, "--", *kept)
-        if gone:
-            branch.run("rm", "--quiet", "--ignore-unmatch", "--", *gone)
+        if gone:  # forced: a revert being recorded (reject) may have staged them
+            branch.run("rm", "--quiet", "--force", "--ignore-unmatch", "--", *gone)
     return stale
 
 

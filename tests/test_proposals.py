@@ -521,6 +521,26 @@ def test_a_proposal_survives_its_memory_being_deleted_in_the_vault_and_is_then_r
     assert [p.id for p in proposals.pending(vault)] == [update.id]
 
 
+def test_a_proposal_whose_memory_the_person_deleted_since_can_be_rejected(
+    vault: MemoryService,
+) -> None:
+    """Reverting it on the branch brings the memory's file back there; the vault has none,
+    so the branch drops it again (the vault's version of what no proposal changes)."""
+    made = vault.remember("The user's gym is on Elm Street.", type="fact")
+    assert made.memory is not None
+    args = {"id": made.memory.id, "content": "The user's gym is on Oak Street."}
+    as_client(vault, "cursor", "update_memory", args)
+    vault.forget(made.memory.id, mode="delete")  # a person, meanwhile
+    (update,) = proposals.pending(vault)
+    before = vault_state(vault)
+
+    proposals.reject(vault, update.id)
+
+    assert vault_state(vault) == before and proposals.pending(vault) == []
+    assert git(vault.root, "diff", "--name-only", "HEAD", BRANCH) == ""
+    assert "not_found" in failing(vault, "cursor", "get_memory", {"id": made.memory.id})
+
+
 def test_what_a_crash_left_in_the_worktree_becomes_a_proposal_not_a_vault_commit(
     vault: MemoryService,
 ) -> None:
