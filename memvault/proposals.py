@@ -17,7 +17,8 @@ change to the vault under the write lock (one commit attributed to the person, n
 proposal and its client; index, provenance and subscribers as for any write), then records
 the acceptance on the branch; :func:`reject` reverts it on the branch (one commit,
 attributed). A proposal whose files changed in the vault since is refused, never merged
-over. Nothing is decided or proposed while the vault is mid-merge or mid-rebase.
+over, and so is one that removes a memory the person deleted or moved since. Nothing is
+decided or proposed while the vault is mid-merge or mid-rebase.
 
 An MCP call whose client gave no name proposes as ``unnamed`` (``server.tools`` names it): a
 missing name never turns proposal mode into direct writes.
@@ -527,11 +528,16 @@ def _plan(service: MemoryService, proposal: Pending) -> list[tuple[str, bytes | 
     before = _blobs_at(history, f"{proposal.commit}^", [p for s, p in changes if s != "A"])
     after = _blobs_at(history, proposal.commit, [p for s, p in changes if s != "D"])
     plan: list[tuple[str, bytes | None]] = []
+    gone: list[str] = []  # files it removes that are gone from the vault already
+    done: set[str] = set()  # files already as it wants them
     for status, path in changes:
         current = vault.read_regular(path) if vault.abspath(path).exists() else None
         wanted = after.get(path)
-        if current == wanted:
-            continue  # already so (accepted before a crash, or the same edit by hand)
+        if current == wanted:  # already so (accepted before a crash, or the same edit by hand)
+            done.add(path)
+            if status == "D":
+                gone.append(path)
+            continue
         if current != before.get(path):
             if status == "A":  # another memory took the path meanwhile: keep both
                 folder, _, name = path.rpartition("/")
@@ -544,7 +550,43 @@ def _plan(service: MemoryService, proposal: Pending) -> list[tuple[str, bytes | 
                 "edit the memory by hand"
             )
         plan.append((path, wanted))
+    for path in gone:
+        _refuse_lost(service, proposal, path, before[path], done, bool(plan))
     return plan
+
+
+def _refuse_lost(
+    service: MemoryService,
+    proposal: Pending,
+    path: str,
+    was: bytes,
+    done: set[str],
+    more: bool,
+) -> None:
+    """Refuse a proposal that removes ``path`` (was ``was``) when the person moved that
+    memory since (it lives elsewhere in the vault, not where the proposal already put it),
+    or deleted it while something of the proposal is left to write (``more``: an archive's
+    copy in archive/ would bring it back). Each half of a move looks fine alone: the file
+    to remove is gone, the one to add is new. A deletion the person made as proposed is
+    left alone: nothing to do."""
+    vault = service.vault
+    try:
+        memory_id = vault.parse_bytes(path, was).id
+    except MalformedMemoryError:
+        return  # not a memory (binary, not UTF-8): nothing to lose or duplicate
+    where = [p for p in vault.id_map().get(memory_id, []) if p not in done]
+    if where:
+        happened = f"was moved to {', '.join(where)} in the vault"
+    elif more:
+        happened = "was deleted from the vault"
+    else:
+        return  # deleted by hand, as proposed: nothing left to do
+    raise StaleRevisionError(
+        f"{path} (memory {memory_id}) {happened} since proposal {proposal.id} "
+        f"({proposal.subject}) was made: nothing was accepted. The proposal still waits; "
+        f"reject it (`memvault review reject {proposal.id}`) and forget the memory by hand "
+        "if you still want to"
+    )
 
 
 def _blobs_at(history: History, rev: str, paths: Sequence[str]) -> dict[str, bytes]:
