@@ -463,7 +463,7 @@ def _find(service: MemoryService, proposal_id: str) -> Pending:
 class Decision:
     """What accepting or rejecting one proposal did."""
 
-    proposal: Pending
+    proposal: Pending  # accepted: its subject names the paths written (see _renamed)
     action: str  # accepted | rejected
     commit: str | None  # the vault's commit (accepted) or the branch's (rejected)
     paths: tuple[str, ...]  # files changed in the vault (accepted)
@@ -474,7 +474,8 @@ def accept(service: MemoryService, proposal_id: str) -> Decision:
     with service._writing():
         _refuse_unfinished(service.history)
         proposal = _find(service, proposal_id)
-        plan = _plan(service, proposal)
+        plan, moved = _plan(service, proposal)
+        proposal = replace(proposal, subject=_renamed(proposal.subject, moved))
         trailers = service._trailers("accept", proposal.memory)
         trailers |= {
             "Memvault-Proposal": proposal.commit,
@@ -520,14 +521,19 @@ def _event(plan: Sequence[tuple[str, bytes | None]]) -> ChangeEvent:
     )
 
 
-def _plan(service: MemoryService, proposal: Pending) -> list[tuple[str, bytes | None]]:
-    """(path, new bytes or None to delete) for each file to change in the vault; refused
-    when a file the proposal changed was changed in the vault since it was proposed."""
+def _plan(
+    service: MemoryService, proposal: Pending
+) -> tuple[list[tuple[str, bytes | None]], dict[str, str]]:
+    """(path, new bytes or None to delete) for each file to change in the vault, and the
+    proposed path -> the free one written instead of each path another memory took
+    meanwhile; refused when a file the proposal changed was changed in the vault since it
+    was proposed."""
     history, vault = service.history, service.vault
     changes = _changes(history, proposal.commit)
     before = _blobs_at(history, f"{proposal.commit}^", [p for s, p in changes if s != "A"])
     after = _blobs_at(history, proposal.commit, [p for s, p in changes if s != "D"])
     plan: list[tuple[str, bytes | None]] = []
+    moved: dict[str, str] = {}
     gone: list[str] = []  # files it removes that are gone from the vault already
     done: set[str] = set()  # files already as it wants them
     for status, path in changes:
@@ -541,7 +547,8 @@ def _plan(service: MemoryService, proposal: Pending) -> list[tuple[str, bytes | 
         if current != before.get(path):
             if status == "A":  # another memory took the path meanwhile: keep both
                 folder, _, name = path.rpartition("/")
-                plan.append((vault.free_path(folder, name.removesuffix(".md")), wanted))
+                moved[path] = vault.free_path(folder, name.removesuffix(".md"))
+                plan.append((moved[path], wanted))
                 continue
             raise StaleRevisionError(
                 f"{path} in the vault is not what proposal {proposal.id} changed (it changed "
@@ -552,7 +559,15 @@ def _plan(service: MemoryService, proposal: Pending) -> list[tuple[str, bytes | 
         plan.append((path, wanted))
     for path in gone:
         _refuse_lost(service, proposal, path, before[path], done, bool(plan))
-    return plan
+    return plan, moved
+
+
+def _renamed(subject: str, moved: dict[str, str]) -> str:
+    """A proposal's subject naming the paths written instead of those another memory took."""
+    for old, new in moved.items():
+        literal = new.replace("\\", "\\\\")  # a replacement, not a template
+        subject = re.sub(rf"(?<![^\s(]){re.escape(old)}(?=$|[\s,;)])", literal, subject)
+    return subject
 
 
 def _refuse_lost(

@@ -707,6 +707,23 @@ def test_after_accepting_onto_a_taken_path_the_client_sees_both_memories(
     assert as_client(vault, "cursor", "list_proposals", {})["proposals"] == []
 
 
+def test_accepting_onto_a_taken_path_names_the_path_it_wrote_in_the_commit_and_the_output(
+    vault: MemoryService,
+) -> None:
+    made = propose_tea(vault)
+    theirs = vault.remember(TEA, type="preference")  # a person, the same title meanwhile
+    assert theirs.memory is not None and theirs.memory.path == made["path"]
+
+    code, out, _ = cli_run(vault.root, "review", "accept", made["commit"][:12])
+
+    assert code == 0
+    (written,) = git(vault.root, "show", "--name-only", "--format=", "HEAD").split()
+    assert written != made["path"]  # beside the person's memory, which it did not touch
+    subject = git(vault.root, "log", "-1", "--format=%s").strip()
+    assert subject == f"accept: remember: {written} (proposal {made['commit'][:12]})"
+    assert f"(remember: {written})" in out and made["path"] not in out
+
+
 # -- a vault mid-merge ---------------------------------------------------------------------
 def test_decisions_and_proposals_are_refused_while_the_vault_is_mid_merge(
     vault: MemoryService,
