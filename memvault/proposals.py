@@ -592,15 +592,15 @@ def _refuse_lost(
     where = [p for p in vault.id_map().get(memory_id, []) if p not in done]
     if where:
         happened = f"was moved to {', '.join(where)} in the vault"
+        then = f" and forget it at {where[0]} by hand if you still want to"
     elif more:
-        happened = "was deleted from the vault"
+        happened, then = "was deleted from the vault", "; the memory stays deleted"
     else:
         return  # deleted by hand, as proposed: nothing left to do
     raise StaleRevisionError(
         f"{path} (memory {memory_id}) {happened} since proposal {proposal.id} "
         f"({proposal.subject}) was made: nothing was accepted. The proposal still waits; "
-        f"reject it (`memvault review reject {proposal.id}`) and forget the memory by hand "
-        "if you still want to"
+        f"reject it (`memvault review reject {proposal.id}`){then}"
     )
 
 
