@@ -17,7 +17,8 @@ change to the vault under the write lock (one commit attributed to the person, n
 proposal and its client; index, provenance and subscribers as for any write), then records
 the acceptance on the branch; :func:`reject` reverts it on the branch (one commit,
 attributed). A proposal whose files changed in the vault since is refused, never merged
-over. Nothing is decided or proposed while the vault is mid-merge or mid-rebase.
+over, and so is one that removes a memory the person deleted or moved since. Nothing is
+decided or proposed while the vault is mid-merge or mid-rebase.
 
 An MCP call whose client gave no name proposes as ``unnamed`` (``server.tools`` names it): a
 missing name never turns proposal mode into direct writes.
@@ -338,8 +339,8 @@ def _restore(
         gone = [p for p in chunk if p not in set(kept)]  # not in the vault: removed
         if kept:
             branch.run("checkout", "--quiet", head, "--", *kept)
-        if gone:
-            branch.run("rm", "--quiet", "--ignore-unmatch", "--", *gone)
+        if gone:  # forced: a revert being recorded (reject) may have staged them
+            branch.run("rm", "--quiet", "--force", "--ignore-unmatch", "--", *gone)
     return stale
 
 
@@ -462,7 +463,7 @@ def _find(service: MemoryService, proposal_id: str) -> Pending:
 class Decision:
     """What accepting or rejecting one proposal did."""
 
-    proposal: Pending
+    proposal: Pending  # accepted: its subject names the paths written (see _renamed)
     action: str  # accepted | rejected
     commit: str | None  # the vault's commit (accepted) or the branch's (rejected)
     paths: tuple[str, ...]  # files changed in the vault (accepted)
@@ -473,7 +474,8 @@ def accept(service: MemoryService, proposal_id: str) -> Decision:
     with service._writing():
         _refuse_unfinished(service.history)
         proposal = _find(service, proposal_id)
-        plan = _plan(service, proposal)
+        plan, moved = _plan(service, proposal)
+        proposal = replace(proposal, subject=_renamed(proposal.subject, moved))
         trailers = service._trailers("accept", proposal.memory)
         trailers |= {
             "Memvault-Proposal": proposal.commit,
@@ -519,23 +521,34 @@ def _event(plan: Sequence[tuple[str, bytes | None]]) -> ChangeEvent:
     )
 
 
-def _plan(service: MemoryService, proposal: Pending) -> list[tuple[str, bytes | None]]:
-    """(path, new bytes or None to delete) for each file to change in the vault; refused
-    when a file the proposal changed was changed in the vault since it was proposed."""
+def _plan(
+    service: MemoryService, proposal: Pending
+) -> tuple[list[tuple[str, bytes | None]], dict[str, str]]:
+    """(path, new bytes or None to delete) for each file to change in the vault, and the
+    proposed path -> the free one written instead of each path another memory took
+    meanwhile; refused when a file the proposal changed was changed in the vault since it
+    was proposed."""
     history, vault = service.history, service.vault
     changes = _changes(history, proposal.commit)
     before = _blobs_at(history, f"{proposal.commit}^", [p for s, p in changes if s != "A"])
     after = _blobs_at(history, proposal.commit, [p for s, p in changes if s != "D"])
     plan: list[tuple[str, bytes | None]] = []
+    moved: dict[str, str] = {}
+    gone: list[str] = []  # files it removes that are gone from the vault already
+    done: set[str] = set()  # files already as it wants them
     for status, path in changes:
         current = vault.read_regular(path) if vault.abspath(path).exists() else None
         wanted = after.get(path)
-        if current == wanted:
-            continue  # already so (accepted before a crash, or the same edit by hand)
+        if current == wanted:  # already so (accepted before a crash, or the same edit by hand)
+            done.add(path)
+            if status == "D":
+                gone.append(path)
+            continue
         if current != before.get(path):
             if status == "A":  # another memory took the path meanwhile: keep both
                 folder, _, name = path.rpartition("/")
-                plan.append((vault.free_path(folder, name.removesuffix(".md")), wanted))
+                moved[path] = vault.free_path(folder, name.removesuffix(".md"))
+                plan.append((moved[path], wanted))
                 continue
             raise StaleRevisionError(
                 f"{path} in the vault is not what proposal {proposal.id} changed (it changed "
@@ -544,7 +557,51 @@ def _plan(service: MemoryService, proposal: Pending) -> list[tuple[str, bytes | 
                 "edit the memory by hand"
             )
         plan.append((path, wanted))
-    return plan
+    for path in gone:
+        _refuse_lost(service, proposal, path, before[path], done, bool(plan))
+    return plan, moved
+
+
+def _renamed(subject: str, moved: dict[str, str]) -> str:
+    """A proposal's subject naming the paths written instead of those another memory took."""
+    for old, new in moved.items():
+        literal = new.replace("\\", "\\\\")  # a replacement, not a template
+        subject = re.sub(rf"(?<![^\s(]){re.escape(old)}(?=$|[\s,;)])", literal, subject)
+    return subject
+
+
+def _refuse_lost(
+    service: MemoryService,
+    proposal: Pending,
+    path: str,
+    was: bytes,
+    done: set[str],
+    more: bool,
+) -> None:
+    """Refuse a proposal that removes ``path`` (was ``was``) when the person moved that
+    memory since (it lives elsewhere in the vault, not where the proposal already put it),
+    or deleted it while something of the proposal is left to write (``more``: an archive's
+    copy in archive/ would bring it back). Each half of a move looks fine alone: the file
+    to remove is gone, the one to add is new. A deletion the person made as proposed is
+    left alone: nothing to do."""
+    vault = service.vault
+    try:
+        memory_id = vault.parse_bytes(path, was).id
+    except MalformedMemoryError:
+        return  # not a memory (binary, not UTF-8): nothing to lose or duplicate
+    where = [p for p in vault.id_map().get(memory_id, []) if p not in done]
+    if where:
+        happened = f"was moved to {', '.join(where)} in the vault"
+        then = f" and forget it at {where[0]} by hand if you still want to"
+    elif more:
+        happened, then = "was deleted from the vault", "; the memory stays deleted"
+    else:
+        return  # deleted by hand, as proposed: nothing left to do
+    raise StaleRevisionError(
+        f"{path} (memory {memory_id}) {happened} since proposal {proposal.id} "
+        f"({proposal.subject}) was made: nothing was accepted. The proposal still waits; "
+        f"reject it (`memvault review reject {proposal.id}`){then}"
+    )
 
 
 def _blobs_at(history: History, rev: str, paths: Sequence[str]) -> dict[str, bytes]:

@@ -284,6 +284,83 @@ def test_a_proposal_over_a_memory_changed_in_the_vault_since_is_refused(
     assert [p.id for p in proposals.pending(vault)] == [waiting.id]
 
 
+def propose_forgetting(service: MemoryService, mode: str) -> tuple[str, str, proposals.Pending]:
+    """A vault memory and a cursor proposal to forget it (archive or delete): id, path and
+    the proposal."""
+    made = service.remember("Carol runs the design team.", type="fact")
+    assert made.memory is not None
+    args = {"id": made.memory.id, "mode": mode}
+    result = as_client(service, "cursor", "forget", args)
+    if result["action"] == "needs_confirmation":  # a deletion is confirmed first
+        result = as_client(service, "cursor", "forget", {**args, "confirm": result["confirm"]})
+    assert result["action"] == "proposed"
+    (waiting,) = proposals.pending(service)
+    return made.memory.id, made.memory.path, waiting
+
+
+def test_accepting_an_archive_proposal_moves_the_memory_to_the_archive_in_one_commit(
+    vault: MemoryService,
+) -> None:
+    memory_id, path, waiting = propose_forgetting(vault, "archive")
+    before = commit_count(vault.root)
+    decision = proposals.accept(vault, waiting.id)
+    assert commit_count(vault.root) == before + 1
+    assert set(decision.paths) == {path, f"archive/{path}"}
+    assert not (vault.root / path).exists()
+    assert vault.get(memory_id).path == f"archive/{path}"
+    assert vault.vault.id_map()[memory_id] == [f"archive/{path}"]
+    assert proposals.pending(vault) == []
+
+
+def test_accepting_an_archive_of_a_memory_the_person_deleted_since_is_refused(
+    vault: MemoryService,
+) -> None:
+    """Deleting is a change: the archive's half that adds archive/... must not bring the
+    memory back. Nothing is written or committed on either side, and the proposal waits,
+    to be rejected."""
+    memory_id, path, waiting = propose_forgetting(vault, "archive")
+    git(vault.root, "rm", "--quiet", path)  # a person, meanwhile, with git
+    git(vault.root, "commit", "--quiet", "-m", "person deletes carol")
+    before, on_branch = vault_state(vault), branch_commits(vault)
+
+    with pytest.raises(StaleRevisionError, match="was deleted from the vault") as refused:
+        proposals.accept(vault, waiting.id)
+
+    assert path in str(refused.value) and memory_id in str(refused.value)
+    assert f"memvault review reject {waiting.id}" in str(refused.value)
+    assert vault_state(vault) == before
+    assert not (vault.root / "archive" / path).exists()
+    assert branch_commits(vault) == on_branch
+    assert [p.id for p in proposals.pending(vault)] == [waiting.id]
+    code, _, err = cli_run(vault.root, "review", "accept", "--all")
+    assert code == 1 and "was deleted from the vault" in err
+    assert vault_state(vault) == before
+    proposals.reject(vault, waiting.id)
+    assert proposals.pending(vault) == [] and vault_state(vault) == before
+
+
+@pytest.mark.parametrize("mode", ["archive", "delete"])
+def test_accepting_a_forget_of_a_memory_the_person_moved_since_is_refused(
+    vault: MemoryService, mode: str
+) -> None:
+    """Moving is a change: accepting would leave the memory active where the person put it
+    (and, for an archive, add a second file with the same id in archive/)."""
+    memory_id, path, waiting = propose_forgetting(vault, mode)
+    git(vault.root, "mv", path, "people/carol.md")  # a person, meanwhile, with git
+    git(vault.root, "commit", "--quiet", "-m", "person moves carol")
+    before, on_branch = vault_state(vault), branch_commits(vault)
+
+    with pytest.raises(StaleRevisionError, match=r"was moved to people/carol\.md") as refused:
+        proposals.accept(vault, waiting.id)
+
+    assert path in str(refused.value) and memory_id in str(refused.value)
+    assert f"memvault review reject {waiting.id}" in str(refused.value)
+    assert vault_state(vault) == before
+    assert vault.vault.id_map()[memory_id] == ["people/carol.md"]  # no second copy
+    assert branch_commits(vault) == on_branch
+    assert [p.id for p in proposals.pending(vault)] == [waiting.id]
+
+
 # -- reject -------------------------------------------------------------------------------
 def test_rejecting_drops_the_proposal_in_one_commit_by_the_person(vault: MemoryService) -> None:
     made = propose_tea(vault)
@@ -521,6 +598,26 @@ def test_a_proposal_survives_its_memory_being_deleted_in_the_vault_and_is_then_r
     assert [p.id for p in proposals.pending(vault)] == [update.id]
 
 
+def test_a_proposal_whose_memory_the_person_deleted_since_can_be_rejected(
+    vault: MemoryService,
+) -> None:
+    """Reverting it on the branch brings the memory's file back there; the vault has none,
+    so the branch drops it again (the vault's version of what no proposal changes)."""
+    made = vault.remember("The user's gym is on Elm Street.", type="fact")
+    assert made.memory is not None
+    args = {"id": made.memory.id, "content": "The user's gym is on Oak Street."}
+    as_client(vault, "cursor", "update_memory", args)
+    vault.forget(made.memory.id, mode="delete")  # a person, meanwhile
+    (update,) = proposals.pending(vault)
+    before = vault_state(vault)
+
+    proposals.reject(vault, update.id)
+
+    assert vault_state(vault) == before and proposals.pending(vault) == []
+    assert git(vault.root, "diff", "--name-only", "HEAD", BRANCH) == ""
+    assert "not_found" in failing(vault, "cursor", "get_memory", {"id": made.memory.id})
+
+
 def test_what_a_crash_left_in_the_worktree_becomes_a_proposal_not_a_vault_commit(
     vault: MemoryService,
 ) -> None:
@@ -608,6 +705,23 @@ def test_after_accepting_onto_a_taken_path_the_client_sees_both_memories(
     )
     assert git(vault.root, "diff", "--name-only", "HEAD", BRANCH) == ""
     assert as_client(vault, "cursor", "list_proposals", {})["proposals"] == []
+
+
+def test_accepting_onto_a_taken_path_names_the_path_it_wrote_in_the_commit_and_the_output(
+    vault: MemoryService,
+) -> None:
+    made = propose_tea(vault)
+    theirs = vault.remember(TEA, type="preference")  # a person, the same title meanwhile
+    assert theirs.memory is not None and theirs.memory.path == made["path"]
+
+    code, out, _ = cli_run(vault.root, "review", "accept", made["commit"][:12])
+
+    assert code == 0
+    (written,) = git(vault.root, "show", "--name-only", "--format=", "HEAD").split()
+    assert written != made["path"]  # beside the person's memory, which it did not touch
+    subject = git(vault.root, "log", "-1", "--format=%s").strip()
+    assert subject == f"accept: remember: {written} (proposal {made['commit'][:12]})"
+    assert f"(remember: {written})" in out and made["path"] not in out
 
 
 # -- a vault mid-merge ---------------------------------------------------------------------
