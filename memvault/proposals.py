@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from . import asof, ids, policy
+from . import asof, ids, policy, purging
 from .config import Settings
 from .errors import (
     GitError,
@@ -163,11 +163,7 @@ class Drafts(MemoryService):
         self, id_or_path: str, mode: str = "archive", reason: str | None = None, op: str = ""
     ) -> Any:
         if mode == "purge":
-            raise InvalidInputError(
-                "this client's writes are proposals (agent_writes): a purge erases history "
-                "and cannot be one; forget with mode archive or delete, or ask the person to "
-                "run `memvault forget ID --purge`"
-            )
+            raise purging.not_proposable("ID --purge")
         return _proposed(super().forget(id_or_path, mode, reason, op))
 
 

@@ -27,17 +27,23 @@ def purge(service: MemoryService, id_or_path: str, reason: str | None) -> WriteR
     return WriteResult(memory, sha, "purged", erased=tuple(erased))
 
 
+def not_proposable(command: str) -> InvalidInputError:
+    """Why a client whose writes are proposals cannot purge (``command``: what the person
+    runs instead, e.g. ``ID --purge``)."""
+    return InvalidInputError(
+        "this client's writes are proposals (agent_writes): a purge erases history and "
+        "cannot be one; forget with mode archive or delete, or ask the person to run "
+        f"`memvault forget {command}`"
+    )
+
+
 def purge_many(service: MemoryService, ids: Sequence[str], reason: str | None) -> Archival:
     """Purge several memories with one history rewrite (a confirmed ``forget(filter=...)``).
     The commits name how many, never which: the filter itself may say what was private."""
     from .proposals import Drafts  # here: proposals builds on the service
 
     if isinstance(service, Drafts):  # a client whose writes are proposals (agent_writes)
-        raise InvalidInputError(
-            "this client's writes are proposals (agent_writes): a purge erases history and "
-            "cannot be one; forget with mode archive or delete, or ask the person to run "
-            "`memvault forget --filter ... --purge`"
-        )
+        raise not_proposable("--filter ... --purge")
     with service._writing():
         memories = [service.get(i) for i in ids]
         if not memories:

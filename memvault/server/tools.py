@@ -23,7 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ClientCapabilities, ElicitationCapability, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from .. import asof, changes, context, lifecycle, profile, proposals, reports, syncing
+from .. import asof, changes, context, lifecycle, profile, proposals, purging, reports, syncing
 from .. import confirm as confirming
 from ..errors import InvalidInputError, MemvaultError, explain_unexpected
 from ..history import CLONE_WARNING
@@ -456,11 +456,8 @@ def _proposable(service: MemoryService, mode: str, selection: str | None) -> Non
     """A purge erases history, so it cannot be a proposal: refused before the person is
     asked to confirm it (Drafts.forget and purging.purge_many refuse it too, later)."""
     if mode == "purge" and isinstance(service, proposals.Drafts):
-        command = "--filter ... --purge" if selection is not None else "ID --purge"
-        raise InvalidInputError(
-            "this client's writes are proposals (agent_writes): a purge erases history and "
-            "cannot be one; forget with mode archive or delete, or ask the person to run "
-            f"`memvault forget {command}`"
+        raise purging.not_proposable(
+            "--filter ... --purge" if selection is not None else "ID --purge"
         )
 
 
