@@ -471,8 +471,9 @@ def test_a_binary_file_named_md_is_refused_as_a_note_resource_not_shown_as_garba
     latin.write_bytes("# Café notes\nThe café opens at nine.\n".encode("latin-1"))
 
     async def body(client: Client) -> str:
-        with pytest.raises(Exception, match=r"scan\.md looks binary \(NUL bytes\)"):
+        with pytest.raises(MCPError, match=r"scan\.md looks binary \(NUL bytes\)") as refused:
             await client.read_resource(note_uri("scan.md"))
+        assert refused.value.error.code == INVALID_PARAMS  # not the server's own failure
         shown = await client.read_resource(note_uri("old-note.md"))
         return str(shown.contents[0].text)  # type: ignore[union-attr]
 

@@ -14,7 +14,13 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
 from .. import changes, context, profile, reports
-from ..errors import InvalidInputError, MemoryNotFoundError, MemvaultError, UnsafePathError
+from ..errors import (
+    InvalidInputError,
+    MalformedMemoryError,
+    MemoryNotFoundError,
+    MemvaultError,
+    UnsafePathError,
+)
 from ..models import Context
 from ..profile import FieldSpec, Profile, Schema
 from ..service import MemoryService
@@ -94,12 +100,13 @@ def _prompt(render: Callable[[], str]) -> str:
 
 async def _read(render: Callable[[], str]) -> str:
     """Render in a worker thread (file reads); memvault errors as resource errors: a
-    missing memory or a bad or unsafe URI (an ignored path, ``..``) as -32602 (invalid
+    missing memory, a bad or unsafe URI (an ignored path, ``..``) or a file that is no
+    note (binary, too large) as -32602 (invalid
     params; SEP-2164, 2026-07-28, gives a missing resource that code), the rest as -32603
     (internal error). The SDK adds the URI as the error's data."""
     try:
         return await anyio.to_thread.run_sync(render)
-    except (MemoryNotFoundError, UnsafePathError, InvalidInputError) as exc:
+    except (MemoryNotFoundError, UnsafePathError, InvalidInputError, MalformedMemoryError) as exc:
         raise ResourceNotFoundError(str(exc)) from exc
     except MemvaultError as exc:
         raise ResourceError(str(exc)) from exc
