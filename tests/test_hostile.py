@@ -647,6 +647,20 @@ MCP_CASES: list[tuple[str, str, Args, str, str]] = [
         "invalid_input",
         "reason is 70,000 characters, over the limit of 500",
     ),
+    (  # checked before the person is asked to confirm a delete, not after
+        "forget-delete-reason-70000-chars",
+        "forget",
+        lambda s: {"id": s, "mode": "delete", "reason": "x" * 70_000},
+        "invalid_input",
+        "reason is 70,000 characters, over the limit of 500",
+    ),
+    (
+        "forget-filter-purge-reason-nul",
+        "forget",
+        lambda s: {"filter": "type:fact", "mode": "purge", "reason": "user\x00asked"},
+        "invalid_input",
+        "reason contains a NUL byte",
+    ),
     (
         "forget-reason-nul",
         "forget",

@@ -23,7 +23,18 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ClientCapabilities, ElicitationCapability, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from .. import asof, changes, context, lifecycle, profile, proposals, purging, reports, syncing
+from .. import (
+    asof,
+    changes,
+    context,
+    guard,
+    lifecycle,
+    profile,
+    proposals,
+    purging,
+    reports,
+    syncing,
+)
 from .. import confirm as confirming
 from ..errors import InvalidInputError, MemvaultError, explain_unexpected
 from ..history import CLONE_WARNING
@@ -235,7 +246,7 @@ def forget(
     confirm: Annotated[str | None, Field(description="token given")] = None,
 ) -> ForgetOut:
     """archive (undoable), delete or purge (erase all history; only if the user asks)."""
-    _one_target(id, scope, filter, mode)
+    _one_target(id, scope, filter, mode, reason)
     _proposable(service, mode, filter)
     operation = confirming.resolve(service, id, mode, scope, filter)
     verdict = confirming.gate(service, operation, confirm)
@@ -442,7 +453,11 @@ def _filters(
     )
 
 
-def _one_target(id: str | None, scope: str | None, selection: str | None, mode: str) -> None:
+def _one_target(
+    id: str | None, scope: str | None, selection: str | None, mode: str, reason: str | None
+) -> None:
+    """What ``forget`` is asked, checked before a person is asked to confirm it."""
+    guard.check_forget(mode, reason)
     if sum(x is not None for x in (id, scope, selection)) != 1:
         raise InvalidInputError(
             "give one of id (one memory), scope (a session's memories) or filter "
