@@ -11,6 +11,7 @@ import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -212,3 +213,33 @@ def updated_listener(
                 arrived.set()
 
     return seen, arrived, on_message
+
+
+@dataclass
+class Pair:
+    """Two machines' vaults on one bare remote."""
+
+    remote: Path
+    a: MemoryService
+    b: MemoryService
+
+
+@contextmanager
+def synced_pair(tmp_path: Path) -> Iterator[Pair]:
+    """A bare remote, vault A pushed to it, vault B cloned from it (full text only)."""
+    from memvault.syncing import sync  # here: only the sync tests need it
+
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "--bare", "-q", "--initial-branch=main", str(remote))
+    create_vault(tmp_path / "a")
+    git(tmp_path / "a", "remote", "add", "origin", str(remote))
+    a = MemoryService.open(tmp_path / "a", Settings(embedder="none"))
+    first = sync(a)
+    assert first.error is None and first.pushed >= 1
+    git(tmp_path, "clone", "-q", str(remote), str(tmp_path / "b"))
+    b = MemoryService.open(tmp_path / "b", Settings(embedder="none"))
+    try:
+        yield Pair(remote, a, b)
+    finally:
+        a.close()
+        b.close()

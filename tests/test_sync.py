@@ -10,7 +10,6 @@ import shutil
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -28,17 +27,10 @@ from memvault.service import MemoryService
 from memvault.syncing import SyncResult, resolve_conflict, sync
 from memvault.template import create_vault
 
-from .helpers import call_tool, git, run_memvault, watching
+from .helpers import Pair, call_tool, git, run_memvault, synced_pair, watching
 
 EARLY = dt.datetime(2026, 11, 1, 9, 0, tzinfo=dt.UTC)
 LATE = dt.datetime(2026, 11, 2, 9, 0, tzinfo=dt.UTC)
-
-
-@dataclass
-class Pair:
-    remote: Path
-    a: MemoryService
-    b: MemoryService
 
 
 def _open(root: Path) -> MemoryService:
@@ -48,18 +40,8 @@ def _open(root: Path) -> MemoryService:
 @pytest.fixture
 def pair(tmp_path: Path) -> Iterator[Pair]:
     """A bare remote, vault A pushed to it, vault B cloned from it."""
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "--bare", "-q", "--initial-branch=main", str(remote))
-    create_vault(tmp_path / "a")
-    git(tmp_path / "a", "remote", "add", "origin", str(remote))
-    a = _open(tmp_path / "a")
-    first = sync(a)
-    assert first.error is None and first.pushed >= 1
-    git(tmp_path, "clone", "-q", str(remote), str(tmp_path / "b"))
-    b = _open(tmp_path / "b")
-    yield Pair(remote, a, b)
-    a.close()
-    b.close()
+    with synced_pair(tmp_path) as made:
+        yield made
 
 
 def _log(service: MemoryService) -> list[str]:

@@ -12,45 +12,21 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from memvault.config import Settings
 from memvault.errors import InvalidInputError, MemvaultError
-from memvault.service import MemoryService
 from memvault.syncing import sync
-from memvault.template import create_vault
 
-from .helpers import git, run_memvault
-
-
-@dataclass
-class Pair:
-    remote: Path
-    a: MemoryService
-    b: MemoryService
-
-
-def _open(root: Path) -> MemoryService:
-    return MemoryService.open(root, Settings(embedder="none"))
+from .helpers import Pair, git, run_memvault, synced_pair
 
 
 @pytest.fixture
 def pair(tmp_path: Path) -> Iterator[Pair]:
     """A bare remote, vault A pushed to it, vault B cloned from it."""
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "--bare", "-q", "--initial-branch=main", str(remote))
-    create_vault(tmp_path / "a")
-    git(tmp_path / "a", "remote", "add", "origin", str(remote))
-    a = _open(tmp_path / "a")
-    sync(a)
-    git(tmp_path, "clone", "-q", str(remote), str(tmp_path / "b"))
-    b = _open(tmp_path / "b")
-    yield Pair(remote, a, b)
-    a.close()
-    b.close()
+    with synced_pair(tmp_path) as made:
+        yield made
 
 
 def _edited_on_both_sides(pair: Pair) -> str:
