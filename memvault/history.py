@@ -68,14 +68,12 @@ _COMMIT_FILTER = (
     'msg=$(cat); case "$msg" in "purge: "*) printf "%s\\n" "$msg" | git commit-tree "$@";; '
     '*) printf "%s\\n" "$msg" | git_commit_non_empty_tree "$@";; esac'
 )
-# Every index entry whose blob is a purged one is removed (mode 0): by blob, not by path,
-# so another memory written later at a purged memory's old path stays (ls-files quotes odd
-# names the way update-index --index-info reads them).
+# The paths to take out of each commit (listed, NUL-separated, in a file named after the
+# commit's original sha): only where a purged version lies, so another file with the same
+# bytes (an empty note, a .gitkeep, a template copy) stays.
 _INDEX_FILTER = (
-    "gone=$(git ls-files -s | awk 'NR == FNR { b[$1]; next } ($2 in b) {"
-    ' print "0 0000000000000000000000000000000000000000 0" substr($0, index($0, "\\t")) }\''
-    ' "$MEMVAULT_PURGED_BLOBS" -); [ -z "$gone" ] || printf "%s\\n" "$gone"'
-    " | git update-index --index-info"
+    'f="$MEMVAULT_PURGE_DIR/$GIT_COMMIT"; if [ -f "$f" ]; then git rm -q --cached'
+    ' --ignore-unmatch --pathspec-from-file="$f" --pathspec-file-nul; fi'
 )
 _MSG_FILTER = (
     'awk \'BEGIN { n = split(ENVIRON["MEMVAULT_PURGED"], names, "\\n") }'
@@ -839,6 +837,21 @@ class History:
         )  # fmt: skip
         return list(dict.fromkeys(p for p in out.split("\0") if p.strip()))
 
+    def _holding(self, wanted: dict[str, set[str]]) -> dict[str, list[str]]:
+        """For every commit of every ref: which of ``wanted``'s paths hold one of the blobs
+        wanted there (one ``cat-file --batch-check`` for all commit:path pairs)."""
+        commits = self.run("rev-list", "--all").split()
+        pairs = [(c, p) for c in commits for p in wanted]
+        if not pairs:
+            return {}
+        listing = "".join(f"{c}:{p}\n" for c, p in pairs)
+        found = self.run("cat-file", "--batch-check=%(objectname)", input_text=listing)
+        out: dict[str, list[str]] = {}
+        for (commit, path), line in zip(pairs, found.splitlines(), strict=True):
+            if line.split(" ", 1)[0] in wanted[path]:
+                out.setdefault(commit, []).append(path)
+        return out
+
     def blobs_at(self, paths: Sequence[str]) -> dict[str, set[str]]:
         """Every blob any commit of any ref (merges too) put at or took from ``paths``:
         blob sha -> the commits that changed it there."""
@@ -860,14 +873,21 @@ class History:
                         found.setdefault(sha, set()).add(commit)
         return found
 
-    def purge(self, blobs: Iterable[str], names: Iterable[str]) -> None:
-        """Take ``blobs`` out of every commit of every ref, wherever they are (other files
-        stay, even at a path a purged blob once had), replace ``names`` in commit messages,
-        then drop old objects."""
+    def purge(self, versions: Iterable[tuple[str, str]], names: Iterable[str]) -> None:
+        """Take each ``(blob, path)`` version out of every commit of every ref that holds
+        that blob at that path (another file, even at a path a purged version once had or
+        with the same bytes elsewhere, stays), replace ``names`` in commit messages, then
+        drop old objects."""
         names = list(dict.fromkeys(names))
-        listing = self.git_dir() / "memvault-purge-blobs"
-        listing.write_text("".join(f"{b}\n" for b in blobs), encoding="ascii")
+        wanted: dict[str, set[str]] = {}
+        for blob, path in versions:
+            if "\n" in path:
+                raise MemvaultError(f"{path!r}: a file name holding a newline cannot be purged")
+            wanted.setdefault(path, set()).add(blob)
+        folder = Path(tempfile.mkdtemp(prefix="memvault-purge-", dir=self.git_dir()))
         try:
+            for commit, paths in self._holding(wanted).items():
+                (folder / commit).write_bytes(b"".join(os.fsencode(p) + b"\0" for p in paths))
             self.run(
                 "filter-branch",
                 "--force",
@@ -880,13 +900,13 @@ class History:
                 "--",
                 "--all",
                 env={
-                    "MEMVAULT_PURGED_BLOBS": str(listing),
+                    "MEMVAULT_PURGE_DIR": str(folder),
                     "MEMVAULT_PURGED": "\n".join(names),
                     "MEMVAULT_PURGED_AS": PURGED_NAME,
                 },
             )
         finally:
-            listing.unlink(missing_ok=True)
+            shutil.rmtree(folder, ignore_errors=True)
         refs = self.run("for-each-ref", "--format=%(refname)", "refs/original/").split()
         for ref in refs:
             self.run("update-ref", "-d", ref)

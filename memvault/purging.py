@@ -74,15 +74,18 @@ def _erase(
 
     # first: a worktree's index refers to the memories' blobs, and gc keeps what it refers to
     drop_worktrees(service)
-    blobs, paths, rewritten = _versions(service.history, names)
-    service.history.purge(blobs, paths)
+    versions, rewritten = _versions(service.history, names)
+    service.history.purge(versions, {path for _blob, path in versions})
     trailers = service._trailers("purge", memory_id)
+    # which commits held them: a sync refuses a side that still reaches one of these
+    trailers[REWROTE] = " ".join(sorted(rewritten))
     if reason:
         trailers["Memvault-Reason"] = reason
     sha = service.history.commit_empty(f"purge: {what} erased from history", trailers)
-    return sha, rewritten
+    return sha, len(rewritten)
 
 
+REWROTE = "Memvault-Rewrote"  # trailer of a purge commit: the original commits that held it
 _ID_LINE = re.compile(rb"^id:[ \t]*[\"']?([^\"'\s#]+)", re.MULTILINE)
 
 
@@ -94,15 +97,14 @@ def _lineage(history: History, path: str) -> tuple[list[str], set[str]]:
 
 def _versions(
     history: History, names: dict[str, tuple[list[str], set[str]]]
-) -> tuple[set[str], set[str], int]:
-    """Every version of these memories in any commit of any ref: their blobs, the paths
-    those were at, and how many commits changed them. A version is a blob whose ``id:``
-    is the memory's, wherever it lies (a person may move and rewrite a note in one
-    commit), or one without an ``id:`` that a commit of the memory's own history put at
-    one of its paths (a person's note). A blob with another id, or an id-less one saved
-    later at a path the memory has left, is another note."""
-    blobs: set[str] = set()
-    paths: set[str] = set()
+) -> tuple[set[tuple[str, str]], set[str]]:
+    """Every version of these memories in any commit of any ref, as ``(blob, path)``, and
+    the commits that changed them. A version is a blob whose ``id:`` is the memory's,
+    wherever it lies (a person may move and rewrite a note in one commit), or one without
+    an ``id:`` that a commit of the memory's own history put at one of its paths (a
+    person's note). A blob with another id, or an id-less one saved later at a path the
+    memory has left, is another note; so are the same bytes at another path."""
+    versions: set[tuple[str, str]] = set()
     commits: set[str] = set()
     for memory_id, (own, lineage) in names.items():
         where = own + history.paths_holding(f"^id:[[:space:]]*[\"']?{memory_id}")
@@ -111,10 +113,9 @@ def _versions(
             for sha, data in history.blob_bytes(changed).items():
                 found = _ID_LINE.findall(_front(data))
                 if (found[-1].decode() == memory_id) if found else bool(changed[sha] & lineage):
-                    blobs.add(sha)
-                    paths.add(path)
+                    versions.add((sha, path))
                     commits |= changed[sha]
-    return blobs, paths, len(commits)
+    return versions, commits
 
 
 def _front(data: bytes) -> bytes:
@@ -146,47 +147,62 @@ class _Commit:
     time: int  # committer time (a purge's rewrite keeps the times of what it rewrote)
     purge: bool
     subject: str
+    rewrote: frozenset[str] | None  # a purge's original commits (None: a purge from before)
+
+    def held_in(self, side: list[_Commit]) -> list[_Commit]:
+        """The commits of ``side`` that held what this purge erased: its original commits
+        (a purge recorded before they were: every commit of ``side`` no newer than it)."""
+        if self.rewrote is None:
+            return [c for c in side if c.time <= self.time and not c.purge]
+        return [c for c in side if c.sha in self.rewrote]
 
 
 def refuse_undoing_a_purge(
     history: History, remote: str, branch: str, ours: str, theirs: str
 ) -> None:
     """Before sync integrates two diverged histories: refuse when that would bring back what
-    a purge erased, because (a) this vault purged and the remote still holds commits from
-    before the purge that this vault no longer has, or (b) the remote holds a purge this
-    vault has not seen while this vault holds commits from before it that the remote no
-    longer has. Nothing is changed; the message says what to do."""
+    a purge erased, because (a) this vault purged and the remote still reaches a commit the
+    purge rewrote, or (b) the remote holds a purge this vault has not seen while this vault
+    still reaches a commit that purge rewrote. Nothing is changed; the message says what to
+    do. Histories that merely diverged (a memory added and purged before any sync, the other
+    machine's ordinary work) integrate as usual."""
     mine = _commits(history, f"{theirs}..{ours}")
     other = _commits(history, f"{ours}..{theirs}")
+    purged, older = _first_held([c for c in mine if c.purge], other)
     where, root = f"{remote}/{branch}", history.root
-    purged = max((c for c in mine if c.purge), key=lambda c: c.time, default=None)
-    older = [c for c in other if purged and c.time <= purged.time]
     if purged and older:
         raise MemvaultError(
             f"sync refused: this vault purged a memory ({purged.sha[:12]}, not on {remote} "
-            f"yet), but {where} still holds {len(older)} commit(s) from before the purge that "
-            "this vault no longer has, which may hold the purged text: integrating them would "
-            "bring it back. Nothing was changed. To finish the purge, replace the remote's "
-            f"history with this vault's: `git -C {root} push --force-with-lease="
+            f"yet), but {where} still holds {len(older)} commit(s) the purge rewrote here, "
+            "which hold the purged text: integrating them would bring it back. Nothing was "
+            "changed. To finish the purge, replace the remote's history with this vault's: "
+            f"`git -C {root} push --force-with-lease="
             f"{branch}:{theirs} {remote} {branch}` (it drops {where}'s {len(other)} commit(s) "
             f"this vault does not have: check first with `git -C {root} log --stat "
             f"{ours}..{theirs}` that they hold nothing else you want); then every other clone "
             "must be cloned anew (its next sync refuses and says how)"
         )
-    purged = max((c for c in other if c.purge), key=lambda c: c.time, default=None)
-    older = [c for c in mine if purged and c.time <= purged.time and not c.purge]
+    purged, older = _first_held([c for c in other if c.purge], mine)
     if purged and older:
         url = history.run("remote", "get-url", remote, check=False).strip() or remote
         raise MemvaultError(
             f"sync refused: {where} was rewritten by a purge on another machine "
             f"({purged.sha[:12]} {purged.subject!r}), and this vault still holds "
-            f"{len(older)} commit(s) from before it that the remote no longer has, which may "
-            "hold the purged text: syncing would bring it back. Nothing was changed. Clone "
-            f"the vault anew: `memvault init NEW_FOLDER --clone {url}`; copy into it the "
+            f"{len(older)} commit(s) that purge rewrote there, which hold the purged text: "
+            "syncing would bring it back. Nothing was changed. Clone the vault anew: "
+            f"`memvault init NEW_FOLDER --clone {url}`; copy into it the "
             "memory files this vault wrote since its last sync (`git -C "
             f"{root} log --name-status {where}@{{1}}..HEAD` lists them; its next write or "
             f"sync commits them), then delete {root}, which still holds the purged text"
         )
+
+
+def _first_held(purges: list[_Commit], side: list[_Commit]) -> tuple[_Commit | None, list[_Commit]]:
+    """The first of ``purges`` whose erased commits ``side`` still holds, and those."""
+    for purge in purges:
+        if held := purge.held_in(side):
+            return purge, held
+    return None, []
 
 
 def _commits(history: History, spec: str) -> list[_Commit]:
@@ -197,6 +213,9 @@ def _commits(history: History, spec: str) -> list[_Commit]:
         subject, _, body = rest.partition("\0")
         sha, _, time = head.partition(" ")
         if sha:
-            purge = "Memvault-Op: purge" in body.splitlines()
-            found.append(_Commit(sha, int(time), purge, subject))
+            lines = body.splitlines()
+            purge = "Memvault-Op: purge" in lines
+            listed = [ln.split(":", 1)[1].split() for ln in lines if ln.startswith(f"{REWROTE}:")]
+            rewrote = frozenset(listed[0]) if listed else None
+            found.append(_Commit(sha, int(time), purge, subject, rewrote))
     return found

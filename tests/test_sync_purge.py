@@ -105,3 +105,27 @@ def test_a_sync_after_a_purge_of_a_memory_the_remote_never_had_pushes_as_usual(
     result = sync(a)
     assert result.error is None and result.pushed >= 1
     assert git(remote, "rev-parse", "main") == git(a.root, "rev-parse", "HEAD")
+
+
+def test_a_purge_before_any_sync_and_the_other_machines_work_integrate_either_way(
+    vaults: tuple[Path, MemoryService, MemoryService],
+) -> None:
+    """Diverged histories that never held the purged memory on both sides are ordinary
+    work: no refusal, no re-clone, nothing dropped, whichever machine syncs first."""
+    remote, a, b = vaults
+    b.remember("Bob's team meets on Tuesdays at ten", type="fact")
+    sync(b)  # the remote moved with the other machine's work
+    pin = a.remember("My bank PIN hint is XYZZYPIN", type="fact")
+    assert pin.memory is not None
+    a.forget(pin.memory.id, mode="purge")  # never left this machine
+    first = sync(a)
+    assert first.error is None and first.action in ("rebased", "merged")
+    c = b.remember("Ferries leave from pier four", type="fact")  # b's local work
+    assert c.memory is not None
+    second = sync(b)
+    assert second.error is None and second.action in ("rebased", "merged")
+    for side in (a, b):
+        sync(side)
+        texts = git(side.root, "log", "-p", "--format=", "HEAD")
+        assert "Tuesdays at ten" in texts and "pier four" in texts
+        assert "XYZZYPIN" not in git(side.root, "log", "--all", "-p", "--format=%B")

@@ -298,6 +298,30 @@ def test_purge_of_a_persons_note_without_id_keeps_a_note_saved_later_where_it_wa
     assert git(vault, "status", "--porcelain") == ""
 
 
+def test_purging_a_note_without_id_keeps_other_files_with_the_same_bytes(
+    text_only: MemoryService,
+) -> None:
+    """A version is a blob at a path: an empty note is byte for byte every .gitkeep, a note
+    made from the template is the template, a copied note its copy; they all stay."""
+    vault = text_only.vault.root
+    (vault / "inbox" / "empty.md").write_bytes(b"")
+    template = (vault / "_templates" / "memory.md").read_bytes()
+    (vault / "inbox" / "meeting.md").write_bytes(template)
+    (vault / "people" / "bob.md").write_text("Bob owns a boat.\n", encoding="utf-8")
+    (vault / "people" / "bob-copy.md").write_text("Bob owns a boat.\n", encoding="utf-8")
+    git(vault, "add", "-A")
+    git(vault, "commit", "-q", "-m", "a person's notes")
+    keeps = git(vault, "ls-files", "*.gitkeep", "_templates/memory.md").split()
+    for rel in ("inbox/empty.md", "inbox/meeting.md", "people/bob.md"):
+        text_only.forget(rel, mode="purge")
+        assert not (vault / rel).exists()
+        assert git(vault, "log", "--all", "--format=%h", "--", rel) == ""
+    assert git(vault, "ls-files", "*.gitkeep", "_templates/memory.md").split() == keeps
+    assert (vault / "_templates" / "memory.md").read_bytes() == template
+    assert (vault / "people" / "bob-copy.md").read_text(encoding="utf-8") == "Bob owns a boat.\n"
+    assert git(vault, "status", "--porcelain") == ""
+
+
 def test_purge_finds_a_version_a_person_moved_and_rewrote_in_one_commit(
     text_only: MemoryService,
 ) -> None:
