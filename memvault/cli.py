@@ -275,13 +275,17 @@ def _not_written(ctx: Ctx, result: Any) -> NoReturn:
 
 @cli.command()
 @click.argument("id_or_path")
-@click.option("--content", default=None, help="New text (the title is kept unless --title).")
+@click.option(
+    "--content",
+    default=None,
+    help="New text (a title that was only the old first line follows it; else kept).",
+)
 @click.option("--title", default=None)
 @click.option("--type", "type_", default=None)
 @click.option("--tags", default=None, help="Comma-separated tags (replace the old ones).")
 @click.option("--importance", type=float, default=None)
 @click.option("--confidence", type=float, default=None)
-@click.option("--status", type=click.Choice(["active", "superseded", "archived"]), default=None)
+@click.option("--status", type=click.Choice(["active", "superseded"]), default=None)
 @click.option("--expires", default=None, help="ISO date or date-time; '' removes it.")
 @click.option("--valid-from", default=None, help="ISO date or date-time; '' removes it.")
 @click.option("--valid-until", default=None, help="ISO date or date-time; '' removes it.")

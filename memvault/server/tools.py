@@ -102,7 +102,7 @@ When = Annotated[str | None, Field(description="ISO time")]
 AsOf = Annotated[str | None, Field(description="ISO time or commit")]
 Unit = Annotated[float, Field(description="0..1")]
 Sort = Literal["updated", "created", "importance", "path"]
-Status = Literal["active", "superseded", "archived"]
+Status = Literal["active", "superseded"]  # archived: forget moves the file and says why
 Mode = Literal["archive", "delete", "purge"]
 Links = Annotated[list[str] | None, Field(description="ids or titles")]
 
