@@ -130,12 +130,17 @@ def _conflict(path: str) -> Problem:
 
 def check_unfinished(vault: Vault, history: History) -> list[Problem]:
     """A git merge or rebase stopped half-way: every write and sync is refused until it
-    ends (undone by the next command when a killed sync left it)."""
+    ends (undone by the next command when a killed sync left it, unless files were
+    changed since: then the person ends it)."""
     git_dir = history.git_dir()
     what = next((w for f, w in _UNDER_WAY if (git_dir / f).exists()), None)
     if what is None:
         return []
-    if interrupted.own(vault, history) is not None:
+    started = interrupted.own(vault, history)
+    kept = interrupted.persons_changes(vault, history) if started is not None else []
+    if kept:
+        message = interrupted.kept_back(vault, what, kept)
+    elif started is not None:
         message = (
             f"a git {what} that a killed `memvault sync` left half-way is in progress: every "
             "write and sync is refused until it ends; the next memvault write or sync undoes "

@@ -8,13 +8,21 @@ next memvault command that holds the write lock (a write, a sync, the recovery o
 leftovers, the watcher's commit) finds that git's state matches the record (``MERGE_HEAD``
 and ``HEAD``, or the rebase's ``onto`` and ``orig-head``) and aborts it, with a warning.
 A merge or rebase that does not match (a person's own) is left to the person, as before.
+
+Nothing is aborted over a person's work: memvault commits nothing while git is half-way,
+so whatever a person changed since the kill is only in the working tree, and ``git rebase
+--abort`` (a hard reset) or ``git merge --abort`` would throw it away. When such changes
+are there (:func:`persons_changes`), the record stays, a warning names the files and what
+to do, and every write and sync is refused until the person ends the merge or rebase.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import logging
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,7 +30,7 @@ from pathlib import Path
 
 from .errors import GitError
 from .history import History
-from .vault import Vault
+from .vault import TEMP_PATTERNS, Vault
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +114,10 @@ def undo(vault: Vault, history: History) -> bool:
         if not history.unfinished():
             (vault.state_dir / RECORD).unlink(missing_ok=True)  # the sync ended, then died
         return False
+    kept = persons_changes(vault, history)
+    if kept:
+        log.warning("%s", kept_back(vault, started.what, kept))
+        return False
     try:
         history.run(started.what, "--abort")
     except GitError as exc:
@@ -121,3 +133,71 @@ def undo(vault: Vault, history: History) -> bool:
         started.head[:12],
     )
     return True
+
+
+def persons_changes(vault: Vault, history: History) -> list[str]:
+    """Files changed while a merge or rebase sat half-way that are not its own, which its
+    abort would lose or overwrite: unstaged changes of files git did not leave unmerged,
+    untracked files that are not ignored (editor and temporary files aside), and unmerged
+    files a person settled by hand (no conflict markers left, and the bytes are none of
+    the file's versions in the merge; one the killed sync itself settled, listed in the
+    write journal, is its own)."""
+    unmerged = history.unmerged()
+    unstaged = [
+        p for p in _names(history, "diff", "--name-only", "--no-renames") if p not in unmerged
+    ]
+    untracked = [
+        p
+        for p in _names(history, "ls-files", "--others", "--exclude-standard")
+        if not any(fnmatch.fnmatch(p.rsplit("/", 1)[-1], t) for t in TEMP_PATTERNS)
+    ]
+    journal = vault.journal_paths()
+    settled = [
+        path
+        for path, stages in unmerged.items()
+        if path not in journal and _settled_by_hand(vault, history, path, stages)
+    ]
+    return sorted({*unstaged, *untracked, *settled})
+
+
+def _names(history: History, *args: str) -> list[str]:
+    return [name for name in history.run(*args, "-z").split("\0") if name]
+
+
+_MARKERS = (re.compile(rb"^<{7}(?: |\r?$)", re.M), re.compile(rb"^>{7}(?: |\r?$)", re.M))
+
+
+def _settled_by_hand(
+    vault: Vault, history: History, path: str, stages: dict[int, tuple[str, str]]
+) -> bool:
+    """Whether an unmerged file holds what a person made of it: a regular file without
+    git's conflict markers whose bytes are none of the versions git merged (the one git
+    left of a binary or deleted-on-one-side conflict is such a version: nothing to lose)."""
+    full = vault.root / path
+    if full.is_symlink() or not full.is_file():
+        return False
+    try:
+        data = full.read_bytes()
+    except OSError:
+        return False
+    if all(marker.search(data) for marker in _MARKERS):
+        return False
+    blob = history.run("hash-object", "--", path, check=False).strip()
+    return blob not in {sha for _mode, sha in stages.values()}
+
+
+def kept_back(vault: Vault, what: str, kept: list[str]) -> str:
+    """Why a killed sync's ``what`` was not undone (``kept`` changed since) and how to end it."""
+    named = ", ".join(kept[:5]) + (f" and {len(kept) - 5} more" if len(kept) > 5 else "")
+    finish = (
+        "`git add` the settled files and `git rebase --continue`"
+        if what == "rebase"
+        else "`git add` the settled files and `git commit`"
+    )
+    return (
+        f"a git {what} that a killed `memvault sync` left half-way is in progress, and files "
+        f"were changed since: {named}. memvault does not undo it, because `git {what} "
+        "--abort` would lose those changes; every memvault write and sync is refused until "
+        f"it ends: copy those files aside, run `git -C {vault.root} {what} --abort` and put "
+        f"them back (memvault then commits them), or finish the {what} with git ({finish})"
+    )

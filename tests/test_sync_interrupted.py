@@ -188,6 +188,124 @@ def test_a_memvault_sync_killed_with_sigkill_mid_merge_does_not_stop_the_next_wr
     assert _rev(pair.a.root, "HEAD") in git(pair.b.root, "rev-list", "HEAD")
 
 
+# -- 1b. never undone over what a person changed since the kill -----------------------
+def _killed_mid(pair: Pair, what: str) -> tuple[str, str]:
+    """B as a sync killed in its ``what`` leaves it, with a second note (on both sides,
+    untouched by the sync) for a person to edit: (B's HEAD before the sync, that note)."""
+    other = pair.a.remember("Herons nest in the old alder wood", type="fact")
+    assert other.memory is not None
+    sync(pair.a)
+    memory_id = _edited_on_both_sides(pair)
+    head = _rev(pair.b.root, "HEAD")
+    _record(pair.b.root, what, head, _rev(pair.b.root, "origin/main"))
+    if what == "merge":
+        _conflicted_merge(pair.b.root)
+    else:
+        _conflicted_rebase(pair.b.root)
+    assert pair.b.get(memory_id)  # the conflicted note is there, markers and all
+    return head, other.memory.path
+
+
+def _still_kept(pair: Pair, what: str, path: str, text: str) -> None:
+    """The write was refused, the person's change is still in the file, git is still
+    half-way and the record is still there."""
+    assert text in (pair.b.root / path).read_text(encoding="utf-8")
+    assert _half_done(pair.b.root)
+    if what == "rebase":
+        assert (pair.b.root / ".git" / "rebase-merge").is_dir()
+    assert (pair.b.root / ".memvault" / "sync-integrating.json").exists()
+
+
+@pytest.mark.parametrize("what", ["rebase", "merge"])
+def test_a_persons_edit_after_a_sync_was_killed_is_never_undone_by_the_next_write(
+    pair: Pair, what: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    _, path = _killed_mid(pair, what)
+    edit = "\nPERSON EDIT: they moved to the willows by the river.\n"
+    with open(pair.b.root / path, "a", encoding="utf-8") as handle:
+        handle.write(edit)
+    caplog.set_level("WARNING", logger="memvault.interrupted")
+    with pytest.raises(InvalidInputError, match="merge or rebase is in progress"):
+        pair.b.remember("Kites fly best in a steady onshore wind", type="fact")
+    _still_kept(pair, what, path, edit)
+    assert "undid" not in caplog.text
+    assert path in caplog.text and "copy those files aside" in caplog.text
+    assert f"git -C {pair.b.root} {what} --abort" in caplog.text
+    assert pair.b.commit_external([path]) is None  # the watcher's commit of that save
+    _still_kept(pair, what, path, edit)
+    with pytest.raises(InvalidInputError, match="merge or rebase is in progress"):
+        sync(pair.b)
+    _still_kept(pair, what, path, edit)
+
+
+@pytest.mark.parametrize("what", ["rebase", "merge"])
+def test_a_conflict_a_person_settled_by_hand_is_never_undone_by_the_next_write(
+    pair: Pair, what: str
+) -> None:
+    _killed_mid(pair, what)
+    [conflicted] = git(pair.b.root, "diff", "--name-only", "--diff-filter=U").split()
+    settled = "---\ntype: preference\n---\nReports: British English, settled by hand.\n"
+    (pair.b.root / conflicted).write_text(settled, encoding="utf-8")
+    with pytest.raises(InvalidInputError, match="merge or rebase is in progress"):
+        pair.b.remember("Kites fly best in a steady onshore wind", type="fact")
+    _still_kept(pair, what, conflicted, "settled by hand")
+
+
+def test_a_new_note_made_after_a_sync_was_killed_keeps_it_from_being_undone(
+    pair: Pair, caplog: pytest.LogCaptureFixture
+) -> None:
+    _killed_mid(pair, "rebase")
+    new = "inbox/typed-during-the-rebase.md"
+    (pair.b.root / new).parent.mkdir(exist_ok=True)
+    (pair.b.root / new).write_text("Otters were seen below the weir.\n", encoding="utf-8")
+    caplog.set_level("WARNING", logger="memvault.interrupted")
+    with pytest.raises(InvalidInputError, match="merge or rebase is in progress"):
+        pair.b.remember("Kites fly best in a steady onshore wind", type="fact")
+    _still_kept(pair, "rebase", new, "Otters")
+    assert new in caplog.text and "undid" not in caplog.text
+
+
+def test_editor_droppings_made_after_a_sync_was_killed_do_not_keep_it_from_being_undone(
+    pair: Pair,
+) -> None:
+    head, path = _killed_mid(pair, "rebase")
+    swap = pair.b.root / path
+    (swap.parent / f".{swap.name}.swp").write_bytes(b"\0vim swap")
+    written = pair.b.remember("Kites fly best in a steady onshore wind", type="fact")
+    assert written.action == "created" and not _half_done(pair.b.root)
+    assert _rev(pair.b.root, "HEAD~1") == head
+
+
+@pytest.mark.parametrize("what", ["rebase", "merge"])
+def test_a_deleted_on_one_side_conflict_left_as_git_left_it_is_still_undone(
+    pair: Pair, what: str
+) -> None:
+    """Git leaves the edited side's file, without markers, for a file deleted on the other
+    side: that is the merge's own, not a person's settling."""
+    written = pair.a.remember("Swifts return in the first week of May", type="fact")
+    assert written.memory is not None
+    sync(pair.a)
+    sync(pair.b)
+    path = written.memory.path
+    git(pair.a.root, *GIT[1:], "rm", "-q", path)
+    git(pair.a.root, *GIT[1:], "commit", "-qm", "gone")
+    git(pair.a.root, "push", "-q")
+    with open(pair.b.root / path, "a", encoding="utf-8") as handle:
+        handle.write("\nAnd leave in August.\n")
+    git(pair.b.root, *GIT[1:], "commit", "-qam", "edited")
+    git(pair.b.root, "fetch", "-q", "origin")
+    head = _rev(pair.b.root, "HEAD")
+    _record(pair.b.root, what, head, _rev(pair.b.root, "origin/main"))
+    if what == "merge":
+        _conflicted_merge(pair.b.root)
+    else:
+        _conflicted_rebase(pair.b.root)
+    assert path in git(pair.b.root, "diff", "--name-only", "--diff-filter=U")
+    written = pair.b.remember("Kites fly best in a steady onshore wind", type="fact")
+    assert written.action == "created" and not _half_done(pair.b.root)
+    assert _rev(pair.b.root, "HEAD~1") == head
+
+
 # -- 2. doctor on a half-done merge or rebase ------------------------------------------
 def _doctor(root: Path) -> tuple[int, list[dict[str, str]]]:
     out = run_memvault("--vault", str(root), "--json", "doctor")
@@ -230,6 +348,23 @@ def test_doctor_reports_a_half_done_rebase_and_says_when_memvault_will_undo_it(
     [message] = [p["message"] for p in problems if p["kind"] == "unfinished"]
     assert "killed `memvault sync`" in message and "next memvault write or sync undoes" in message
     assert _half_done(pair.b.root)  # doctor reports, never repairs
+
+
+@pytest.mark.parametrize("what", ["rebase", "merge"])
+def test_doctor_says_a_killed_syncs_git_step_is_left_to_the_person_once_they_edited_files(
+    pair: Pair, what: str
+) -> None:
+    _, path = _killed_mid(pair, what)
+    with open(pair.b.root / path, "a", encoding="utf-8") as handle:
+        handle.write("\nPERSON EDIT: they moved to the willows.\n")
+    code, problems = _doctor(pair.b.root)
+    assert code == 1
+    [message] = [p["message"] for p in problems if p["kind"] == "unfinished"]
+    assert "killed `memvault sync`" in message and path in message
+    assert "memvault does not undo it" in message and "copy those files aside" in message
+    assert f"git -C {pair.b.root} {what} --abort" in message
+    assert "next memvault write or sync undoes" not in message
+    assert _half_done(pair.b.root)
 
 
 # -- 3. a file name that is not UTF-8 ------------------------------------------------
