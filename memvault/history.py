@@ -354,7 +354,8 @@ class History:
             raise InvalidInputError(
                 f"a git merge or rebase is in progress in the vault: finish or abort it "
                 f"(`git merge --continue` or `--abort`, `git rebase --abort`), then {what} "
-                "again; nothing was written"
+                "again; nothing was written. An abort throws away files changed since: "
+                "`memvault doctor` names them"
             )
 
     # -- locks left by killed git processes ------------------------------------
