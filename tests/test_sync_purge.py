@@ -112,7 +112,7 @@ def test_a_purge_before_any_sync_and_the_other_machines_work_integrate_either_wa
 ) -> None:
     """Diverged histories that never held the purged memory on both sides are ordinary
     work: no refusal, no re-clone, nothing dropped, whichever machine syncs first."""
-    remote, a, b = vaults
+    _, a, b = vaults
     b.remember("Bob's team meets on Tuesdays at ten", type="fact")
     sync(b)  # the remote moved with the other machine's work
     pin = a.remember("My bank PIN hint is XYZZYPIN", type="fact")
