@@ -377,7 +377,9 @@ def search(
         if not results:
             from .retrieval import no_match_note
 
-            click.echo(no_match_note(floor, none_selected=not service.records(filters)))
+            every = Filters(include_archived=True, include_expired=True)
+            selected, empty = service.records(filters), not service.records(every)
+            click.echo(no_match_note(floor, none_selected=not selected, empty=empty))
         for n, r in enumerate(results, 1):
             click.echo(
                 f"{n:>2}. relevance {r.relevance:.2f}  score {r.score:.3f}  "

@@ -22,13 +22,18 @@ SEARCH_MODES = ("hybrid", "bm25", "vector")
 CATCHING_UP = "the index is still catching up with the vault's files (memvault has just started)"
 
 
-def no_match_note(floor: float, catching_up: bool = False, none_selected: bool = False) -> str:
+def no_match_note(
+    floor: float, catching_up: bool = False, none_selected: bool = False, empty: bool = False
+) -> str:
     """The one line that says a search found nothing relevant (for an empty result); while
     the index is still being brought in line with the files (a server just started on a
-    vault it had not indexed), that nothing may only be not yet; when the filters select
-    no memory at all, that is what it says (a lower relevance would not help)."""
+    vault it had not indexed), that nothing may only be not yet; when the vault is empty or
+    the filters select no memory at all, that is what it says (a lower relevance would not
+    help)."""
     if catching_up:
         return f"nothing found yet: {CATCHING_UP}; ask again in a moment"
+    if empty:
+        return "the vault holds no memory yet"
     if none_selected:
         return "no memory matches the filters (types, tags, folder, scope, period): none to rank"
     if floor <= 0:

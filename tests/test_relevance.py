@@ -227,6 +227,8 @@ def test_a_recall_whose_filters_select_no_memory_says_so_not_relevance(
     text_only: MemoryService,
 ) -> None:
     """A period (or type) holding no memory: lowering min_relevance would not help."""
+    nothing = recall(text_only, "dentist")
+    assert nothing.note == "the vault holds no memory yet"  # not "matches the filters"
     text_only.remember("The user's dentist is Dr. Okafor on Elm Street.", type="fact")
     empty = recall(text_only, "dentist", since="2030-01")
     assert empty.count == 0

@@ -161,8 +161,10 @@ def recall(
 
 
 def _no_match(service: MemoryService, floor: float, filters: Filters) -> str:
-    catching_up = not service.ensure_synced(wait=False)
-    return no_match_note(floor, catching_up, not catching_up and not service.records(filters))
+    if not service.ensure_synced(wait=False):
+        return no_match_note(floor, catching_up=True)
+    empty = not service.records(Filters(include_archived=True, include_expired=True))
+    return no_match_note(floor, none_selected=not service.records(filters), empty=empty)
 
 
 def get_memory(service: MemoryService, id: Id, as_of: AsOf = None) -> MemoryOut:
