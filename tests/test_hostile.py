@@ -556,7 +556,7 @@ MCP_CASES: list[tuple[str, str, Args, str, str]] = [
         "update_memory",
         update(status="bogus"),
         "invalid_input",
-        "status must be one of 'active', 'superseded', 'archived', got 'bogus'",
+        "status must be one of 'active', 'superseded', got 'bogus'",
     ),
     # reading and other tools
     (
