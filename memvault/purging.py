@@ -60,6 +60,8 @@ def _erase(
     they ever had, and record the purge in an empty commit. The new commit and how many
     commits were rewritten."""
     names = {m.id: _lineage(service.history, m.path) for m in memories}
+    if odd := [n for own, _ in names.values() for n in own if "\n" in n]:
+        raise InvalidInputError(f"{odd[0]!r}: a file name holding a newline cannot be purged")
     # filter-branch needs a clean tree: commit the person's edits first
     recovery.commit_leftovers(service.vault, service.history, service._op_trailers)
     for memory in memories:

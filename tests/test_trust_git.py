@@ -503,3 +503,19 @@ def test_a_file_made_again_at_a_deleted_files_path_is_a_new_file(vault_path: Pat
     rebuilt.refresh(history, lambda p: (vault_path / p).exists())
     for provenance in (stepwise, rebuilt):
         assert provenance.origins == {} and provenance.edited == {}
+
+
+def test_a_note_whose_name_holds_a_newline_is_refused_a_purge_before_anything_changes(
+    text_only: MemoryService,
+) -> None:
+    """git's batch commands read one name a line: such a file cannot be found in every
+    commit, so the purge is refused up front (no deletion, no commit) rather than half done."""
+    vault = text_only.vault.root
+    (vault / "facts" / "a\nb.md").write_text("A note with an odd name.\n", encoding="utf-8")
+    git(vault, "add", "-A")
+    git(vault, "commit", "-q", "-m", "an odd name")
+    commits = commit_count(vault)
+    with pytest.raises(InvalidInputError, match="newline cannot be purged"):
+        text_only.forget("facts/a\nb.md", mode="purge")
+    assert (vault / "facts" / "a\nb.md").exists()
+    assert commit_count(vault) == commits
