@@ -196,14 +196,21 @@ def _killed_mid(pair: Pair, what: str) -> tuple[str, str]:
     assert other.memory is not None
     sync(pair.a)
     memory_id = _edited_on_both_sides(pair)
-    head = _rev(pair.b.root, "HEAD")
-    _record(pair.b.root, what, head, _rev(pair.b.root, "origin/main"))
-    if what == "merge":
-        _conflicted_merge(pair.b.root)
-    else:
-        _conflicted_rebase(pair.b.root)
+    head = _stopped_as_sync_leaves_it(pair.b.root, what)
     assert pair.b.get(memory_id)  # the conflicted note is there, markers and all
     return head, other.memory.path
+
+
+def _stopped_as_sync_leaves_it(root: Path, what: str) -> str:
+    """Sync's record, then git's ``what`` stopped on a conflict, as a killed sync leaves
+    them: the HEAD from before."""
+    head = _rev(root, "HEAD")
+    _record(root, what, head, _rev(root, "origin/main"))
+    if what == "merge":
+        _conflicted_merge(root)
+    else:
+        _conflicted_rebase(root)
+    return head
 
 
 def _still_kept(pair: Pair, what: str, path: str, text: str) -> None:
@@ -294,12 +301,7 @@ def test_a_deleted_on_one_side_conflict_left_as_git_left_it_is_still_undone(
         handle.write("\nAnd leave in August.\n")
     git(pair.b.root, *GIT[1:], "commit", "-qam", "edited")
     git(pair.b.root, "fetch", "-q", "origin")
-    head = _rev(pair.b.root, "HEAD")
-    _record(pair.b.root, what, head, _rev(pair.b.root, "origin/main"))
-    if what == "merge":
-        _conflicted_merge(pair.b.root)
-    else:
-        _conflicted_rebase(pair.b.root)
+    head = _stopped_as_sync_leaves_it(pair.b.root, what)
     assert path in git(pair.b.root, "diff", "--name-only", "--diff-filter=U")
     written = pair.b.remember("Kites fly best in a steady onshore wind", type="fact")
     assert written.action == "created" and not _half_done(pair.b.root)
