@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import frontmatter, interrupted, profile
+from . import frontmatter, interrupted, profile, validate
 from .errors import MemvaultError
 from .history import History, git_available
 from .index.vectors import EmbedderLoader
@@ -51,7 +51,7 @@ def check_files(
     return problems
 
 
-DATE_KEYS = ("created", "updated", "expires", "valid_from", "valid_until")
+DATE_KEYS = ("created", "updated", *validate.DATE_KEYS)
 
 
 def check_dates(memories: list[Memory]) -> list[Problem]:
@@ -132,8 +132,7 @@ def check_unfinished(vault: Vault, history: History) -> list[Problem]:
     """A git merge or rebase stopped half-way: every write and sync is refused until it
     ends (undone by the next command when a killed sync left it, unless files were
     changed since: then the person ends it)."""
-    git_dir = history.git_dir()
-    what = next((w for f, w in _UNDER_WAY if (git_dir / f).exists()), None)
+    what = history.underway()
     if what is None:
         return []
     started = interrupted.own(vault, history)
@@ -154,9 +153,6 @@ def check_unfinished(vault: Vault, history: History) -> list[Problem]:
             f"(`git -C {vault.root} {what} --abort`)"
         )
     return [Problem("", "unfinished", message)]
-
-
-_UNDER_WAY = (("MERGE_HEAD", "merge"), ("rebase-merge", "rebase"), ("rebase-apply", "rebase"))
 
 
 def check_uncommitted(vault: Vault, history: History) -> list[Problem]:

@@ -75,6 +75,7 @@ _INDEX_FILTER = (
     'f="$MEMVAULT_PURGE_DIR/$GIT_COMMIT"; if [ -f "$f" ]; then git rm -q --cached'
     ' --ignore-unmatch --pathspec-from-file="$f" --pathspec-file-nul; fi'
 )
+_UNDER_WAY = (("MERGE_HEAD", "merge"), ("rebase-merge", "rebase"), ("rebase-apply", "rebase"))
 _MSG_FILTER = (
     'awk \'BEGIN { n = split(ENVIRON["MEMVAULT_PURGED"], names, "\\n") }'
     ' { for (i = 1; i <= n; i++) if (names[i] != "")'
@@ -333,8 +334,12 @@ class History:
     def unfinished(self) -> bool:
         """Whether a git merge or rebase stopped half-way here (a person's to finish or abort):
         nothing may be committed over it."""
+        return self.underway() is not None
+
+    def underway(self) -> str | None:
+        """``merge`` or ``rebase`` while git's stopped half-way through one here, else None."""
         git_dir = self.git_dir()
-        return any((git_dir / f).exists() for f in ("MERGE_HEAD", "rebase-merge", "rebase-apply"))
+        return next((w for f, w in _UNDER_WAY if (git_dir / f).exists()), None)
 
     def unmerged(self) -> dict[str, dict[int, tuple[str, str]]]:
         """What git left unmerged (a merge's conflict, a `git stash pop`, a `checkout -m`):

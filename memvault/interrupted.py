@@ -18,7 +18,6 @@ to do, and every write and sync is refused until the person ends the merge or re
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import logging
 import os
@@ -30,7 +29,7 @@ from pathlib import Path
 
 from .errors import GitError
 from .history import History
-from .vault import TEMP_PATTERNS, Vault
+from .vault import Vault, is_temporary
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +148,7 @@ def persons_changes(vault: Vault, history: History) -> list[str]:
     untracked = [
         p
         for p in _names(history, "ls-files", "--others", "--exclude-standard")
-        if not any(fnmatch.fnmatch(p.rsplit("/", 1)[-1], t) for t in TEMP_PATTERNS)
+        if not is_temporary(p.rsplit("/", 1)[-1])
     ]
     journal = vault.journal_paths()
     settled = [

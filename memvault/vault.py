@@ -41,6 +41,13 @@ IGNORED_DIRS = frozenset({".git", ".obsidian", STATE_DIR, ".trash", "_templates"
 TEMP_PATTERNS = ("*.tmp", "*.swp", "*.swx", "~$*", ".#*", "*~")
 _TEMP_NAME = re.compile("|".join(fnmatch.translate(p) for p in TEMP_PATTERNS))
 IGNORE_FILE = ".memvaultignore"
+
+
+def is_temporary(name: str) -> bool:
+    """Whether a file name is an editor's or a program's temporary file (``*.swp``, ...)."""
+    return _TEMP_NAME.match(name) is not None
+
+
 WRITE_JOURNAL = "pending-writes"  # in STATE_DIR: paths written, maybe not committed yet
 WRITTEN_MEMORY = 10_000
 UNDO_BYTES = 64 * 1024 * 1024  # what a write may replace and still be taken back in full
@@ -99,7 +106,7 @@ class Vault:
 
     def is_memory_path(self, rel: str) -> bool:
         name = rel.rsplit("/", 1)[-1]
-        if not name.lower().endswith(".md") or _TEMP_NAME.match(name):
+        if not name.lower().endswith(".md") or is_temporary(name):
             return False
         return not self.is_ignored(rel)
 
@@ -133,7 +140,7 @@ class Vault:
                     if name not in IGNORED_DIRS and not entry.is_symlink():
                         folders.append((entry.path, prefix + name + "/"))
                     continue
-                if name[-3:].lower() != ".md" or _TEMP_NAME.match(name):
+                if name[-3:].lower() != ".md" or is_temporary(name):
                     continue
                 rel = prefix + name
                 if ignore is None or not ignore(rel):
