@@ -20,7 +20,7 @@ from .errors import InvalidInputError, MalformedMemoryError, MemoryNotFoundError
 from .index import text_doc
 from .index.fulltext import FullText
 from .index.rank import relevance
-from .models import Filters, Hit, Memory, MemoryInfo
+from .models import EVERY, Filters, Hit, Memory, MemoryInfo
 from .note import parse_time, snippet
 from .text import tokens
 
@@ -93,7 +93,7 @@ def records(service: MemoryService, as_of: str, filters: Filters | None = None) 
 
 def records_of(service: MemoryService, as_of: str) -> Callable[[Filters], list[MemoryInfo]]:
     """The records of ``as_of`` as a function of filters (what link resolution asks for)."""
-    everything = records(service, as_of, Filters(include_archived=True, include_expired=True))
+    everything = records(service, as_of, EVERY)  # links reach archived and lapsed ones
     return lambda filters: [i for i in everything if filters.accepts(i)]
 
 

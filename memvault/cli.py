@@ -375,11 +375,9 @@ def search(
 
     def human() -> None:
         if not results:
-            from .retrieval import no_match_note
+            from .retrieval import nothing_found
 
-            every = Filters(include_archived=True, include_expired=True)
-            selected, empty = service.records(filters), not service.records(every)
-            click.echo(no_match_note(floor, none_selected=not selected, empty=empty))
+            click.echo(nothing_found(service.records, floor, filters))
         for n, r in enumerate(results, 1):
             click.echo(
                 f"{n:>2}. relevance {r.relevance:.2f}  score {r.score:.3f}  "

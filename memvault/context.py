@@ -155,13 +155,10 @@ def build_context(
     profile_items = _profile_items(service)
     profile_section = _Section("profile", profile_items, list(profile_items), [])
     seen = {item.id for item in profile_items}
-    prefs = _Section(
-        "preferences", _lines(_preferences(service, topic), seen, service.clock()), [], []
-    )
-    memories = _Section(
-        "memories", _lines(_relevant(service, topic), seen, service.clock()), [], []
-    )
-    episodes = _Section("episodes", _lines(_episodes(service), seen, service.clock()), [], [])
+    now = service.clock()
+    prefs = _Section("preferences", _lines(_preferences(service, topic), seen, now), [], [])
+    memories = _Section("memories", _lines(_relevant(service, topic), seen, now), [], [])
+    episodes = _Section("episodes", _lines(_episodes(service), seen, now), [], [])
     fixed = estimate_tokens(header) + _tokens("profile", profile_items)
     free = max(0, budget_tokens - fixed - estimate_tokens(LEFT_OUT.format(n=999)))
     _share(free, prefs, memories, episodes)

@@ -13,7 +13,16 @@ from typing import TYPE_CHECKING
 
 from . import guard, policy, purging, validate
 from .errors import InvalidInputError, MemvaultError
-from .models import Archival, ChangeEvent, Filters, Memory, MemoryInfo, Proposal, memory_count
+from .models import (
+    EVERY,
+    Archival,
+    ChangeEvent,
+    Filters,
+    Memory,
+    MemoryInfo,
+    Proposal,
+    memory_count,
+)
 from .note import strip_title
 
 if TYPE_CHECKING:
@@ -182,7 +191,7 @@ def _corrected(service: MemoryService, memories: dict[str, Memory]) -> policy.Co
                 continue
             out[memory.id][old.id] = (old.path, strip_title(old.body))
     if memories:
-        everything = service.records(Filters(include_archived=True, include_expired=True))
+        everything = service.records(EVERY)
         superseded = [i for i in everything if i.status == "superseded"]
         for old in _read(service, superseded).values():
             by = str(old.meta.get("superseded_by") or "")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .errors import InvalidInputError
-from .models import Filters, MemoryInfo
+from .models import EVERY, Filters, MemoryInfo
 
 MAX_DEPTH = 3
 RELATED = "Related: "  # the body line remember/update_memory write their links on
@@ -215,10 +215,6 @@ def _graph(records: Sequence[MemoryInfo]) -> Graph:
     graph = Graph(records)
     _last = (key, graph)
     return graph
-
-
-# links reach every memory: an archived or lapsed one is still the note a link names
-EVERY = Filters(include_archived=True, include_expired=True)
 
 
 def graph_of(records: Records, *fresh: MemoryInfo) -> Graph:

@@ -251,6 +251,10 @@ class Filters:
         )
 
 
+# every record: archived and lapsed ones too (links reach them; "is the vault empty?")
+EVERY = Filters(include_archived=True, include_expired=True)
+
+
 @dataclass(frozen=True)
 class Page:
     """One page of a listing, and the cursor of the next one."""

@@ -11,7 +11,8 @@ from . import policy, validate
 from .access import AccessStats
 from .errors import InvalidInputError, MalformedMemoryError, MemoryNotFoundError, UnsafePathError
 from .index import SearchHit, SearchQuery
-from .models import Filters, Hit, Similar, lapsed, validity
+from .links import Records
+from .models import EVERY, Filters, Hit, Similar, lapsed, validity
 from .note import clean_tags, snippet, strip_title, title_from
 from .sync import IndexSync
 from .vault import Vault
@@ -42,6 +43,19 @@ def no_match_note(
         f"no relevant memory: no memory reached relevance {floor:g} "
         "(min_relevance=0 shows the closest ones)"
     )
+
+
+def nothing_found(
+    records: Records,
+    floor: float,
+    filters: Filters,
+    catching_up: bool = False,
+) -> str:
+    """:func:`no_match_note` for a search of ``filters`` that found nothing: ``records``
+    (the service's) says whether the vault, or the filters, hold any memory at all."""
+    if catching_up:
+        return no_match_note(floor, catching_up=True)
+    return no_match_note(floor, none_selected=not records(filters), empty=not records(EVERY))
 
 
 class Retrieval:

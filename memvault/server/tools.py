@@ -51,7 +51,7 @@ from ..models import (
     jsonable,
     sort_infos,
 )
-from ..retrieval import CATCHING_UP, no_match_note
+from ..retrieval import CATCHING_UP, nothing_found
 from ..selection import parse as parse_filter
 from ..selection import period, undated_note
 from ..service import MemoryService, current_client
@@ -161,10 +161,8 @@ def recall(
 
 
 def _no_match(service: MemoryService, floor: float, filters: Filters) -> str:
-    if not service.ensure_synced(wait=False):
-        return no_match_note(floor, catching_up=True)
-    empty = not service.records(Filters(include_archived=True, include_expired=True))
-    return no_match_note(floor, none_selected=not service.records(filters), empty=empty)
+    catching_up = not service.ensure_synced(wait=False)
+    return nothing_found(service.records, floor, filters, catching_up)
 
 
 def get_memory(service: MemoryService, id: Id, as_of: AsOf = None) -> MemoryOut:
