@@ -63,7 +63,7 @@ class IndexSync:
         done, embed, left = 0, len(read) <= EMBED_NOW, False
         for start in range(0, len(read), INDEX_BATCH):
             batch = self._read(read[start : start + INDEX_BATCH])
-            now = embed and sum(len(m.body) for m in batch) <= self.settings.embed_batch_chars
+            now = embed and self._embeds_now(batch)
             self.upsert(batch, now)
             left = left or (bool(batch) and not now)
             done += len(batch)
@@ -143,10 +143,10 @@ class IndexSync:
             raise failed[0]
 
     def _embeds_now(self, memories: Sequence[Memory]) -> bool:
-        """Whether a write's memories are embedded while it holds the vault's write lock:
-        at most one filler batch of text. More (a pasted log: 150 KB took 52 s, and every
-        other writer of every process waited, then failed `busy`) gets its vectors from
-        :meth:`embed_left` once the lock is released."""
+        """Whether memories are embedded at once (a sync's few files; a write, which holds
+        the vault's write lock): at most one filler batch of text. A write of more (a
+        pasted log: 150 KB took 52 s, and every other writer of every process waited, then
+        failed `busy`) gets its vectors from :meth:`embed_left` once the lock is released."""
         return sum(len(m.body) for m in memories) <= self.settings.embed_batch_chars
 
     def embed_left(self, memories: Sequence[Memory]) -> None:
