@@ -812,23 +812,29 @@ class History:
         }
 
     def names_in_history(self, path: str) -> list[str]:
-        """Every path the file at ``path`` had, following renames.
+        """Every path the file at ``path`` had, following renames (see :meth:`lineage`)."""
+        return self.lineage(path)[0]
+
+    def lineage(self, path: str) -> tuple[list[str], set[str]]:
+        """Every path the file at ``path`` had, following renames, and the commits that
+        changed it under them.
 
         ``git log --follow`` also follows a *copy* of a similar file (a memory that
         supersedes another is written in the same commit as the other's change): a source
         still in that commit and still in the work tree is another file, and the walk
         stops there (its older commits are that file's history, not this one's).
         """
-        names = [path]
+        names, commits = [path], set()
         for commit in self.log(path):
+            commits.add(commit.sha)
             if commit.path and commit.path not in names:
                 names.append(commit.path)
             for old, _new in commit.renames:
                 if (self.root / old).exists() and self._in_commit(commit.sha, old):
-                    return names
+                    return names, commits
                 if old not in names:
                     names.append(old)
-        return names
+        return names, commits
 
     def _in_commit(self, sha: str, path: str) -> bool:
         return bool(self.run("ls-tree", "--name-only", sha, "--", path, check=False).strip())

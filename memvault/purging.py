@@ -14,7 +14,6 @@ from .history import History
 from .models import Archival, ChangeEvent, Memory, WriteResult, memory_count
 
 if TYPE_CHECKING:
-    from .history import History
     from .service import MemoryService
 
 
@@ -59,7 +58,7 @@ def _erase(
     """Under the write lock: delete the files, commit, rewrite history without every name
     they ever had, and record the purge in an empty commit. The new commit and how many
     commits were rewritten."""
-    names = {m.id: _lineage(service.history, m.path) for m in memories}
+    names = {m.id: service.history.lineage(m.path) for m in memories}
     if odd := [n for own, _ in names.values() for n in own if "\n" in n]:
         raise InvalidInputError(f"{odd[0]!r}: a file name holding a newline cannot be purged")
     # filter-branch needs a clean tree: commit the person's edits first
@@ -89,12 +88,6 @@ def _erase(
 
 REWROTE = "Memvault-Rewrote"  # trailer of a purge commit: the original commits that held it
 _ID_LINE = re.compile(rb"^id:[ \t]*[\"']?([^\"'\s#]+)", re.MULTILINE)
-
-
-def _lineage(history: History, path: str) -> tuple[list[str], set[str]]:
-    """Every path the file at ``path`` had (following renames), and the commits that
-    changed it there."""
-    return history.names_in_history(path), {c.sha for c in history.log(path)}
 
 
 def _versions(
