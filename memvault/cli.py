@@ -156,15 +156,18 @@ def cli(click_ctx: click.Context, vault: Path | None, as_json: bool, debug: bool
 @cli.command()
 @click.argument("path", required=False, type=click.Path(path_type=Path))
 @click.option("--clone", "url", default=None, help="Start from this git remote (any git URL).")
+@click.option("--branch", default=None, help="With --clone: the remote's branch to start from.")
 @pass_ctx
-def init(ctx: Ctx, path: Path | None, url: str | None) -> None:
+def init(ctx: Ctx, path: Path | None, url: str | None, branch: str | None) -> None:
     """Create a vault from the template (git init + first commit), or clone one."""
     from .template import create_vault
 
     target = (path or ctx.vault).expanduser()
     if url:
-        _clone(ctx, url, target)
+        _clone(ctx, url, target, branch)
         return
+    if branch:
+        raise click.UsageError("--branch goes with --clone")
     with _errors(ctx):
         created = create_vault(target)
     state = "created" if created else "exists"
@@ -177,12 +180,12 @@ def init(ctx: Ctx, path: Path | None, url: str | None) -> None:
     )
 
 
-def _clone(ctx: Ctx, url: str, target: Path) -> None:
+def _clone(ctx: Ctx, url: str, target: Path, branch: str | None) -> None:
     from .service import MemoryService
     from .syncing import clone_vault
 
     with _errors(ctx):
-        state = clone_vault(url, target)
+        state = clone_vault(url, target, branch=branch)
         service = MemoryService.open(target, load_settings(target))
         indexed = service.sync_index()
         service.close()

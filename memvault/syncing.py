@@ -444,9 +444,12 @@ def last_sync(service: MemoryService) -> dict[str, Any] | None:
 
 
 # -- starting from a remote ---------------------------------------------------------
-def clone_vault(url: str, root: Path, settings: Settings | None = None) -> str:
-    """Make ``root`` (new or empty) a vault cloned from ``url``: "cloned", or "created"
-    when the remote is empty (the template, with ``url`` as origin for the first sync)."""
+def clone_vault(
+    url: str, root: Path, settings: Settings | None = None, branch: str | None = None
+) -> str:
+    """Make ``root`` (new or empty) a vault cloned from ``url`` (its ``branch``, else the
+    one its HEAD names): "cloned", or "created" when the remote is empty (the template,
+    with ``url`` as origin for the first sync)."""
     root = root.expanduser().absolute()
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise InvalidInputError(f"{root} exists and is not empty: clone into a new folder")
@@ -454,19 +457,42 @@ def clone_vault(url: str, root: Path, settings: Settings | None = None) -> str:
     root.parent.mkdir(parents=True, exist_ok=True)
     outside = History(root.parent, settings.author_name, settings.author_email)
     try:
-        outside.run("clone", "--quiet", "--", url, str(root), env=_network_env(outside))
+        chosen = ["--branch", branch] if branch else []
+        outside.run("clone", "--quiet", *chosen, "--", url, str(root), env=_network_env(outside))
     except GitError as exc:
         raise MemvaultError(
             f"could not clone {url} ({exc.reason}): check the URL and that this machine can "
             "reach it (ssh keys, tokens), then retry"
         ) from exc
-    if History(root).head() is not None:
-        exclude_state_dir(root)
-        return "cloned"
-    shutil.rmtree(root)  # an empty remote: this vault starts it
-    create_vault(root, settings=settings)
-    History(root, settings.author_name, settings.author_email).run("remote", "add", "origin", url)
-    return "created"
+    clone = History(root)
+    if clone.head() is None and not _checkout_only_branch(clone, url, root):
+        shutil.rmtree(root)  # an empty remote: this vault starts it
+        create_vault(root, settings=settings)
+        History(root, settings.author_name, settings.author_email).run(
+            "remote", "add", "origin", url
+        )
+        return "created"
+    exclude_state_dir(root)
+    return "cloned"
+
+
+def _checkout_only_branch(clone: History, url: str, root: Path) -> bool:
+    """A clone left with nothing checked out: the remote is empty (False), or its HEAD
+    names a branch it lacks. Its one branch is then checked out (True); with several,
+    guessing could start an unrelated history, so the clone is removed and refused."""
+    refs = clone.run("for-each-ref", "--format=%(refname:strip=3)", "refs/remotes/origin/")
+    branches = [b for b in refs.split() if b != "HEAD"]
+    if len(branches) == 1:
+        clone.run("checkout", "--quiet", "-b", branches[0], "--track", f"origin/{branches[0]}")
+        return True
+    if branches:
+        shutil.rmtree(root)
+        raise InvalidInputError(
+            f"{url} names no branch to start from (its HEAD points at a branch it does not "
+            f"have) and holds several: {', '.join(branches[:10])}; clone the one this vault "
+            f"lives on with `memvault init {root} --clone {url} --branch BRANCH`"
+        )
+    return False
 
 
 # -- settling a conflict -------------------------------------------------------------

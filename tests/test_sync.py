@@ -464,6 +464,36 @@ def test_init_clone_of_an_empty_remote_starts_it_and_refuses_a_used_folder(
     assert "Traceback" not in missing.stderr and not (tmp_path / "w").exists()
 
 
+def test_init_clone_of_a_remote_whose_head_names_no_branch_takes_its_branch_not_a_new_vault(
+    pair: Pair, tmp_path: Path
+) -> None:
+    """A bare remote whose HEAD points at a branch it lacks (pushed to under another name):
+    git clones nothing checked out. Its one branch is the vault; with two, the person
+    chooses (--branch), because a fresh vault there would start an unrelated history."""
+    written = pair.a.remember("The bike lock code is 4719", type="fact")
+    assert written.memory is not None
+    git(pair.a.root, "push", "-q", str(pair.remote), "HEAD:refs/heads/trunk")
+    git(pair.remote, "update-ref", "-d", "refs/heads/main")  # HEAD still says main
+    one = tmp_path / "one"
+    done = run_memvault("--json", "init", str(one), "--clone", str(pair.remote))
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout)
+    assert (said["state"], said["indexed"]) == ("cloned", len(pair.a.records()))
+    assert git(one, "rev-parse", "HEAD") == git(pair.a.root, "rev-parse", "HEAD")
+    assert git(one, "rev-parse", "--abbrev-ref", "@{upstream}").strip() == "origin/trunk"
+
+    git(pair.a.root, "push", "-q", str(pair.remote), "HEAD~1:refs/heads/old")
+    two = tmp_path / "two"
+    refused = run_memvault("init", str(two), "--clone", str(pair.remote))
+    assert refused.returncode == 1 and "old, trunk" in refused.stderr
+    assert "--branch BRANCH" in refused.stderr and not two.exists()
+    chosen = run_memvault("init", str(two), "--clone", str(pair.remote), "--branch", "trunk")
+    assert chosen.returncode == 0, chosen.stderr
+    assert git(two, "rev-parse", "HEAD") == git(pair.a.root, "rev-parse", "HEAD")
+    alone = run_memvault("init", str(tmp_path / "three"), "--branch", "trunk")
+    assert alone.returncode == 2 and not (tmp_path / "three").exists()
+
+
 # -- the merge of two versions (pure) ----------------------------------------------------
 def test_tags_merge_as_a_union_less_what_either_side_removed() -> None:
     base = {"tags": ["a", "b"], "importance": 0.5}
