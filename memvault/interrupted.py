@@ -139,8 +139,8 @@ def persons_changes(vault: Vault, history: History) -> list[str]:
     abort would lose or overwrite: unstaged changes of files git did not leave unmerged,
     untracked files that are not ignored (editor and temporary files aside), and unmerged
     files a person settled by hand (no conflict markers left, and the bytes are none of
-    the file's versions in the merge; one the killed sync itself settled, listed in the
-    write journal, is its own)."""
+    the file's versions in the merge) or started to (written after git stopped, markers
+    or not); one the killed sync itself settled, listed in the write journal, is its own."""
     unmerged = history.unmerged()
     unstaged = [
         p for p in _names(history, "diff", "--name-only", "--no-renames") if p not in unmerged
@@ -151,12 +151,36 @@ def persons_changes(vault: Vault, history: History) -> list[str]:
         if not is_temporary(p.rsplit("/", 1)[-1])
     ]
     journal = vault.journal_paths()
+    stopped = _stopped_at(history)
     settled = [
         path
         for path, stages in unmerged.items()
-        if path not in journal and _settled_by_hand(vault, history, path, stages)
+        if path not in journal
+        and (_settled_by_hand(vault, history, path, stages) or _touched(vault, path, stopped))
     ]
     return sorted({*unstaged, *untracked, *settled})
+
+
+def _stopped_at(history: History) -> int | None:
+    """When git stopped on the conflicts (ns): it writes ``MERGE_HEAD`` or ``REBASE_HEAD``
+    after the conflicted files, and nothing rewrites them until the merge or rebase ends."""
+    git_dir = history.git_dir()
+    for name in ("MERGE_HEAD", "REBASE_HEAD"):
+        try:
+            return (git_dir / name).stat().st_mtime_ns
+        except OSError:
+            continue
+    return None
+
+
+def _touched(vault: Vault, path: str, stopped: int | None) -> bool:
+    """Whether an unmerged file was written after git stopped: a person started settling
+    it (conflict markers may remain), which an abort would lose."""
+    full = vault.root / path
+    try:
+        return stopped is not None and not full.is_symlink() and full.stat().st_mtime_ns > stopped
+    except OSError:
+        return False
 
 
 def _names(history: History, *args: str) -> list[str]:

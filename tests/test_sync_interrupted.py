@@ -258,6 +258,29 @@ def test_a_conflict_a_person_settled_by_hand_is_never_undone_by_the_next_write(
     _still_kept(pair, what, conflicted, "settled by hand")
 
 
+@pytest.mark.parametrize("what", ["rebase", "merge"])
+def test_a_conflict_a_person_only_started_to_settle_is_never_undone_by_the_next_write(
+    pair: Pair, what: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Markers left in, one side's line rewritten by hand: the abort would lose it."""
+    _killed_mid(pair, what)
+    [conflicted] = git(pair.b.root, "diff", "--name-only", "--diff-filter=U").split()
+    full = pair.b.root / conflicted
+    text = full.read_text(encoding="utf-8")
+    assert "<<<<<<<" in text and ">>>>>>>" in text
+    started = text.replace("since March", "since March (half settled by hand)")
+    assert started != text
+    full.write_text(started, encoding="utf-8")
+    later = pair.b.root / ".git" / ("MERGE_HEAD" if what == "merge" else "REBASE_HEAD")
+    stopped = later.stat().st_mtime_ns
+    os.utime(full, ns=(stopped + 10**9, stopped + 10**9))  # a person's save comes later
+    caplog.set_level("WARNING", logger="memvault.interrupted")
+    with pytest.raises(InvalidInputError, match="merge or rebase is in progress"):
+        pair.b.remember("Kites fly best in a steady onshore wind", type="fact")
+    _still_kept(pair, what, conflicted, "half settled by hand")
+    assert conflicted in caplog.text and "undid" not in caplog.text
+
+
 def test_a_new_note_made_after_a_sync_was_killed_keeps_it_from_being_undone(
     pair: Pair, caplog: pytest.LogCaptureFixture
 ) -> None:
