@@ -957,8 +957,14 @@ def status(ctx: Ctx) -> None:
 
 @cli.command()
 @click.option("--remote", default=None, help="Git remote (default: the branch's, else origin).")
+@click.option(
+    "--replace-remote",
+    is_flag=True,
+    help="After a purge here: replace the remote's history with this vault's, when it holds "
+    "nothing but what the purge rewrote.",
+)
 @pass_ctx
-def sync(ctx: Ctx, remote: str | None) -> None:
+def sync(ctx: Ctx, remote: str | None, replace_remote: bool) -> None:
     """Commit pending edits, fetch, integrate and push through a git remote.
 
     Same memory changed on both sides: both texts are kept and the memory is flagged
@@ -967,7 +973,7 @@ def sync(ctx: Ctx, remote: str | None) -> None:
     from .syncing import sync as sync_vault
 
     with _errors(ctx):
-        result = sync_vault(_service(ctx), remote)
+        result = sync_vault(_service(ctx), remote, replace_remote=replace_remote)
 
     def human() -> None:
         where = f"{result.remote}/{result.branch}"

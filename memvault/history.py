@@ -922,6 +922,11 @@ class History:
         refs = self.run("for-each-ref", "--format=%(refname)", "refs/original/").split()
         for ref in refs:
             self.run("update-ref", "-d", ref)
+        self.drop_unreachable()
+
+    def drop_unreachable(self) -> None:
+        """Delete every object no ref reaches now (reflogs forgotten first): what a purge
+        erased, or the remote's old history once a purged vault replaced it."""
         self.run("reflog", "expire", "--expire=now", "--all")
         self.run("gc", "-q", "--prune=now")
 

@@ -153,29 +153,30 @@ class _Commit:
 
 
 def refuse_undoing_a_purge(
-    history: History, remote: str, branch: str, ours: str, theirs: str
-) -> None:
+    history: History, remote: str, branch: str, ours: str, theirs: str, replace: bool = False
+) -> bool:
     """Before sync integrates two diverged histories: refuse when that would bring back what
     a purge erased, because (a) this vault purged and the remote still reaches a commit the
     purge rewrote, or (b) the remote holds a purge this vault has not seen while this vault
     still reaches a commit that purge rewrote. Nothing is changed; the message says what to
     do. Histories that merely diverged (a memory added and purged before any sync, the other
-    machine's ordinary work) integrate as usual."""
+    machine's ordinary work) integrate as usual (False). With ``replace``, case (a) whose
+    remote holds nothing but what this vault's purges rewrote is True: the caller replaces
+    the remote's history with this vault's, which finishes the purge there."""
     mine = _commits(history, f"{theirs}..{ours}")
     other = _commits(history, f"{ours}..{theirs}")
     purged, older = _first_held([c for c in mine if c.purge], other)
     where, root = f"{remote}/{branch}", history.root
     if purged and older:
+        rewritten = {c.sha for p in mine if p.purge for c in p.held_in(other)}
+        extra = [c for c in other if c.sha not in rewritten]
+        if replace and not extra:
+            return True
         raise MemvaultError(
             f"sync refused: this vault purged a memory ({purged.sha[:12]}, not on {remote} "
             f"yet), but {where} still holds {len(older)} commit(s) the purge rewrote here, "
             "which hold the purged text: integrating them would bring it back. Nothing was "
-            "changed. To finish the purge, replace the remote's history with this vault's: "
-            f"`git -C {root} push --force-with-lease="
-            f"{branch}:{theirs} {remote} {branch}` (it drops {where}'s {len(other)} commit(s) "
-            f"this vault does not have: check first with `git -C {root} log --stat "
-            f"{ours}..{theirs}` that they hold nothing else you want); then every other clone "
-            "must be cloned anew (its next sync refuses and says how)"
+            f"changed. {_finish_here(history, remote, branch, ours, theirs, extra)}"
         )
     purged, older = _first_held([c for c in other if c.purge], mine)
     if purged and older:
@@ -190,6 +191,28 @@ def refuse_undoing_a_purge(
             f"{root} log --name-status {where}@{{1}}..HEAD` lists them; its next write or "
             f"sync commits them), then delete {root}, which still holds the purged text"
         )
+    return False
+
+
+def _finish_here(
+    history: History, remote: str, branch: str, ours: str, theirs: str, extra: list[_Commit]
+) -> str:
+    """How to finish a purge on a remote that still holds the text it erased."""
+    root, where = history.root, f"{remote}/{branch}"
+    if not extra:
+        return (
+            f"{where} holds nothing else this vault lacks: `memvault sync --replace-remote` "
+            "replaces its history with this vault's and finishes the purge there; then every "
+            "other clone must be cloned anew (its next sync refuses and says how)"
+        )
+    named = ", ".join(f"{c.sha[:12]} {c.subject!r}" for c in extra[:3])
+    return (
+        f"{where} also holds {len(extra)} commit(s) no purge here rewrote ({named}"
+        f"{' ...' if len(extra) > 3 else ''}), which replacing it would drop: copy what "
+        f"you want of them into this vault (`git -C {root} log --stat {ours}..{theirs}`), "
+        f"then replace the remote's history: `git -C {root} push --force-with-lease="
+        f"{branch}:{theirs} {remote} {branch}`; then every other clone must be cloned anew"
+    )
 
 
 def _first_held(purges: list[_Commit], side: list[_Commit]) -> tuple[_Commit | None, list[_Commit]]:

@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 STATE_FILE = "sync.json"
 Pause = Callable[[], AbstractContextManager[Any]]  # held while git rewrites the tree
+REPLACED = "replaced the remote's history"  # sync --replace-remote, after a purge
 ATTEMPTS = 2  # a push refused because the remote moved meanwhile: fetch and integrate again
 MOVED = "the remote moved meanwhile"
 _running: ContextVar[bool] = ContextVar("memvault_sync_running", default=False)
@@ -64,7 +65,7 @@ class SyncResult:
 
     remote: str
     branch: str
-    action: str  # up to date | fast-forward | rebased | merged | pushed only | offline
+    action: str  # up to date | fast-forward | rebased | merged | pushed only | offline | REPLACED
     fetched: bool
     pushed: int  # commits sent to the remote
     changed: tuple[str, ...] = ()  # files the remote's commits changed here
@@ -81,12 +82,16 @@ class _Integrated:
 
 
 def sync(
-    service: MemoryService, remote: str | None = None, pause: Pause | None = None
+    service: MemoryService,
+    remote: str | None = None,
+    pause: Pause | None = None,
+    replace_remote: bool = False,
 ) -> SyncResult:
     """Commit pending edits, fetch, integrate and push; re-index what changed.
 
     ``pause`` (default: ``service.pause``, the running watcher's) is held while git
-    rewrites the tree."""
+    rewrites the tree. ``replace_remote``: when this vault purged and the remote holds
+    nothing but the commits the purge rewrote, push over them (the purge reaches it)."""
     history = service.history
     with service.vault.write_lock(service.settings.lock_timeout):
         interrupted.undo(service.vault, history)  # a killed sync's merge or rebase
@@ -97,7 +102,9 @@ def sync(
     try:
         with _lock_for(service.root):  # the tool, the schedule and after-writes take turns
             for _ in range(ATTEMPTS):
-                result = _round(service, name, branch, pause or service.pause or nullcontext)
+                result = _round(
+                    service, name, branch, pause or service.pause or nullcontext, replace_remote
+                )
                 changed += result.changed
                 if result.error is None or MOVED not in result.error:
                     break
@@ -110,7 +117,9 @@ def sync(
     return final
 
 
-def _round(service: MemoryService, remote: str, branch: str, pause: Pause) -> SyncResult:
+def _round(
+    service: MemoryService, remote: str, branch: str, pause: Pause, replace: bool = False
+) -> SyncResult:
     """One fetch, integrate (under the write lock), push."""
     history = service.history
     now = service.clock().replace(microsecond=0).isoformat()
@@ -125,9 +134,9 @@ def _round(service: MemoryService, remote: str, branch: str, pause: Pause) -> Sy
         with service._writing():
             _commit_pending(service)
             before = history.head()
-            integrated = _integrate(service, remote, branch)
+            integrated = _integrate(service, remote, branch, replace)
         event = _after(service, before)  # before the watcher looks again
-    pushed, error = _push(history, remote, branch)
+    pushed, error = _push(history, remote, branch, integrated.action == REPLACED)
     files = (*event.changed, *event.added, *event.removed)
     return SyncResult(
         remote,
@@ -200,7 +209,9 @@ def _remote(history: History, branch: str, wanted: str | None) -> str:
 
 
 # -- integrating ---------------------------------------------------------------------
-def _integrate(service: MemoryService, remote: str, branch: str) -> _Integrated:
+def _integrate(
+    service: MemoryService, remote: str, branch: str, replace: bool = False
+) -> _Integrated:
     history = service.history
     theirs = history.commit_of(f"refs/remotes/{remote}/{branch}")
     ours = history.head()
@@ -209,7 +220,8 @@ def _integrate(service: MemoryService, remote: str, branch: str) -> _Integrated:
     if history.is_ancestor(ours, theirs):
         history.run("merge", "--ff-only", "--quiet", theirs)
         return _Integrated("fast-forward")
-    purging.refuse_undoing_a_purge(history, remote, branch, ours, theirs)
+    if purging.refuse_undoing_a_purge(history, remote, branch, ours, theirs, replace):
+        return _Integrated(REPLACED)
     if not history.run("rev-list", "--merges", f"{theirs}..{ours}").strip() and _rebase(
         service, ours, theirs
     ):
@@ -385,21 +397,28 @@ def _line_merge(history: History) -> merging.LineMerge:
 
 
 # -- pushing -------------------------------------------------------------------------
-def _push(history: History, remote: str, branch: str) -> tuple[int, str | None]:
-    """Send local commits: (how many, None) or (0, why it failed)."""
+def _push(
+    history: History, remote: str, branch: str, replacing: bool = False
+) -> tuple[int, str | None]:
+    """Send local commits: (how many, None) or (0, why it failed). ``replacing``: over the
+    remote's history as last fetched (and only that: a remote that moved since is not
+    overwritten), then drop the objects only that history held."""
     tracking = history.commit_of(f"refs/remotes/{remote}/{branch}")
     ahead = history.run("rev-list", "--count", f"{tracking}..HEAD" if tracking else "HEAD")
     count = int(ahead.strip() or 0)
     if count == 0:
         return 0, None
     upstream = history.run("config", "--get", f"branch.{branch}.remote", check=False).strip()
-    args = ["push", "--quiet", *([] if upstream else ["-u"]), remote, f"{branch}:{branch}"]
+    lease = [f"--force-with-lease={branch}:{tracking}"] if replacing and tracking else []
+    args = ["push", "--quiet", *lease, *([] if upstream else ["-u"]), remote, f"{branch}:{branch}"]
     try:
         history.run(*args, env=_network_env(history))
     except GitError as exc:
-        moved = any(m in exc.stderr for m in ("fetch first", "non-fast-forward"))
+        moved = any(m in exc.stderr for m in ("fetch first", "non-fast-forward", "stale info"))
         why = MOVED if moved else exc.reason
         return 0, f"could not push to {remote} ({why}): the commits stay here{_LATER}"
+    if lease:
+        history.drop_unreachable()  # the remote's purged history, fetched before
     return count, None
 
 

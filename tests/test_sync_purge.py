@@ -63,16 +63,49 @@ def test_a_sync_after_a_purge_refuses_to_bring_the_remotes_old_history_back(
         sync(a)
     said = str(raised.value)
     assert "this vault purged a memory" in said and "would bring it back" in said
-    assert "push --force-with-lease=main:" in said and "Nothing was changed" in said
+    assert "`memvault sync --replace-remote`" in said and "Nothing was changed" in said
     assert git(a.root, "rev-parse", "HEAD") == head and not _holds_secret(a.root, "HEAD")
     assert git(remote, "rev-parse", "main") == tip
     assert not [h for h in a.recall("XYZZYSECRET", k=5) if "XYZZY" in h.snippet]
-    command = said.split("`")[1].split()  # the command the message gives, as given
-    assert command[:3] == ["git", "-C", str(a.root)]
-    git(a.root, *command[3:])
-    again = sync(a)
+    assert _stored_anywhere(a.root)  # the fetch brought the remote's old history back
+    replaced = sync(a, replace_remote=True)
+    assert replaced.error is None and replaced.action == "replaced the remote's history"
+    assert git(remote, "rev-parse", "main") == git(a.root, "rev-parse", "HEAD") == head
+    assert not _holds_secret(remote) and not _stored_anywhere(a.root)
+    again = sync(a, replace_remote=True)  # nothing left to replace: an ordinary sync
     assert again.error is None and again.action == "up to date"
-    assert not _holds_secret(remote) and not _holds_secret(a.root)
+
+
+def test_replace_remote_never_drops_work_no_purge_rewrote(
+    vaults: tuple[Path, MemoryService, MemoryService],
+) -> None:
+    """The other machine pushed a memory on top of the old history: replacing the remote
+    would lose it, so sync refuses, names it, and gives the manual way after copying it."""
+    remote, a, b = vaults
+    b.remember("Ferries leave from pier four", type="fact")
+    sync(b)
+    _purge(a)
+    head, tip = git(a.root, "rev-parse", "HEAD"), git(remote, "rev-parse", "main")
+    with pytest.raises(MemvaultError) as raised:
+        sync(a, replace_remote=True)
+    said = str(raised.value)
+    assert "1 commit(s) no purge here rewrote" in said and "ferries-leave" in said
+    assert "Nothing was changed" in said and "push --force-with-lease=main:" in said
+    assert git(remote, "rev-parse", "main") == tip and git(a.root, "rev-parse", "HEAD") == head
+    command = said.rsplit("`git -C", 1)[1].split("`", 1)[0].split()  # as given
+    git(a.root, *command[1:])
+    assert sync(a).action == "up to date" and not _holds_secret(remote)
+
+
+def _stored_anywhere(repo: Path) -> bool:
+    """Whether any object of ``repo`` (reachable or not) holds the secret text."""
+    listed = subprocess.run(
+        ["git", "cat-file", "--batch-all-objects", "--batch"],
+        cwd=repo,
+        capture_output=True,
+        check=True,
+    )
+    return b"XYZZYSECRET" in listed.stdout
 
 
 def test_a_clone_that_holds_purged_history_refuses_to_sync_it_back(
