@@ -49,9 +49,9 @@ _LOOSE = re.compile(r"[0-9a-f]{38}")  # a loose object's file name in objects/xx
 _LOCK_MARKERS = ("index.lock", "cannot lock ref", "Unable to create", "unable to lock")
 CLONE_WARNING = (
     "purged from this repository's history; clones, remotes and backups made before "
-    "now still hold copies: purge them too (or re-clone) to finish a privacy request; "
-    "`memvault sync` refuses to bring the remote's old history back and says how to "
-    "replace it"
+    "now still hold copies: purge them too to finish a privacy request; `memvault sync` "
+    "refuses to bring the remote's old history back, `memvault sync --replace-remote` "
+    "replaces it, and other clones take the purge at their next sync"
 )
 STALE_LOCK_SECONDS = 5.0
 """A git lock file this old, with no git process working in the vault, was left by a

@@ -152,17 +152,28 @@ class _Commit:
         return [c for c in side if c.sha in self.rewrote]
 
 
+@dataclass(frozen=True)
+class AfterPurge:
+    """How sync goes on past a purge: ``replace`` the remote's history with this vault's,
+    or ``adopt`` the remote's purged history (this vault's own commits, if any, replayed
+    onto it from ``base``)."""
+
+    kind: str  # replace | adopt
+    base: str = ""
+
+
 def refuse_undoing_a_purge(
     history: History, remote: str, branch: str, ours: str, theirs: str, replace: bool = False
-) -> bool:
+) -> AfterPurge | None:
     """Before sync integrates two diverged histories: refuse when that would bring back what
     a purge erased, because (a) this vault purged and the remote still reaches a commit the
     purge rewrote, or (b) the remote holds a purge this vault has not seen while this vault
     still reaches a commit that purge rewrote. Nothing is changed; the message says what to
     do. Histories that merely diverged (a memory added and purged before any sync, the other
-    machine's ordinary work) integrate as usual (False). With ``replace``, case (a) whose
-    remote holds nothing but what this vault's purges rewrote is True: the caller replaces
-    the remote's history with this vault's, which finishes the purge there."""
+    machine's ordinary work) integrate as usual (None). With ``replace``, case (a) whose
+    remote holds nothing but what this vault's purges rewrote is ``replace``. Case (b) is
+    ``adopt`` when nothing but git's branch here reaches the rewritten commits and this
+    vault's own commits sit in one line on top of them: the purge then reaches this vault."""
     mine = _commits(history, f"{theirs}..{ours}")
     other = _commits(history, f"{ours}..{theirs}")
     purged, older = _first_held([c for c in mine if c.purge], other)
@@ -171,7 +182,7 @@ def refuse_undoing_a_purge(
         rewritten = {c.sha for p in mine if p.purge for c in p.held_in(other)}
         extra = [c for c in other if c.sha not in rewritten]
         if replace and not extra:
-            return True
+            return AfterPurge("replace")
         raise MemvaultError(
             f"sync refused: this vault purged a memory ({purged.sha[:12]}, not on {remote} "
             f"yet), but {where} still holds {len(older)} commit(s) the purge rewrote here, "
@@ -180,6 +191,11 @@ def refuse_undoing_a_purge(
         )
     purged, older = _first_held([c for c in other if c.purge], mine)
     if purged and older:
+        rewritten = {c.sha for p in other if p.purge for c in p.held_in(mine)}
+        own = [c.sha for c in mine if c.sha not in rewritten]
+        base = _own_base(history, ours, own)
+        if base and not _reached_elsewhere(history, remote, branch, rewritten):
+            return AfterPurge("adopt", base)
         url = history.run("remote", "get-url", remote, check=False).strip() or remote
         raise MemvaultError(
             f"sync refused: {where} was rewritten by a purge on another machine "
@@ -191,7 +207,39 @@ def refuse_undoing_a_purge(
             f"{root} log --name-status {where}@{{1}}..HEAD` lists them; its next write or "
             f"sync commits them), then delete {root}, which still holds the purged text"
         )
-    return False
+    return None
+
+
+def _own_base(history: History, ours: str, own: list[str]) -> str | None:
+    """The commit this vault's own commits (``own``, none a merge) sit on in one line,
+    ``ours`` when there are none; None when they do not (merges, or mixed with others)."""
+    if not own:
+        return ours
+    parents = {}
+    for line in history.run("rev-list", "--parents", "--no-walk", *own).splitlines():
+        sha, *rest = line.split()
+        parents[sha] = rest
+    if any(len(rest) != 1 for rest in parents.values()):
+        return None
+    bases = {rest[0] for rest in parents.values()} - set(own)
+    if len(bases) != 1:
+        return None
+    base = bases.pop()
+    between = history.run("rev-list", f"{base}..{ours}").split()
+    return base if sorted(between) == sorted(own) else None
+
+
+def _reached_elsewhere(history: History, remote: str, branch: str, commits: set[str]) -> bool:
+    """Whether a ref other than this branch and the remote's (another branch, a tag, a
+    proposal, a stash) still reaches one of ``commits``."""
+    refs = [
+        ref
+        for ref in history.run("for-each-ref", "--format=%(refname)").split()
+        if ref != f"refs/heads/{branch}" and not ref.startswith(f"refs/remotes/{remote}/")
+    ]
+    if not refs:
+        return False
+    return bool(commits & set(history.run("rev-list", *refs).split()))
 
 
 def _finish_here(
@@ -202,8 +250,8 @@ def _finish_here(
     if not extra:
         return (
             f"{where} holds nothing else this vault lacks: `memvault sync --replace-remote` "
-            "replaces its history with this vault's and finishes the purge there; then every "
-            "other clone must be cloned anew (its next sync refuses and says how)"
+            "replaces its history with this vault's and finishes the purge there; every "
+            "other clone takes the purge at its next sync"
         )
     named = ", ".join(f"{c.sha[:12]} {c.subject!r}" for c in extra[:3])
     return (
@@ -211,7 +259,8 @@ def _finish_here(
         f"{' ...' if len(extra) > 3 else ''}), which replacing it would drop: copy what "
         f"you want of them into this vault (`git -C {root} log --stat {ours}..{theirs}`), "
         f"then replace the remote's history: `git -C {root} push --force-with-lease="
-        f"{branch}:{theirs} {remote} {branch}`; then every other clone must be cloned anew"
+        f"{branch}:{theirs} {remote} {branch}`; every other clone takes the purge at its "
+        "next sync"
     )
 
 

@@ -28,7 +28,7 @@ from . import frontmatter, interrupted, merging, purging, recovery
 from .config import Settings
 from .errors import GitError, InvalidInputError, MemvaultError
 from .history import History, format_message
-from .models import ChangeEvent, WriteResult
+from .models import EVERY, ChangeEvent, WriteResult
 from .template import create_vault, exclude_state_dir
 
 if TYPE_CHECKING:
@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 STATE_FILE = "sync.json"
 Pause = Callable[[], AbstractContextManager[Any]]  # held while git rewrites the tree
 REPLACED = "replaced the remote's history"  # sync --replace-remote, after a purge
+ADOPTED = "took the remote's purge"  # the remote was purged elsewhere: so is this vault
 ATTEMPTS = 2  # a push refused because the remote moved meanwhile: fetch and integrate again
 MOVED = "the remote moved meanwhile"
 _running: ContextVar[bool] = ContextVar("memvault_sync_running", default=False)
@@ -65,7 +66,7 @@ class SyncResult:
 
     remote: str
     branch: str
-    action: str  # up to date | fast-forward | rebased | merged | pushed only | offline | REPLACED
+    action: str  # up to date | fast-forward | rebased | merged | pushed only | offline | ...
     fetched: bool
     pushed: int  # commits sent to the remote
     changed: tuple[str, ...] = ()  # files the remote's commits changed here
@@ -136,6 +137,8 @@ def _round(
             before = history.head()
             integrated = _integrate(service, remote, branch, replace)
         event = _after(service, before)  # before the watcher looks again
+        if integrated.action == ADOPTED:
+            history.drop_unreachable()  # the purged text this vault held
     pushed, error = _push(history, remote, branch, integrated.action == REPLACED)
     files = (*event.changed, *event.added, *event.removed)
     return SyncResult(
@@ -220,13 +223,47 @@ def _integrate(
     if history.is_ancestor(ours, theirs):
         history.run("merge", "--ff-only", "--quiet", theirs)
         return _Integrated("fast-forward")
-    if purging.refuse_undoing_a_purge(history, remote, branch, ours, theirs, replace):
+    after = purging.refuse_undoing_a_purge(history, remote, branch, ours, theirs, replace)
+    if after and after.kind == "replace":
         return _Integrated(REPLACED)
+    if after:
+        return _adopt(service, ours, theirs, after.base)
     if not history.run("rev-list", "--merges", f"{theirs}..{ours}").strip() and _rebase(
         service, ours, theirs
     ):
         return _Integrated("rebased")
     return _Integrated("merged", _merge(service, remote, branch, theirs))
+
+
+def _adopt(service: MemoryService, ours: str, theirs: str, base: str) -> _Integrated:
+    """Take the remote's history, rewritten by another machine's purge: this vault's own
+    commits (after ``base``) are replayed onto it, the memories the purge removed lose
+    their access statistics here too. Refused, with nothing changed, when a replayed
+    commit does not apply (it changed a purged memory)."""
+    history = service.history
+    ids = {i.path: i.id for i in service.records(EVERY)}
+    with interrupted.recorded(service.vault, history, "rebase", ours, theirs):
+        try:
+            history.run("rebase", "--quiet", "--no-autostash", "--onto", theirs, base)
+        except GitError as exc:
+            if history.unfinished():
+                _undo(history, "rebase")
+            raise MemvaultError(
+                f"sync refused: the remote was rewritten by a purge on another machine, and "
+                f"this vault's own commits since its last sync do not apply to the purged "
+                f"history ({exc.reason}); nothing was changed. Clone the vault anew "
+                "(`memvault init NEW_FOLDER --clone URL`), copy into it the memory files "
+                f"this vault wrote since (`git -C {history.root} log --name-status "
+                f"{base[:12]}..HEAD`), then delete this folder, which holds the purged text"
+            ) from exc
+    gone = history.run("diff", "--name-only", "--diff-filter=D", "--no-renames", ours, "HEAD")
+    purged = [
+        p
+        for p in gone.splitlines()
+        if p in ids and not history.run("log", "-1", "--format=%H", theirs, "--", p).strip()
+    ]
+    service.access.erase(ids[p] for p in purged)  # a memory deleted there keeps its stats
+    return _Integrated(ADOPTED)
 
 
 def _rebase(service: MemoryService, ours: str, onto: str) -> bool:

@@ -108,14 +108,64 @@ def _stored_anywhere(repo: Path) -> bool:
     return b"XYZZYSECRET" in listed.stdout
 
 
-def test_a_clone_that_holds_purged_history_refuses_to_sync_it_back(
+def _secret_id(service: MemoryService) -> str:
+    [hit] = [r for r in service.records() if "XYZZY" in (service.root / r.path).read_text()]
+    return hit.id
+
+
+def test_a_clone_takes_a_purge_made_elsewhere_and_keeps_its_own_unsynced_work(
+    vaults: tuple[Path, MemoryService, MemoryService],
+) -> None:
+    """B cloned before A's purge and wrote since: its sync replays that work onto the
+    purged history, and B no longer holds the purged text anywhere."""
+    remote, a, b = vaults
+    secret = _secret_id(b)
+    b.access.hit([secret])
+    assert b.access.of([secret])[secret].hits == 1
+    b.remember("Ferries leave from pier four", type="fact")  # not pushed yet
+    _purge(a)
+    assert sync(a, replace_remote=True).action == "replaced the remote's history"
+    assert _stored_anywhere(b.root)
+    result = sync(b)
+    assert result.error is None and result.action == "took the remote's purge"
+    assert result.pushed == 1 and git(remote, "rev-parse", "main") == git(
+        b.root, "rev-parse", "HEAD"
+    )
+    assert not _stored_anywhere(b.root) and not _holds_secret(remote)
+    assert not any("XYZZY" in p.read_text() for p in b.root.rglob("*.md"))
+    assert [h.title for h in b.recall("pier four ferries", k=3)][:1] == [
+        "Ferries leave from pier four"
+    ]
+    assert not [h for h in b.recall("XYZZYSECRET", k=5) if "XYZZY" in h.snippet]
+    assert secret not in {r.id for r in b.records()} and b.access.of([secret])[secret].hits == 0
+    assert sync(a).action == "fast-forward" and sync(b).action == "up to date"
+
+
+def test_a_clone_whose_own_work_changed_the_purged_memory_refuses_and_changes_nothing(
+    vaults: tuple[Path, MemoryService, MemoryService],
+) -> None:
+    _, a, b = vaults
+    b.update(_secret_id(b), content=SECRET + ", noted again on B")  # B's own edit of it
+    _purge(a)
+    git(a.root, "push", "-q", "--force", "origin", "main")  # the purge, finished on the remote
+    head = git(b.root, "rev-parse", "HEAD")
+    with pytest.raises(MemvaultError) as raised:
+        sync(b)
+    said = str(raised.value)
+    assert "rewritten by a purge on another machine" in said and "nothing was changed" in said
+    assert "--clone" in said and "log --name-status" in said
+    assert git(b.root, "rev-parse", "HEAD") == head and git(b.root, "status", "--porcelain") == ""
+    assert not (b.root / ".git" / "rebase-merge").exists()
+
+
+def test_a_clone_that_still_reaches_purged_history_by_another_ref_refuses_to_sync_it_back(
     vaults: tuple[Path, MemoryService, MemoryService],
 ) -> None:
     remote, a, b = vaults
     b.remember("Ferries leave from pier four", type="fact")  # not pushed yet
+    git(b.root, "tag", "before-trip")  # a person's tag on the old history
     _purge(a)
-    git(a.root, "push", "-q", "--force", "origin", "main")  # the purge, finished on the remote
-    assert not _holds_secret(remote)
+    git(a.root, "push", "-q", "--force", "origin", "main")
     head = git(b.root, "rev-parse", "HEAD")
     with pytest.raises(MemvaultError) as raised:
         sync(b)
