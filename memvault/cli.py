@@ -211,6 +211,11 @@ def _clone(ctx: Ctx, url: str, target: Path, branch: str | None) -> None:
 @click.option("--expires", default=None, help="ISO date or date-time it lapses at.")
 @click.option("--valid-from", default=None, help="ISO date or date-time it holds from.")
 @click.option("--valid-until", default=None, help="ISO date or date-time it holds until.")
+@click.option(
+    "--supersedes",
+    multiple=True,
+    help="Id of a memory this corrects (repeatable): marked superseded.",
+)
 @pass_ctx
 def add(
     ctx: Ctx,
@@ -226,6 +231,7 @@ def add(
     expires: str | None,
     valid_from: str | None,
     valid_until: str | None,
+    supersedes: tuple[str, ...],
 ) -> None:
     """Remember TEXT as a new memory (one commit).
 
@@ -247,13 +253,26 @@ def add(
             source="user",
             links=links,
             dates=dates,
+            supersedes=list(supersedes),
         )
     if result.memory is None:
         _not_written(ctx, result)
     data = {**result.memory.summary(), "commit": result.commit, "action": result.action}
-    _emit(
-        ctx, data, lambda: click.echo(f"{result.action} {result.memory.path} ({result.memory.id})")
-    )
+    data["similar"] = [s.__dict__ for s in result.similar]
+
+    def human() -> None:
+        click.echo(f"{result.action} {result.memory.path} ({result.memory.id})")
+        for s in result.similar:
+            if s.relation in SAID:
+                click.echo(f"  {SAID[s.relation]} {s.path} ({s.id})")
+
+    _emit(ctx, data, human)
+
+
+SAID = {  # what `add` says of a close memory it reports (related ones stay in --json)
+    "possible_contradiction": "may contradict",
+    "superseded": "says again what a corrected memory said:",
+}
 
 
 def _not_written(ctx: Ctx, result: Any) -> NoReturn:

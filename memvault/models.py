@@ -331,7 +331,7 @@ class Similar:
     path: str
     title: str
     cosine: float
-    relation: str  # duplicate | possible_contradiction | related
+    relation: str  # duplicate | possible_contradiction | related | superseded (said again)
     proposed: bool = False  # a pending proposal of the asking client (proposals)
 
     def already(self) -> str:

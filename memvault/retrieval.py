@@ -129,7 +129,8 @@ class Retrieval:
     def similar(
         self, content: str, type: str, title: str | None, tags: Sequence[str], k: int = 5
     ) -> list[Similar]:
-        """Existing active memories close to ``content``, with their relation to it.
+        """Existing active memories close to ``content``, with their relation to it, and
+        superseded ones it says again (``superseded``: a fact corrected since).
 
         The text is embedded exactly as the index will store it, so a memory that is
         then written reuses the vector.
@@ -137,13 +138,15 @@ class Retrieval:
         out = []
         title = title or title_from(content)
         for doc, cosine in self.indexing.index.nearest(title, clean_tags(tags), content, k):
-            if doc.status != "active" or lapsed(doc.expires, self.clock()):
+            if doc.status not in ("active", "superseded") or lapsed(doc.expires, self.clock()):
                 continue  # an expired memory is no reason to refuse a new one
             try:
                 other = self.vault.read(doc.path)
             except (MemoryNotFoundError, MalformedMemoryError, UnsafePathError):
                 continue
             relation = policy.relation(content, strip_title(other.body), cosine, doc.type == type)
+            if doc.status == "superseded":
+                relation = "superseded" if relation == "duplicate" else None
             if relation:
                 out.append(Similar(doc.id, doc.path, doc.title, round(cosine, 4), relation))
         return out

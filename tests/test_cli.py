@@ -21,6 +21,27 @@ def invoke(vault: Path, *args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
+def test_add_supersedes_and_says_what_a_new_memory_may_contradict_or_says_again(
+    vault_path: Path,
+) -> None:
+    code, out, _ = invoke(vault_path, "--json", "add", "Dr. Okafor sees me Thursday at 3pm.")
+    old = json.loads(out)["id"]
+    code, out, _ = invoke(
+        vault_path, "add", "Dr. Okafor sees me Thursday at 4pm.", "--supersedes", old
+    )
+    assert code == 0 and out.count("\n") == 1  # a correction: nothing else to say
+    code, out, _ = invoke(vault_path, "--json", "show", old)
+    assert json.loads(out)["status"] == "superseded"
+    code, out, _ = invoke(vault_path, "add", "Dr. Okafor sees me Thursday at 3pm.")
+    said = out.splitlines()
+    assert code == 0 and said[0].startswith("created ")
+    assert any(
+        line.startswith("  says again what a corrected memory said:") and old in line
+        for line in said
+    )
+    assert any(line.startswith("  may contradict ") for line in said)
+
+
 def test_init_creates_a_vault_with_one_commit(tmp_path: Path) -> None:
     code, out, _ = invoke(tmp_path / "v", "init")
     assert code == 0 and "Created vault" in out

@@ -286,6 +286,24 @@ def test_an_explicit_supersedes_is_stored_even_when_it_duplicates_another_memory
     assert superseded.meta["superseded_by"] == result.memory.id
 
 
+def test_a_text_that_says_again_a_corrected_fact_is_stored_and_told_what_corrected_it(
+    service: MemoryService,
+) -> None:
+    """An agent restates the old value after the correction: the result names both the
+    superseded memory it repeats and the correction it now contradicts."""
+    old = service.remember("Dr. Okafor appointment on Thursday at 3pm.", type="task")
+    assert old.memory is not None
+    fixed = service.remember(
+        "Dr. Okafor appointment on Thursday at 4pm.", type="task", supersedes=[old.memory.id]
+    )
+    assert fixed.memory is not None
+    again = service.remember("Dr. Okafor appointment on Thursday at 3pm.", type="task")
+    assert again.action == "created" and again.memory is not None
+    reported = {s.id: s.relation for s in again.similar}
+    assert reported.get(old.memory.id) == "superseded"
+    assert reported.get(fixed.memory.id) == "possible_contradiction"
+
+
 def test_a_duplicate_without_supersedes_is_still_refused_with_no_file_and_no_commit(
     service: MemoryService,
 ) -> None:

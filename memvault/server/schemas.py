@@ -17,7 +17,7 @@ class SimilarOut(BaseModel):
     id: str
     title: str
     cosine: float
-    relation: Literal["duplicate", "possible_contradiction", "related"]
+    relation: Literal["duplicate", "possible_contradiction", "related", "superseded"]
     proposed: bool = Field(default=False, exclude_if=lambda v: not v)  # this client's, pending
 
 
