@@ -246,8 +246,9 @@ def _adopt(service: MemoryService, ours: str, theirs: str, base: str) -> _Integr
         try:
             history.run("rebase", "--quiet", "--no-autostash", "--onto", theirs, base)
         except GitError as exc:
-            if history.unfinished():
-                _undo(history, "rebase")
+            if not history.unfinished():
+                raise _not_started(service, exc) from exc
+            _undo(history, "rebase")
             raise MemvaultError(
                 f"sync refused: the remote was rewritten by a purge on another machine, and "
                 f"this vault's own commits since its last sync do not apply to the purged "

@@ -212,3 +212,21 @@ def test_a_purge_before_any_sync_and_the_other_machines_work_integrate_either_wa
         texts = git(side.root, "log", "-p", "--format=", "HEAD")
         assert "Tuesdays at ten" in texts and "pier four" in texts
         assert "XYZZYPIN" not in git(side.root, "log", "--all", "-p", "--format=%B")
+
+
+def test_a_clone_with_a_change_git_will_not_rebase_over_is_told_which_and_keeps_everything(
+    vaults: tuple[Path, MemoryService, MemoryService],
+) -> None:
+    """A note replaced by a symlink (memvault never commits one): taking the purge would
+    need a rebase git refuses; the refusal names the symlink, not the purge."""
+    _, a, b = vaults
+    [trains] = [r.path for r in b.records() if "Trains" in r.title]
+    (b.root / trains).unlink()
+    (b.root / trains).symlink_to("/etc/hostname")
+    _purge(a)
+    git(a.root, "push", "-q", "--force", "origin", "main")
+    head = git(b.root, "rev-parse", "HEAD")
+    with pytest.raises(MemvaultError, match="git will not rebase over uncommitted") as raised:
+        sync(b)
+    assert trains in str(raised.value) and git(b.root, "rev-parse", "HEAD") == head
+    assert (b.root / trains).is_symlink() and _stored_anywhere(b.root)
