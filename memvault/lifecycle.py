@@ -192,12 +192,26 @@ def _corrected(service: MemoryService, memories: dict[str, Memory]) -> policy.Co
             out[memory.id][old.id] = (old.path, strip_title(old.body))
     if memories:
         everything = service.records(EVERY)
-        superseded = [i for i in everything if i.status == "superseded"]
+        superseded = [
+            i
+            for i in everything
+            if i.status == "superseded" and _names_any(service, i.path, memories.keys())
+        ]
         for old in _read(service, superseded).values():
             by = str(old.meta.get("superseded_by") or "")
             if by in out:
                 out[by][old.id] = (old.path, strip_title(old.body))
     return {i: tuple(found.values()) for i, found in out.items() if found}
+
+
+def _names_any(service: MemoryService, path: str, ids: Iterable[str]) -> bool:
+    """Whether the file's bytes hold one of ``ids`` at all: only those are parsed (a
+    superseded memory names the one that replaced it; most name none of a few)."""
+    try:
+        data = service.vault.read_regular(path)
+    except MemvaultError:
+        return False
+    return any(i.encode() in data for i in ids)
 
 
 def _ids(value: object) -> list[str]:
