@@ -163,10 +163,15 @@ def _check_depth(root: yaml.Node) -> None:
             stack.extend((child, depth + 1) for child in node.value)
 
 
+def block(text: str) -> str | None:
+    """A file's frontmatter as written (a BOM and CRLF aside), None without one."""
+    return _split(text.removeprefix(BOM).replace("\r\n", "\n"))[0]
+
+
 def duplicate_keys(text: str) -> list[str]:
     """Top-level keys a file's frontmatter writes more than once (YAML reads the last one),
     in file order; [] for a file without frontmatter or with frontmatter YAML cannot read."""
-    fm_text, _ = _split(text.removeprefix(BOM).replace("\r\n", "\n"))
+    fm_text = block(text)
     if fm_text is None or not fm_text.strip():
         return []
     try:

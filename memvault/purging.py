@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import recovery
+from . import frontmatter, recovery
 from .errors import InvalidInputError, MemvaultError
 from .history import History
 from .models import Archival, ChangeEvent, Memory, WriteResult, memory_count
@@ -87,7 +87,7 @@ def _erase(
 
 
 REWROTE = "Memvault-Rewrote"  # trailer of a purge commit: the original commits that held it
-_ID_LINE = re.compile(rb"^id:[ \t]*[\"']?([^\"'\s#]+)", re.MULTILINE)
+_ID_LINE = re.compile(r"^id:[ \t]*[\"']?([^\"'\s#]+)", re.MULTILINE)
 
 
 def _versions(
@@ -106,19 +106,11 @@ def _versions(
         for path in dict.fromkeys(where):
             changed = history.blobs_at([path])
             for sha, data in history.blob_bytes(changed).items():
-                found = _ID_LINE.findall(_front(data))
-                if (found[-1].decode() == memory_id) if found else bool(changed[sha] & lineage):
+                found = _ID_LINE.findall(frontmatter.block(data.decode("utf-8", "replace")) or "")
+                if (found[-1] == memory_id) if found else bool(changed[sha] & lineage):
                     versions.add((sha, path))
                     commits |= changed[sha]
     return versions, commits
-
-
-def _front(data: bytes) -> bytes:
-    """The frontmatter block of a note's bytes (empty without one)."""
-    if not data.startswith(b"---"):
-        return b""
-    end = data.find(b"\n---", 3)
-    return data[3:end] if end >= 0 else b""
 
 
 def _forget_derived(service: MemoryService, memories: list[Memory], rewritten: int) -> list[str]:
