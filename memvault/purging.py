@@ -135,6 +135,7 @@ class _Commit:
     purge: bool
     subject: str
     rewrote: frozenset[str] | None  # a purge's original commits (None: a purge from before)
+    stamp: str = ""  # author and committer, with times: what a purge's rewrite keeps
 
     def held_in(self, side: list[_Commit]) -> list[_Commit]:
         """The commits of ``side`` that held what this purge erased: its original commits
@@ -172,7 +173,8 @@ def refuse_undoing_a_purge(
     where, root = f"{remote}/{branch}", history.root
     if purged and older:
         rewritten = {c.sha for p in mine if p.purge for c in p.held_in(other)}
-        extra = [c for c in other if c.sha not in rewritten]
+        twins = _rewrites(history, other, mine, rewritten)
+        extra = [c for c in other if c.sha not in rewritten | twins]
         if replace and not extra:
             return AfterPurge("replace")
         raise MemvaultError(
@@ -184,7 +186,8 @@ def refuse_undoing_a_purge(
     purged, older = _first_held([c for c in other if c.purge], mine)
     if purged and older:
         rewritten = {c.sha for p in other if p.purge for c in p.held_in(mine)}
-        own = [c.sha for c in mine if c.sha not in rewritten]
+        twins = _rewrites(history, mine, other, rewritten)
+        own = [c.sha for c in mine if c.sha not in rewritten | twins]
         base = _own_base(history, ours, own)
         if base and not _reached_elsewhere(history, remote, branch, rewritten):
             return AfterPurge("adopt", base)
@@ -200,6 +203,32 @@ def refuse_undoing_a_purge(
             f"sync commits them), then delete {root}, which still holds the purged text"
         )
     return None
+
+
+def _rewrites(
+    history: History, side: list[_Commit], against: list[_Commit], touched: set[str]
+) -> set[str]:
+    """The commits of ``side`` that a purge's rewrite turned into one of ``against`` (or
+    the reverse): a commit after the purged memory's first, which only changed other files,
+    is rewritten too. Its twin keeps its authors and times, and their trees differ only in
+    the files the ``touched`` commits (those that held the memory) changed."""
+    by_stamp: dict[str, list[str]] = {}
+    for commit in against:
+        by_stamp.setdefault(commit.stamp, []).append(commit.sha)
+    purged: set[str] = set()
+    for sha in touched:
+        changed = history.run(
+            "diff-tree", "--no-commit-id", "--name-only", "-r", "--root", "-z", sha
+        )
+        purged.update(name for name in changed.split("\0") if name)
+    found = set()
+    for commit in side:
+        for twin in by_stamp.get(commit.stamp, []):
+            differ = history.run("diff", "--name-only", "--no-renames", "-z", commit.sha, twin)
+            if {name for name in differ.split("\0") if name} <= purged:
+                found.add(commit.sha)
+                break
+    return found
 
 
 def _own_base(history: History, ours: str, own: list[str]) -> str | None:
@@ -265,10 +294,11 @@ def _first_held(purges: list[_Commit], side: list[_Commit]) -> tuple[_Commit | N
 
 
 def _commits(history: History, spec: str) -> list[_Commit]:
-    out = history.run("log", "--format=%H %ct%x00%s%x00%B%x01", spec)
+    out = history.run("log", "--format=%H %ct%x00%an %ae %at %cn %ce%x00%s%x00%B%x01", spec)
     found = []
     for record in out.split("\x01"):
         head, _, rest = record.strip("\n").partition("\0")
+        stamp, _, rest = rest.partition("\0")
         subject, _, body = rest.partition("\0")
         sha, _, time = head.partition(" ")
         if sha:
@@ -276,5 +306,5 @@ def _commits(history: History, spec: str) -> list[_Commit]:
             purge = "Memvault-Op: purge" in lines
             listed = [ln.split(":", 1)[1].split() for ln in lines if ln.startswith(f"{REWROTE}:")]
             rewrote = frozenset(listed[0]) if listed else None
-            found.append(_Commit(sha, int(time), purge, subject, rewrote))
+            found.append(_Commit(sha, int(time), purge, subject, rewrote, f"{stamp} {time}"))
     return found
