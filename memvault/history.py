@@ -924,10 +924,15 @@ class History:
             self.run("update-ref", "-d", ref)
         self.drop_unreachable()
 
-    def drop_unreachable(self) -> None:
-        """Delete every object no ref reaches now (reflogs forgotten first): what a purge
-        erased, or the remote's old history once a purged vault replaced it."""
-        self.run("reflog", "expire", "--expire=now", "--all")
+    def drop_unreachable(self, reflogs: Sequence[str] = ()) -> None:
+        """Delete every object no ref reaches now, once the reflogs of ``reflogs`` (all of
+        them when none are named) are forgotten: what a purge erased, or the remote's old
+        history once a purge reached the remote or this clone. The caller holds the write
+        lock (a concurrent write's new objects are unreachable until it commits)."""
+        for ref in [r for r in reflogs if self.commit_of(r)]:
+            self.run("reflog", "expire", "--expire=now", ref)
+        if not reflogs:
+            self.run("reflog", "expire", "--expire=now", "--all")
         self.run("gc", "-q", "--prune=now")
 
     # -- following one file -------------------------------------------------

@@ -140,7 +140,8 @@ def persons_changes(vault: Vault, history: History) -> list[str]:
     untracked files that are not ignored (editor and temporary files aside), and unmerged
     files a person settled by hand (no conflict markers left, and the bytes are none of
     the file's versions in the merge) or started to (written after git stopped, markers
-    or not); one the killed sync itself settled, listed in the write journal, is its own."""
+    or not, staged or not); one the killed sync itself settled, listed in the write
+    journal, is its own."""
     unmerged = history.unmerged()
     unstaged = [
         p for p in _names(history, "diff", "--name-only", "--no-renames") if p not in unmerged
@@ -158,7 +159,12 @@ def persons_changes(vault: Vault, history: History) -> list[str]:
         if path not in journal
         and (_settled_by_hand(vault, history, path, stages) or _touched(vault, path, stopped))
     ]
-    return sorted({*unstaged, *untracked, *settled})
+    staged = [  # settled and `git add`ed: no longer unmerged, no unstaged change
+        path
+        for path in _names(history, "diff", "--cached", "--name-only", "--no-renames")
+        if path not in unmerged and path not in journal and _touched(vault, path, stopped)
+    ]
+    return sorted({*unstaged, *untracked, *settled, *staged})
 
 
 def _stopped_at(history: History) -> int | None:

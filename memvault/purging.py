@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from . import frontmatter, recovery
 from .errors import InvalidInputError, MemvaultError
-from .history import History
+from .history import PURGED_NAME, History
 from .models import Archival, ChangeEvent, Memory, WriteResult, memory_count
 
 if TYPE_CHECKING:
@@ -136,6 +136,7 @@ class _Commit:
     subject: str
     rewrote: frozenset[str] | None  # a purge's original commits (None: a purge from before)
     stamp: str = ""  # author and committer, with times: what a purge's rewrite keeps
+    message: str = ""  # kept too, but for the purged names in it
 
     def held_in(self, side: list[_Commit]) -> list[_Commit]:
         """The commits of ``side`` that held what this purge erased: its original commits
@@ -147,9 +148,9 @@ class _Commit:
 
 @dataclass(frozen=True)
 class AfterPurge:
-    """How sync goes on past a purge: ``replace`` the remote's history with this vault's,
-    or ``adopt`` the remote's purged history (this vault's own commits, if any, replayed
-    onto it from ``base``)."""
+    """How sync goes on past a purge: ``replace`` the remote's history (checked at tip
+    ``theirs``) with this vault's, or ``adopt`` the remote's purged history (this vault's
+    own commits, if any, replayed onto it from ``base``)."""
 
     kind: str  # replace | adopt
     base: str = ""
@@ -163,72 +164,140 @@ def refuse_undoing_a_purge(
     purge rewrote, or (b) the remote holds a purge this vault has not seen while this vault
     still reaches a commit that purge rewrote. Nothing is changed; the message says what to
     do. Histories that merely diverged (a memory added and purged before any sync, the other
-    machine's ordinary work) integrate as usual (None). With ``replace``, case (a) whose
-    remote holds nothing but what this vault's purges rewrote is ``replace``. Case (b) is
-    ``adopt`` when nothing but git's branch here reaches the rewritten commits and this
-    vault's own commits sit in one line on top of them: the purge then reaches this vault."""
+    machine's ordinary work) integrate as usual (None). With ``replace``, case (a) is
+    ``replace`` when the remote holds nothing but what this vault's purges rewrote and no
+    other branch of it reaches that. Case (b) is ``adopt`` when this vault made no purge of
+    its own, nothing but this branch reaches the rewritten commits here, and this vault's
+    own commits sit in one line on top of them: the purge then reaches this vault."""
     mine = _commits(history, f"{theirs}..{ours}")
     other = _commits(history, f"{ours}..{theirs}")
     purged, older = _first_held([c for c in mine if c.purge], other)
-    where, root = f"{remote}/{branch}", history.root
     if purged and older:
         rewritten = {c.sha for p in mine if p.purge for c in p.held_in(other)}
-        twins = _rewrites(history, other, mine, rewritten)
+        twins = _rewrites(history, other, mine, ours)
         extra = [c for c in other if c.sha not in rewritten | twins]
-        if replace and not extra:
+        also = _reached_elsewhere(history, remote, branch, rewritten)
+        if replace and not extra and not also:
             return AfterPurge("replace")
         raise MemvaultError(
             f"sync refused: this vault purged a memory ({purged.sha[:12]}, not on {remote} "
-            f"yet), but {where} still holds {len(older)} commit(s) the purge rewrote here, "
-            "which hold the purged text: integrating them would bring it back. Nothing was "
-            f"changed. {_finish_here(history, remote, branch, ours, theirs, extra)}"
+            f"yet), but {remote}/{branch} still holds {len(older)} commit(s) the purge "
+            "rewrote here, which hold the purged text: integrating them would bring it back. "
+            f"Nothing was changed. {_finish_here(history, remote, branch, theirs, extra, also)}"
         )
     purged, older = _first_held([c for c in other if c.purge], mine)
     if purged and older:
         rewritten = {c.sha for p in other if p.purge for c in p.held_in(mine)}
-        twins = _rewrites(history, mine, other, rewritten)
-        own = [c.sha for c in mine if c.sha not in rewritten | twins]
-        base = _own_base(history, ours, own)
-        if base and not _reached_elsewhere(history, remote, branch, rewritten):
+        twins = _rewrites(history, mine, other, theirs)
+        own = [c for c in mine if c.sha not in rewritten | twins]
+        base = _own_base(history, ours, [c.sha for c in own])
+        recorded = all(p.rewrote is not None for p in other if p.purge)  # else by time
+        also = _reached_elsewhere(history, remote, branch, rewritten)
+        if base and recorded and not also and not any(c.purge for c in own):
             return AfterPurge("adopt", base)
-        url = history.run("remote", "get-url", remote, check=False).strip() or remote
         raise MemvaultError(
-            f"sync refused: {where} was rewritten by a purge on another machine "
+            f"sync refused: {remote}/{branch} was rewritten by a purge on another machine "
             f"({purged.sha[:12]} {purged.subject!r}), and this vault still holds "
             f"{len(older)} commit(s) that purge rewrote there, which hold the purged text: "
-            "syncing would bring it back. Nothing was changed. Clone the vault anew: "
-            f"`memvault init NEW_FOLDER --clone {url}`; copy into it the "
-            "memory files this vault wrote since its last sync (`git -C "
-            f"{root} log --name-status {where}@{{1}}..HEAD` lists them; its next write or "
-            f"sync commits them), then delete {root}, which still holds the purged text"
+            "syncing would bring it back. Nothing was changed. "
+            + _why_not_taken(own, base, recorded, also)
+            + _clone_anew(history, remote, branch)
         )
     return None
 
 
-def _rewrites(
-    history: History, side: list[_Commit], against: list[_Commit], touched: set[str]
-) -> set[str]:
-    """The commits of ``side`` that a purge's rewrite turned into one of ``against`` (or
-    the reverse): a commit after the purged memory's first, which only changed other files,
-    is rewritten too. Its twin keeps its authors and times, and their trees differ only in
-    the files the ``touched`` commits (those that held the memory) changed."""
-    by_stamp: dict[str, list[str]] = {}
-    for commit in against:
-        by_stamp.setdefault(commit.stamp, []).append(commit.sha)
-    purged: set[str] = set()
-    for sha in touched:
-        changed = history.run(
-            "diff-tree", "--no-commit-id", "--name-only", "-r", "--root", "-z", sha
+def _why_not_taken(own: list[_Commit], base: str | None, recorded: bool, also: list[str]) -> str:
+    """Why this vault could not take the remote's purge by itself."""
+    if also:
+        return f"Other refs here still reach the purged history ({', '.join(also[:5])}). "
+    if any(c.purge for c in own):
+        return "This vault made a purge of its own since its last sync. "
+    if not recorded:
+        return "That purge comes from an older memvault, which did not name what it rewrote. "
+    if base is None:
+        return "This vault's own commits since its last sync include merges. "
+    return ""
+
+
+def _clone_anew(history: History, remote: str, branch: str) -> str:
+    url = history.run("remote", "get-url", remote, check=False).strip() or remote
+    return (
+        f"Clone the vault anew: `memvault init NEW_FOLDER --clone {url}`; purge there again "
+        "anything this vault purged since its last sync, copy into it the memory files this "
+        f"vault wrote since (`git -C {history.root} log --name-status "
+        f"{remote}/{branch}@{{1}}..HEAD` lists them; its next write or sync commits them), "
+        f"then delete {history.root}, which still holds the purged text"
+    )
+
+
+def _finish_here(
+    history: History,
+    remote: str,
+    branch: str,
+    theirs: str,
+    extra: list[_Commit],
+    also: list[str],
+) -> str:
+    """How to finish a purge on a remote that still holds the text it erased."""
+    root, where = history.root, f"{remote}/{branch}"
+    if foreign := [c for c in extra if c.purge]:
+        return (
+            f"{where} also holds a purge made on another machine ({foreign[0].sha[:12]} "
+            f"{foreign[0].subject!r}): replacing the remote would undo that purge, taking it "
+            f"would undo this one. {_clone_anew(history, remote, branch)}"
         )
-        purged.update(name for name in changed.split("\0") if name)
-    found = set()
+    if also:
+        return (
+            f"Other refs still reach the purged history ({', '.join(also[:5])}): delete or "
+            "rewrite them (on the remote too), then `memvault sync --replace-remote`"
+        )
+    if not extra:
+        return (
+            f"{where} holds nothing else this vault lacks: `memvault sync --replace-remote` "
+            "replaces its history with this vault's and finishes the purge there; other "
+            "clones take the purge at their next sync (or refuse and say how)"
+        )
+    named = ", ".join(f"{c.sha[:12]} {c.subject!r}" for c in extra[:3])
+    return (
+        f"{where} also holds {len(extra)} commit(s) no purge here rewrote ({named}"
+        f"{' ...' if len(extra) > 3 else ''}), which replacing it would drop: copy what "
+        f"you want of them into this vault (`git -C {root} log --stat HEAD..{theirs}`), "
+        f"then replace the remote's history: `git -C {root} push --force-with-lease="
+        f"{branch}:{theirs} {remote} {branch}`; other clones take the purge at their next "
+        "sync (or refuse and say how)"
+    )
+
+
+def _rewrites(history: History, side: list[_Commit], against: list[_Commit], tip: str) -> set[str]:
+    """The commits of ``side`` that a purge's rewrite turned into one of ``against`` (or
+    the reverse): a commit after a purged memory's first, which only changed other files,
+    is rewritten too. Its twin (``side`` holds the originals) keeps its authors, times and
+    message but for the purged names in it, and their trees differ only in files that no
+    commit of ``tip``'s history ever held (the purged ones)."""
+    by_stamp: dict[str, list[_Commit]] = {}
+    for commit in against:
+        by_stamp.setdefault(commit.stamp, []).append(commit)
+    found: set[str] = set()
+    ever: set[str] | None = None
     for commit in side:
         for twin in by_stamp.get(commit.stamp, []):
-            differ = history.run("diff", "--name-only", "--no-renames", "-z", commit.sha, twin)
-            if {name for name in differ.split("\0") if name} <= purged:
+            if not _rewritten_message(commit.message, twin.message):
+                continue
+            if ever is None:
+                names = history.run("log", "--name-only", "--no-renames", "--format=", "-z", tip)
+                ever = {name.strip("\n") for name in names.split("\0") if name.strip("\n")}
+            differ = history.run("diff", "--name-only", "--no-renames", "-z", commit.sha, twin.sha)
+            if not {name for name in differ.split("\0") if name} & ever:
                 found.add(commit.sha)
                 break
     return found
+
+
+def _rewritten_message(original: str, rewritten: str) -> bool:
+    """Whether ``rewritten`` is ``original`` with some names replaced by the purge's mark."""
+    parts = rewritten.split(PURGED_NAME)
+    pattern = ".+?".join(re.escape(part) for part in parts)
+    return re.fullmatch(pattern, original, re.DOTALL) is not None
 
 
 def _own_base(history: History, ours: str, own: list[str]) -> str | None:
@@ -250,39 +319,19 @@ def _own_base(history: History, ours: str, own: list[str]) -> str | None:
     return base if sorted(between) == sorted(own) else None
 
 
-def _reached_elsewhere(history: History, remote: str, branch: str, commits: set[str]) -> bool:
-    """Whether a ref other than this branch and the remote's (another branch, a tag, a
-    proposal, a stash) still reaches one of ``commits``."""
-    refs = [
-        ref
-        for ref in history.run("for-each-ref", "--format=%(refname)").split()
-        if ref != f"refs/heads/{branch}" and not ref.startswith(f"refs/remotes/{remote}/")
-    ]
-    if not refs:
-        return False
-    return bool(commits & set(history.run("rev-list", *refs).split()))
-
-
-def _finish_here(
-    history: History, remote: str, branch: str, ours: str, theirs: str, extra: list[_Commit]
-) -> str:
-    """How to finish a purge on a remote that still holds the text it erased."""
-    root, where = history.root, f"{remote}/{branch}"
-    if not extra:
-        return (
-            f"{where} holds nothing else this vault lacks: `memvault sync --replace-remote` "
-            "replaces its history with this vault's and finishes the purge there; every "
-            "other clone takes the purge at its next sync"
-        )
-    named = ", ".join(f"{c.sha[:12]} {c.subject!r}" for c in extra[:3])
-    return (
-        f"{where} also holds {len(extra)} commit(s) no purge here rewrote ({named}"
-        f"{' ...' if len(extra) > 3 else ''}), which replacing it would drop: copy what "
-        f"you want of them into this vault (`git -C {root} log --stat {ours}..{theirs}`), "
-        f"then replace the remote's history: `git -C {root} push --force-with-lease="
-        f"{branch}:{theirs} {remote} {branch}`; every other clone takes the purge at its "
-        "next sync"
-    )
+def _reached_elsewhere(history: History, remote: str, branch: str, commits: set[str]) -> list[str]:
+    """The refs other than this branch and the remote's copy of it (other branches and
+    remote branches, tags, proposals, every stash entry, their reflogs) that still reach
+    one of ``commits``."""
+    own = {f"refs/heads/{branch}", f"refs/remotes/{remote}/{branch}", f"refs/remotes/{remote}/HEAD"}
+    refs = [r for r in history.run("for-each-ref", "--format=%(refname)").split() if r not in own]
+    found = []
+    for ref in refs:
+        logged = history.run("reflog", "show", "--format=%H", ref, "--", check=False).split()
+        tips = list(dict.fromkeys([ref, *logged]))
+        if commits & set(history.run("rev-list", *tips, "--").split()):
+            found.append(ref.removeprefix("refs/"))
+    return found
 
 
 def _first_held(purges: list[_Commit], side: list[_Commit]) -> tuple[_Commit | None, list[_Commit]]:
@@ -306,5 +355,7 @@ def _commits(history: History, spec: str) -> list[_Commit]:
             purge = "Memvault-Op: purge" in lines
             listed = [ln.split(":", 1)[1].split() for ln in lines if ln.startswith(f"{REWROTE}:")]
             rewrote = frozenset(listed[0]) if listed else None
-            found.append(_Commit(sha, int(time), purge, subject, rewrote, f"{stamp} {time}"))
+            found.append(
+                _Commit(sha, int(time), purge, subject, rewrote, f"{stamp} {time}", body.strip())
+            )
     return found

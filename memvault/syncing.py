@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from contextvars import ContextVar
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -80,6 +80,8 @@ class SyncResult:
 class _Integrated:
     action: str
     conflicts: tuple[str, ...] = ()
+    lease: str | None = None  # REPLACED: the remote's tip that was checked
+    purged: dict[str, str] = field(default_factory=dict)  # ADOPTED: path -> id it erased
 
 
 def sync(
@@ -138,9 +140,14 @@ def _round(
             integrated = _integrate(service, remote, branch, replace)
         event = _after(service, before)  # before the watcher looks again
         if integrated.action == ADOPTED:
-            history.drop_unreachable()  # the purged text this vault held
-    pushed, error = _push(history, remote, branch, integrated.action == REPLACED)
-    files = (*event.changed, *event.added, *event.removed)
+            _forget_purged(service, remote, branch, integrated.purged)
+    pushed, error = _push(history, remote, branch, integrated.lease)
+    if integrated.lease and not error:
+        with service._writing():  # the remote's old history, fetched before
+            history.drop_unreachable(_synced_refs(remote, branch))
+    files = [
+        p for p in (*event.changed, *event.added, *event.removed) if p not in integrated.purged
+    ]
     return SyncResult(
         remote,
         branch,
@@ -225,7 +232,7 @@ def _integrate(
         return _Integrated("fast-forward")
     after = purging.refuse_undoing_a_purge(history, remote, branch, ours, theirs, replace)
     if after and after.kind == "replace":
-        return _Integrated(REPLACED)
+        return _Integrated(REPLACED, lease=theirs)
     if after:
         return _adopt(service, ours, theirs, after.base)
     if not history.run("rev-list", "--merges", f"{theirs}..{ours}").strip() and _rebase(
@@ -258,13 +265,35 @@ def _adopt(service: MemoryService, ours: str, theirs: str, base: str) -> _Integr
                 f"{base[:12]}..HEAD`), then delete this folder, which holds the purged text"
             ) from exc
     gone = history.run("diff", "--name-only", "--diff-filter=D", "--no-renames", ours, "HEAD")
-    purged = [
-        p
+    purged = {
+        p: ids[p]
         for p in gone.splitlines()
         if p in ids and not history.run("log", "-1", "--format=%H", theirs, "--", p).strip()
+    }  # a memory only deleted there keeps what this vault knows of it
+    return _Integrated(ADOPTED, purged=purged)
+
+
+def _synced_refs(remote: str, branch: str) -> list[str]:
+    """The refs whose reflogs hold the history a sync past a purge leaves behind."""
+    return [
+        "HEAD",
+        f"refs/heads/{branch}",
+        *(f"refs/remotes/{remote}/{b}" for b in (branch, "HEAD")),
     ]
-    service.access.erase(ids[p] for p in purged)  # a memory deleted there keeps its stats
-    return _Integrated(ADOPTED)
+
+
+def _forget_purged(
+    service: MemoryService, remote: str, branch: str, purged: dict[str, str]
+) -> None:
+    """After taking another machine's purge: erase what this vault derived from the purged
+    memories (index segments, vectors, access statistics, id catalog, provenance), then the
+    old history itself, under the write lock."""
+    with service._writing():
+        service.index.erase(purged.values())
+        service.access.erase(purged.values())
+        service.vault.id_map()
+        service.history.drop_unreachable(_synced_refs(remote, branch))
+    service.refresh_provenance()
 
 
 def _rebase(service: MemoryService, ours: str, onto: str) -> bool:
@@ -436,27 +465,25 @@ def _line_merge(history: History) -> merging.LineMerge:
 
 # -- pushing -------------------------------------------------------------------------
 def _push(
-    history: History, remote: str, branch: str, replacing: bool = False
+    history: History, remote: str, branch: str, lease: str | None = None
 ) -> tuple[int, str | None]:
-    """Send local commits: (how many, None) or (0, why it failed). ``replacing``: over the
-    remote's history as last fetched (and only that: a remote that moved since is not
-    overwritten), then drop the objects only that history held."""
+    """Send local commits: (how many, None) or (0, why it failed). ``lease``: over the
+    remote's history at that tip, which was checked (a remote that moved since, even by
+    another process's fetch, is not overwritten)."""
     tracking = history.commit_of(f"refs/remotes/{remote}/{branch}")
     ahead = history.run("rev-list", "--count", f"{tracking}..HEAD" if tracking else "HEAD")
     count = int(ahead.strip() or 0)
     if count == 0:
         return 0, None
     upstream = history.run("config", "--get", f"branch.{branch}.remote", check=False).strip()
-    lease = [f"--force-with-lease={branch}:{tracking}"] if replacing and tracking else []
-    args = ["push", "--quiet", *lease, *([] if upstream else ["-u"]), remote, f"{branch}:{branch}"]
+    leased = [f"--force-with-lease={branch}:{lease}"] if lease else []
+    args = ["push", "--quiet", *leased, *([] if upstream else ["-u"]), remote, f"{branch}:{branch}"]
     try:
         history.run(*args, env=_network_env(history))
     except GitError as exc:
         moved = any(m in exc.stderr for m in ("fetch first", "non-fast-forward", "stale info"))
         why = MOVED if moved else exc.reason
         return 0, f"could not push to {remote} ({why}): the commits stay here{_LATER}"
-    if lease:
-        history.drop_unreachable()  # the remote's purged history, fetched before
     return count, None
 
 

@@ -271,14 +271,37 @@ def test_a_conflict_a_person_only_started_to_settle_is_never_undone_by_the_next_
     started = text.replace("since March", "since March (half settled by hand)")
     assert started != text
     full.write_text(started, encoding="utf-8")
-    later = pair.b.root / ".git" / ("MERGE_HEAD" if what == "merge" else "REBASE_HEAD")
-    stopped = later.stat().st_mtime_ns
-    os.utime(full, ns=(stopped + 10**9, stopped + 10**9))  # a person's save comes later
+    _saved_later(pair.b.root, full, what)
     caplog.set_level("WARNING", logger="memvault.interrupted")
     with pytest.raises(InvalidInputError, match="merge or rebase is in progress"):
         pair.b.remember("Kites fly best in a steady onshore wind", type="fact")
     _still_kept(pair, what, conflicted, "half settled by hand")
     assert conflicted in caplog.text and "undid" not in caplog.text
+
+
+def _saved_later(root: Path, full: Path, what: str) -> None:
+    """A person's save comes after git stopped on the conflicts."""
+    stopped = (root / ".git" / ("MERGE_HEAD" if what == "merge" else "REBASE_HEAD")).stat()
+    later = stopped.st_mtime_ns + 10**9
+    os.utime(full, ns=(later, later))
+
+
+@pytest.mark.parametrize("what", ["rebase", "merge"])
+def test_a_conflict_a_person_settled_and_staged_is_never_undone_by_the_next_write(
+    pair: Pair, what: str
+) -> None:
+    """`git add` of the settled file: no longer unmerged, no unstaged change; the abort
+    would still throw it away."""
+    _killed_mid(pair, what)
+    [conflicted] = git(pair.b.root, "diff", "--name-only", "--diff-filter=U").split()
+    full = pair.b.root / conflicted
+    full.write_text("---\ntype: preference\n---\nReports: settled, then added.\n", "utf-8")
+    _saved_later(pair.b.root, full, what)
+    git(pair.b.root, "add", conflicted)
+    assert conflicted not in git(pair.b.root, "diff", "--name-only", "--diff-filter=U")
+    with pytest.raises(InvalidInputError, match="merge or rebase is in progress"):
+        pair.b.remember("Kites fly best in a steady onshore wind", type="fact")
+    _still_kept(pair, what, conflicted, "settled, then added")
 
 
 def test_a_new_note_made_after_a_sync_was_killed_keeps_it_from_being_undone(

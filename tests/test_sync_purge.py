@@ -235,3 +235,128 @@ def test_a_clone_with_a_change_git_will_not_rebase_over_is_told_which_and_keeps_
         sync(b)
     assert trains in str(raised.value) and git(b.root, "rev-parse", "HEAD") == head
     assert (b.root / trains).is_symlink() and _stored_anywhere(b.root)
+
+
+def _traces(root: Path) -> list[str]:
+    """Files under .memvault/ that hold the secret's text (index, vectors, state)."""
+    return [
+        str(p.relative_to(root))
+        for p in (root / ".memvault").rglob("*")
+        if p.is_file() and b"xyzzysecret" in p.read_bytes().lower()
+    ]
+
+
+def test_a_clone_that_took_a_purge_keeps_no_trace_of_it_in_its_index_or_state(
+    vaults: tuple[Path, MemoryService, MemoryService],
+) -> None:
+    _, a, b = vaults
+    b.ensure_synced()
+    assert _traces(b.root)  # indexed
+    _purge(a)
+    sync(a, replace_remote=True)
+    assert sync(b).action == "took the remote's purge"
+    assert _traces(b.root) == [] and not _stored_anywhere(b.root)
+
+
+def test_replace_remote_keeps_a_stash_made_after_the_purge(
+    vaults: tuple[Path, MemoryService, MemoryService],
+) -> None:
+    _, a, _ = vaults
+    _purge(a)
+    [trains] = [r.path for r in a.records() if "Trains" in r.title]
+    with open(a.root / trains, "a", encoding="utf-8") as handle:
+        handle.write("\nA draft the person stashed.\n")
+    git(a.root, "-c", "user.name=P", "-c", "user.email=p@example.org", "stash", "-q")
+    assert sync(a, replace_remote=True).action == "replaced the remote's history"
+    assert git(a.root, "stash", "list").count("\n") == 1
+    assert "A draft the person stashed." in git(a.root, "stash", "show", "-p")
+    assert not _stored_anywhere(a.root)
+
+
+def test_a_clone_with_a_stash_on_the_old_history_refuses_to_take_the_purge_and_keeps_it(
+    vaults: tuple[Path, MemoryService, MemoryService],
+) -> None:
+    _, a, b = vaults
+    [trains] = [r.path for r in b.records() if "Trains" in r.title]
+    with open(b.root / trains, "a", encoding="utf-8") as handle:
+        handle.write("\nA draft the person stashed.\n")
+    git(b.root, "-c", "user.name=P", "-c", "user.email=p@example.org", "stash", "-q")
+    _purge(a)
+    sync(a, replace_remote=True)
+    head = git(b.root, "rev-parse", "HEAD")
+    with pytest.raises(MemvaultError, match="Other refs here still reach the purged history"):
+        sync(b)
+    assert git(b.root, "rev-parse", "HEAD") == head
+    assert git(b.root, "stash", "list").count("\n") == 1
+
+
+def test_a_clone_that_purged_too_refuses_to_take_another_machines_purge(
+    vaults: tuple[Path, MemoryService, MemoryService],
+) -> None:
+    """Taking A's purged history would bring back what B purged (A's tree still holds it)."""
+    remote, a, b = vaults
+    [trains] = [r.id for r in b.records() if "Trains" in r.title]
+    b.forget(trains, mode="purge")
+    _purge(a)
+    sync(a, replace_remote=True)
+    head = git(b.root, "rev-parse", "HEAD")
+    with pytest.raises(MemvaultError, match="also holds a purge made on another machine"):
+        sync(b)
+    assert git(b.root, "rev-parse", "HEAD") == head
+    assert "Trains" not in git(b.root, "log", "-p", "--format=%B", "HEAD")
+    assert git(remote, "rev-parse", "main") == git(a.root, "rev-parse", "HEAD")
+
+
+def test_a_purge_without_the_rewrote_trailer_is_never_taken_by_guessing(
+    vaults: tuple[Path, MemoryService, MemoryService],
+) -> None:
+    """An older memvault's purge names no commits: judged by time, the clone's own unsynced
+    commits would count as rewritten and be dropped, so it refuses instead."""
+    _, a, b = vaults
+    ferries = b.remember("Ferries leave from pier four", type="fact")
+    assert ferries.memory is not None
+    _purge(a)
+    message = git(a.root, "log", "-1", "--format=%B")
+    older = "\n".join(ln for ln in message.splitlines() if not ln.startswith("Memvault-Rewrote"))
+    git(
+        a.root,
+        "-c",
+        "user.name=P",
+        "-c",
+        "user.email=p@example.org",
+        "commit",
+        "-q",
+        "--amend",
+        "--allow-empty",
+        "-m",
+        older,
+    )
+    git(a.root, "push", "-q", "--force", "origin", "main")
+    with pytest.raises(MemvaultError, match="older memvault"):
+        sync(b)
+    assert (b.root / ferries.memory.path).exists()
+
+
+def test_two_purges_before_a_sync_replace_the_remote_in_one_go(
+    vaults: tuple[Path, MemoryService, MemoryService],
+) -> None:
+    remote, a, _ = vaults
+    a.remember("Buses run all night on Saturdays", type="fact")
+    sync(a)
+    _purge(a)
+    [trains] = [r.id for r in a.records() if "Trains" in r.title]
+    a.forget(trains, mode="purge")
+    assert sync(a, replace_remote=True).action == "replaced the remote's history"
+    assert not _holds_secret(remote) and "hourly" not in git(remote, "log", "--all", "-p")
+
+
+def test_replace_remote_refuses_while_another_branch_of_the_remote_holds_the_text(
+    vaults: tuple[Path, MemoryService, MemoryService],
+) -> None:
+    remote, a, _ = vaults
+    git(remote, "branch", "backup", "main")
+    _purge(a)
+    tip = git(remote, "rev-parse", "main")
+    with pytest.raises(MemvaultError, match="remotes/origin/backup"):
+        sync(a, replace_remote=True)
+    assert git(remote, "rev-parse", "main") == tip
