@@ -51,7 +51,7 @@ CLONE_WARNING = (
     "purged from this repository's history; clones, remotes and backups made before "
     "now still hold copies: purge them too to finish a privacy request; `memvault sync` "
     "refuses to bring the remote's old history back, `memvault sync --replace-remote` "
-    "replaces it, and other clones take the purge at their next sync"
+    "replaces it, and other clones take the purge at their next sync (or refuse and say how)"
 )
 STALE_LOCK_SECONDS = 5.0
 """A git lock file this old, with no git process working in the vault, was left by a

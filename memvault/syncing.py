@@ -533,50 +533,60 @@ def clone_vault(
 ) -> str:
     """Make ``root`` (new or empty) a vault cloned from ``url`` (its ``branch``, else the
     one its HEAD names): "cloned", or "created" when the remote is empty (the template,
-    with ``url`` as origin for the first sync)."""
+    on ``branch`` if given, with ``url`` as origin for the first sync)."""
     root = root.expanduser().absolute()
-    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+    existed = root.exists()
+    if existed and (not root.is_dir() or any(root.iterdir())):
         raise InvalidInputError(f"{root} exists and is not empty: clone into a new folder")
     settings = settings or Settings()
     root.parent.mkdir(parents=True, exist_ok=True)
     outside = History(root.parent, settings.author_name, settings.author_email)
     try:
-        chosen = ["--branch", branch] if branch else []
-        outside.run("clone", "--quiet", *chosen, "--", url, str(root), env=_network_env(outside))
+        outside.run("clone", "--quiet", "--", url, str(root), env=_network_env(outside))
     except GitError as exc:
         raise MemvaultError(
             f"could not clone {url} ({exc.reason}): check the URL and that this machine can "
             "reach it (ssh keys, tokens), then retry"
         ) from exc
     clone = History(root)
-    if clone.head() is None and not _checkout_only_branch(clone, url, root):
-        shutil.rmtree(root)  # an empty remote: this vault starts it
+    refs = clone.run("for-each-ref", "--format=%(refname:strip=3)", "refs/remotes/origin/")
+    branches = [b for b in refs.split() if b != "HEAD"]
+    if not branches:  # an empty remote: this vault starts it
+        _empty(root, existed)
         create_vault(root, settings=settings)
-        History(root, settings.author_name, settings.author_email).run(
-            "remote", "add", "origin", url
-        )
+        made = History(root, settings.author_name, settings.author_email)
+        if branch:
+            made.run("branch", "-M", branch)
+        made.run("remote", "add", "origin", url)
         return "created"
+    wanted = branch or (None if clone.head() else branches[0] if len(branches) == 1 else None)
+    if wanted not in branches and (branch or clone.head() is None):
+        _empty(root, existed)
+        why = (
+            f"has no branch {branch!r}"
+            if branch
+            else "names no branch to start from (its HEAD points at a branch it does not have)"
+        )
+        raise InvalidInputError(
+            f"{url} {why}; its branches: {', '.join(branches[:10])}: clone the one this vault "
+            f"lives on with `memvault init {root} --clone {url} --branch BRANCH`"
+        )
+    if wanted:
+        clone.run("checkout", "--quiet", "-B", wanted, "--track", f"origin/{wanted}")
     exclude_state_dir(root)
     return "cloned"
 
 
-def _checkout_only_branch(clone: History, url: str, root: Path) -> bool:
-    """A clone left with nothing checked out: the remote is empty (False), or its HEAD
-    names a branch it lacks. Its one branch is then checked out (True); with several,
-    guessing could start an unrelated history, so the clone is removed and refused."""
-    refs = clone.run("for-each-ref", "--format=%(refname:strip=3)", "refs/remotes/origin/")
-    branches = [b for b in refs.split() if b != "HEAD"]
-    if len(branches) == 1:
-        clone.run("checkout", "--quiet", "-b", branches[0], "--track", f"origin/{branches[0]}")
-        return True
-    if branches:
+def _empty(root: Path, keep: bool) -> None:
+    """Remove what a clone put in ``root``; the folder itself too unless it was there."""
+    if not keep:
         shutil.rmtree(root)
-        raise InvalidInputError(
-            f"{url} names no branch to start from (its HEAD points at a branch it does not "
-            f"have) and holds several: {', '.join(branches[:10])}; clone the one this vault "
-            f"lives on with `memvault init {root} --clone {url} --branch BRANCH`"
-        )
-    return False
+        return
+    for child in root.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
 
 
 # -- settling a conflict -------------------------------------------------------------

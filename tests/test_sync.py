@@ -452,6 +452,9 @@ def test_init_clone_of_an_empty_remote_starts_it_and_refuses_a_used_folder(
     done = run_memvault("--json", "init", str(tmp_path / "v"), "--clone", str(remote))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["state"] == "created"
+    named = run_memvault("init", str(tmp_path / "t"), "--clone", str(remote), "--branch", "trunk")
+    assert named.returncode == 0 and "is empty: created a vault" in named.stdout
+    assert git(tmp_path / "t", "branch", "--show-current").strip() == "trunk"
     service = _open(tmp_path / "v")
     try:
         assert sync(service).pushed == 1
@@ -484,9 +487,13 @@ def test_init_clone_of_a_remote_whose_head_names_no_branch_takes_its_branch_not_
 
     git(pair.a.root, "push", "-q", str(pair.remote), "HEAD~1:refs/heads/old")
     two = tmp_path / "two"
+    two.mkdir()  # the person made the folder: it stays, empty
     refused = run_memvault("init", str(two), "--clone", str(pair.remote))
     assert refused.returncode == 1 and "old, trunk" in refused.stderr
-    assert "--branch BRANCH" in refused.stderr and not two.exists()
+    assert "--branch BRANCH" in refused.stderr and two.is_dir() and not any(two.iterdir())
+    missing = run_memvault("init", str(two), "--clone", str(pair.remote), "--branch", "nope")
+    assert missing.returncode == 1 and "has no branch 'nope'" in missing.stderr
+    assert not any(two.iterdir())
     chosen = run_memvault("init", str(two), "--clone", str(pair.remote), "--branch", "trunk")
     assert chosen.returncode == 0, chosen.stderr
     assert git(two, "rev-parse", "HEAD") == git(pair.a.root, "rev-parse", "HEAD")
