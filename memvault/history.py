@@ -257,6 +257,9 @@ class History:
             raise MemvaultError("git is not installed or not on PATH: install git and retry")
         config = ["-c", "commit.gpgsign=false", "-c", "core.quotepath=false"]
         config += ["-c", "core.autocrlf=false", "-c", "core.hooksPath=/dev/null"]
+        # a person's `core.safecrlf = true` with `eol=crlf` in .gitattributes would refuse to
+        # stage every LF file memvault writes: git's conversion stays, its refusal does not
+        config += ["-c", "core.safecrlf=false"]
         if identity:
             config += identity_config(self.author_name, self.author_email)
         cmd = ["git", "--literal-pathspecs", *config, *args]

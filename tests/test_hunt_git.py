@@ -1,0 +1,34 @@
+"""A person's git set-up, however hostile, neither stops memvault's writes nor changes
+what memvault reads from git; and imports of real folders land as one commit or none."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+from memvault.service import MemoryService
+
+from .helpers import commit_count, git
+
+
+def _commit_as_person(vault: Path, message: str) -> None:
+    git(vault, "-c", "user.name=Person", "-c", "user.email=p@example.org", "commit", "-qm", message)
+
+
+def test_writes_are_committed_in_a_vault_whose_attributes_ask_crlf_with_safecrlf_on(
+    text_only: MemoryService,
+) -> None:
+    vault = text_only.root
+    (vault / ".gitattributes").write_bytes(b"* text=auto eol=crlf\r\n")
+    git(vault, "add", ".gitattributes")
+    _commit_as_person(vault, "line endings as on Windows")
+    git(vault, "config", "core.safecrlf", "true")
+    before = commit_count(vault)
+
+    made = text_only.remember("The user's dentist is Dr Okafor on Hill Street.", type="fact")
+    assert made.memory is not None
+    text_only.update(made.memory.id, content="The user's dentist is Dr Okafor on Mill Street.")
+
+    assert commit_count(vault) == before + 2
+    assert git(vault, "status", "--porcelain") == ""
+    assert "Mill Street" in git(vault, "show", f"HEAD:{made.memory.path}")
