@@ -745,8 +745,10 @@ class History:
         return self.run("show", f"{self._rev(rev)}:{path}")
 
     def diff(self, rev: str, path_at_rev: str, current_path: str) -> str:
-        """Unified diff from ``rev``'s version of the memory to the working file."""
-        return self.run("diff", "--no-color", "-M", self._rev(rev), "--", path_at_rev, current_path)
+        """Unified diff from ``rev``'s version of the memory to the working file: git's own,
+        whatever the person's ``diff.external`` or ``textconv`` drivers would show instead."""
+        args = ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M", self._rev(rev)]
+        return self.run(*args, "--", path_at_rev, current_path)
 
     def resolve(self, rev: str) -> str:
         return self._rev(rev)

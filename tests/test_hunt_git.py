@@ -32,3 +32,25 @@ def test_writes_are_committed_in_a_vault_whose_attributes_ask_crlf_with_safecrlf
     assert commit_count(vault) == before + 2
     assert git(vault, "status", "--porcelain") == ""
     assert "Mill Street" in git(vault, "show", f"HEAD:{made.memory.path}")
+
+
+def test_a_memorys_diff_is_gits_own_whatever_external_diff_or_textconv_is_set(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    vault = text_only.root
+    made = text_only.remember("The user's locker code is on the green card.", type="fact")
+    assert made.memory is not None
+    first = git(vault, "rev-parse", "HEAD").strip()
+    text_only.update(made.memory.id, content="The user's locker code is on the red card.")
+    tool = tmp_path / "other-diff.sh"
+    tool.write_text("#!/bin/sh\necho SHOWN BY ANOTHER TOOL\n", encoding="utf-8")
+    tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
+    git(vault, "config", "diff.external", str(tool))
+    git(vault, "config", "diff.loud.textconv", "tr a-z A-Z <")
+    (vault / ".git" / "info" / "attributes").write_text("*.md diff=loud\n", encoding="utf-8")
+
+    diff = text_only.diff(made.memory.id, first)
+
+    assert "ANOTHER TOOL" not in diff and "GREEN" not in diff
+    assert "-The user's locker code is on the green card." in diff
+    assert "+The user's locker code is on the red card." in diff
