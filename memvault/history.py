@@ -484,12 +484,7 @@ class History:
         before = self._head_sha()  # a file read: to tell another git client's commit apart
         # Paths go through stdin, not argv: an import of 50k files overflows the argument list.
         spec = "\0".join(paths)
-        unstaged = self._not_staged_yet(paths)
-        if unstaged:
-            add_spec = "\0".join(unstaged)
-            self.run(
-                "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input_text=add_spec
-            )
+        self._stage(self._not_staged_yet(paths))
         wanted = set(paths)
         staged = set(self.run("diff", "--cached", "--name-only", "--no-renames", "-z").split("\0"))
         staged.discard("")
@@ -518,6 +513,39 @@ class History:
             # written, so they are in history, not lost; that commit is the answer.
             log.info("%d file(s) were committed by another git client meanwhile", len(paths))
             return head
+
+    def _stage(self, paths: Sequence[str]) -> None:
+        """``git add -A`` of ``paths``; a path git ignores (a .gitignore, ``info/exclude``
+        or the person's ``core.excludesFile``) is refused naming the rule that ignores it."""
+        if not paths:
+            return
+        spec = "\0".join(paths)
+        try:
+            self.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input_text=spec)
+        except GitError as exc:
+            rules = self._ignoring(paths) if "are ignored by one of your" in exc.stderr else ""
+            if not rules:
+                raise
+            raise GitError(
+                exc.command,
+                exc.returncode,
+                f"error: git ignores {rules}: memvault commits every file it writes; remove "
+                "that rule, or add a `!` line for the path to the vault's .gitignore",
+            ) from exc
+
+    def _ignoring(self, paths: Sequence[str]) -> str:
+        """Which of ``paths`` git ignores and by which rule, in one line ("" for none)."""
+        spec = "".join(f"{path}\0" for path in paths)
+        # not through run(): check-ignore takes paths, not pathspecs, and refuses
+        # --literal-pathspecs
+        _code, out, _err = self._execute(["git", "check-ignore", "-v", "-z", "--stdin"], spec, None)
+        fields = out.split("\0")
+        found = [
+            f"{path} (`{pattern}` in {source}, line {line})"
+            for source, line, pattern, path in zip(*[iter(fields)] * 4, strict=False)
+            if path
+        ]
+        return ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
 
     def _dirty(self, paths: Sequence[str]) -> bool:
         """Whether any of ``paths`` differs from HEAD (in the index or the work tree)."""

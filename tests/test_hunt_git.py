@@ -6,6 +6,9 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
+import pytest
+
+from memvault.errors import NotSavedError
 from memvault.service import MemoryService
 
 from .helpers import commit_count, git
@@ -54,3 +57,22 @@ def test_a_memorys_diff_is_gits_own_whatever_external_diff_or_textconv_is_set(
     assert "ANOTHER TOOL" not in diff and "GREEN" not in diff
     assert "-The user's locker code is on the green card." in diff
     assert "+The user's locker code is on the red card." in diff
+
+
+def test_a_write_to_a_folder_git_ignores_is_refused_naming_the_rule_and_leaves_nothing(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    vault = text_only.root
+    excludes = tmp_path / "global-ignore"
+    excludes.write_text("# the person's own\ninbox/*.md\n", encoding="utf-8")
+    git(vault, "config", "core.excludesFile", str(excludes))
+    before = (commit_count(vault), git(vault, "status", "--porcelain", "--ignored"))
+
+    with pytest.raises(NotSavedError) as refused:
+        text_only.remember("The user's passport expires in March.")
+
+    said = str(refused.value)
+    assert "nothing was saved" in said and "git ignores inbox/" in said
+    assert f"`inbox/*.md` in {excludes}, line 2" in said
+    assert not list((vault / "inbox").glob("*.md"))
+    assert (commit_count(vault), git(vault, "status", "--porcelain", "--ignored")) == before
