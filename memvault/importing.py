@@ -93,6 +93,7 @@ def import_path(
             run.skip(entry)
     vault = service.vault
     with vault.write_lock(service.settings.lock_timeout), vault.undoable(limit=None) as undo:
+        recovery.ready(vault, service.history, "import")
         try:
             run.apply([e for e in entries if isinstance(e, ImportItem)])
             run.check_something_imported(source)

@@ -45,8 +45,7 @@ def writing(
     stay, journalled, for the recovery commit of the vault's next opening, and the error
     says that."""
     with vault.write_lock(timeout):
-        interrupted.undo(vault, history)  # a killed sync's merge or rebase: never a person's
-        history.refuse_unfinished("write")
+        ready(vault, history, "write")
         head = history.tip()
         with vault.undoable() as undo:
             try:
@@ -68,6 +67,13 @@ def writing(
                     f"{len(restored)} file(s) written are back as they were. Fix the cause "
                     "(`memvault doctor` checks the repository) and retry"
                 ) from exc
+
+
+def ready(vault: Vault, history: History, what: str) -> None:
+    """Undo what a killed sync left half-way (never a person's merge or rebase), then refuse
+    ``what`` (nothing written) while a merge or rebase is still half-way. Under the lock."""
+    interrupted.undo(vault, history)
+    history.refuse_unfinished(what)
 
 
 def unstage(history: History, paths: Sequence[str]) -> None:

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from memvault.errors import NotSavedError
+from memvault.errors import InvalidInputError, NotSavedError
 from memvault.service import MemoryService
 
 from .helpers import commit_count, git
+from .test_trust_git import leave_a_merge_half_way
 
 
 def _commit_as_person(vault: Path, message: str) -> None:
@@ -76,3 +77,20 @@ def test_a_write_to_a_folder_git_ignores_is_refused_naming_the_rule_and_leaves_n
     assert f"`inbox/*.md` in {excludes}, line 2" in said
     assert not list((vault / "inbox").glob("*.md"))
     assert (commit_count(vault), git(vault, "status", "--porcelain", "--ignored")) == before
+
+
+def test_an_import_over_an_unfinished_merge_is_refused_as_any_write_and_leaves_nothing(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    leave_a_merge_half_way(text_only)
+    source = tmp_path / "notes"
+    source.mkdir()
+    (source / "boat.md").write_text("# Boat\n\nThe user's boat is white.\n", encoding="utf-8")
+    before = (commit_count(text_only.root), git(text_only.root, "status", "--porcelain"))
+
+    with pytest.raises(InvalidInputError, match=r"merge or rebase is in progress.*import again"):
+        text_only.import_path(source)
+
+    after = (commit_count(text_only.root), git(text_only.root, "status", "--porcelain"))
+    assert after == before and not (text_only.root / "boat.md").exists()
+    assert (text_only.root / ".git" / "MERGE_HEAD").exists()
