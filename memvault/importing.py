@@ -7,6 +7,8 @@ Never harms, and can be repeated:
 - each note maps to an existing memory by its frontmatter ``id``, else by the vault path it
   would get; an unchanged note is left alone, a changed one updates that same file (its id
   and memvault's own keys kept, the source's body and keys written), a new one is created;
+  an id that an earlier note of the import (a copy) or another memory holds is not matched
+  twice: that note is matched by path, and a new memory for it gets an id of its own;
 - non-Markdown files the notes link or embed are copied to the same relative path;
 - everything is one commit (none when nothing changed); a failed import leaves no file.
 """
@@ -121,6 +123,7 @@ class _Run:
     skipped: list[ImportSkip] = field(default_factory=list)
     attachments: list[str] = field(default_factory=list)
     claimed: set[str] = field(default_factory=set)  # vault paths this import has matched
+    ids: set[str] = field(default_factory=set)  # the source ids this import has taken
     written: list[str] = field(default_factory=list)  # every path this import wrote
     notes: list[tuple[ImportItem, frontmatter.Document]] = field(default_factory=list)
     by_id: dict[str, list[str]] = field(default_factory=dict)
@@ -143,15 +146,20 @@ class _Run:
     def _one(self, item: ImportItem) -> None:
         doc = frontmatter.parse(item.text)
         raw_id = doc.meta.get("id")
-        has_id = raw_id is not None and ids.is_id(str(raw_id))
+        # a copy of a note (Obsidian's "make a copy" keeps the frontmatter) whose id an
+        # earlier note of this import took gets an id of its own: no duplicate ids
+        has_id = raw_id is not None and ids.is_id(str(raw_id)) and str(raw_id) not in self.ids
         given = str(raw_id) if has_id and "id" not in item.defaults else None
         folder, name = guard.import_target(self.vault, item)
         path, existing = self._match(given, folder, name)
         self.claimed.add(path)
+        if has_id:
+            self.ids.add(str(raw_id))
         if existing:
             self._update(item, doc, path)
         else:
-            text = item.text if has_id else frontmatter.render(doc, {"id": ids.new_id()})
+            own = has_id and str(raw_id) not in self.by_id  # else another file's id
+            text = item.text if own else frontmatter.render(doc, {"id": ids.new_id()})
             guard.check_memory_path(self.vault, path, path)
             validate.file_size(path, text, self.vault.max_file_bytes)
             self.vault.write(path, text, expected_hash="")
@@ -166,6 +174,8 @@ class _Run:
             for path in self.by_id.get(given, []):
                 if path not in self.claimed:
                     return path, True
+            if given in self.by_id:
+                given = None  # its memory is another note's: this one is matched by path
         base = f"{folder}/{name}" if folder else name
         for n in range(1, 10_000):
             path = f"{base}.md" if n == 1 else f"{base}-{n}.md"

@@ -94,3 +94,26 @@ def test_an_import_over_an_unfinished_merge_is_refused_as_any_write_and_leaves_n
     after = (commit_count(text_only.root), git(text_only.root, "status", "--porcelain"))
     assert after == before and not (text_only.root / "boat.md").exists()
     assert (text_only.root / ".git" / "MERGE_HEAD").exists()
+
+
+def test_copies_of_a_note_keeping_its_id_import_as_memories_with_ids_of_their_own(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    source = tmp_path / "obsidian"
+    (source / "trips").mkdir(parents=True)
+    note = "---\nid: 01JB7Q5ZK3M4N5P6Q7R8S9T0VW\ntags: [trip]\n---\n# Lisbon\n\nWe took the {}.\n"
+    (source / "Lisbon.md").write_text(note.format("tram"), encoding="utf-8")
+    (source / "Lisbon 1.md").write_text(note.format("ferry"), encoding="utf-8")
+    (source / "trips" / "Lisbon.md").write_text(note.format("train"), encoding="utf-8")
+
+    first = text_only.import_path(source)
+    again = text_only.import_path(source)
+
+    assert first.imported == 3 and first.commit is not None
+    found = {m.path: m for m in (text_only.get(p) for p in first.paths)}
+    given = {m.id for m in found.values()}
+    assert len(given) == 3 and "01JB7Q5ZK3M4N5P6Q7R8S9T0VW" in given  # the first keeps it
+    assert "ferry" in found["Lisbon 1.md"].body and "train" in found["trips/Lisbon.md"].body
+    problems = [p.code for p in text_only.problems()]
+    assert "duplicate_id" not in problems
+    assert (again.imported, again.updated, again.unchanged, again.commit) == (0, 0, 3, None)
