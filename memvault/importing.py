@@ -80,20 +80,20 @@ def import_path(
     progress: Callable[[int, int], None] | None = None,
 ) -> ImportReport:
     """Import ``source`` (a folder or a .jsonl) into the service's vault as one commit."""
-    source = source.expanduser()
+    source, vault = source.expanduser(), service.vault
     now = service.clock().replace(microsecond=0)
     max_bytes = service.settings.max_file_bytes
     if source.is_dir():
-        entries = list(importer.from_folder(source, service.vault.is_memory_path, max_bytes))
+        found = importer.from_folder(source, vault.is_memory_path, max_bytes, vault.root)
+        entries = list(found)
     elif source.suffix.lower() in (".jsonl", ".ndjson"):
         entries = list(importer.from_jsonl(source, now))
     else:
         raise InvalidInputError(f"{source} is neither a folder nor a .jsonl file")
-    run = _Run(service.vault, source if source.is_dir() else None, now)
+    run = _Run(vault, source if source.is_dir() else None, now)
     for entry in entries:
         if isinstance(entry, ImportSkip):
             run.skip(entry)
-    vault = service.vault
     with vault.write_lock(service.settings.lock_timeout), vault.undoable(limit=None) as undo:
         recovery.ready(vault, service.history, "import")
         try:

@@ -117,3 +117,18 @@ def test_copies_of_a_note_keeping_its_id_import_as_memories_with_ids_of_their_ow
     problems = [p.code for p in text_only.problems()]
     assert "duplicate_id" not in problems
     assert (again.imported, again.updated, again.unchanged, again.commit) == (0, 0, 3, None)
+
+
+def test_importing_a_folder_that_holds_the_vault_leaves_the_vault_itself_out(
+    text_only: MemoryService,
+) -> None:
+    vault = text_only.root
+    home = vault.parent
+    (home / "kayak.md").write_text("# Kayak\n\nThe user's kayak is orange.\n", encoding="utf-8")
+
+    report = text_only.import_path(home)
+
+    assert report.paths == ("kayak.md",)
+    assert [(s.path, s.reason) for s in report.skipped] == [(vault.name, "the vault")]
+    assert not (vault / vault.name).exists()
+    assert git(vault, "show", "--name-only", "--format=", "HEAD").split() == ["kayak.md"]
