@@ -15,6 +15,7 @@ import configparser
 import itertools
 import logging
 import os
+import posixpath
 import re
 import shutil
 import tempfile
@@ -478,6 +479,7 @@ class History:
         ``date`` is the author date (a person's edit is dated when they saved it).
         Returns the new commit sha, or None when nothing changed.
         """
+        self._refuse_nested(paths)
         paths = self._committable(paths)
         if not paths:
             return None
@@ -513,6 +515,24 @@ class History:
             # written, so they are in history, not lost; that commit is the answer.
             log.info("%d file(s) were committed by another git client meanwhile", len(paths))
             return head
+
+    def _refuse_nested(self, paths: Sequence[str]) -> None:
+        """Refuse paths inside another git repository in the vault (a submodule, a cloned
+        folder): `git add` stages nothing there and says nothing, so the write would look
+        like no change while the other repository's file was rewritten or moved."""
+        folders = {posixpath.dirname(p) for p in paths} - {""}
+        for folder in sorted(folders):
+            parts = folder.split("/")
+            for n in range(1, len(parts) + 1):
+                inner = "/".join(parts[:n])
+                if os.path.lexists(self.root / inner / ".git"):
+                    raise GitError(
+                        ["add", "--", folder],
+                        1,
+                        f"error: {inner}/ is another git repository inside the vault: memvault "
+                        f"cannot commit its files; move the notes out of {inner}/ (or add "
+                        f"{inner}/ to .memvaultignore)",
+                    )
 
     def _stage(self, paths: Sequence[str]) -> None:
         """``git add -A`` of ``paths``; a path git ignores (a .gitignore, ``info/exclude``

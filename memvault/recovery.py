@@ -147,6 +147,8 @@ def refusal(vault: Vault, rel: str) -> str | None:
     """Why memvault never stages ``rel`` (a symlink, a FIFO, a path leading outside), or
     None when it may (a regular file inside the vault, or a deletion)."""
     try:
+        if os.path.lexists(vault.abspath(rel) / ".git"):
+            return f"{rel}/ is another git repository inside the vault: memvault leaves it alone"
         if os.path.lexists(vault.abspath(rel)):
             vault.check_regular(rel)
     except UnsafePathError as exc:

@@ -132,3 +132,35 @@ def test_importing_a_folder_that_holds_the_vault_leaves_the_vault_itself_out(
     assert [(s.path, s.reason) for s in report.skipped] == [(vault.name, "the vault")]
     assert not (vault / vault.name).exists()
     assert git(vault, "show", "--name-only", "--format=", "HEAD").split() == ["kayak.md"]
+
+
+def test_a_note_inside_another_git_repository_in_the_vault_is_never_rewritten_or_moved(
+    text_only: MemoryService,
+) -> None:
+    vault = text_only.root
+    nested = vault / "reading"
+    nested.mkdir()
+    git(nested, "init", "-q")
+    (nested / "owls.md").write_text("# Owls\n\nNotes on owls from the library.\n", encoding="utf-8")
+    git(nested, "add", "owls.md")
+    _commit_as_person(nested, "the person's own repository")
+    text_only.sync_index()
+    before = (
+        commit_count(vault),
+        git(vault, "status", "--porcelain"),
+        (nested / "owls.md").read_bytes(),
+    )
+
+    with pytest.raises(NotSavedError, match="reading/ is another git repository inside the vault"):
+        text_only.update("reading/owls.md", content="Notes on owls and hawks.")
+    with pytest.raises(NotSavedError, match="reading/ is another git repository"):
+        text_only.forget("reading/owls.md")
+
+    after = (
+        commit_count(vault),
+        git(vault, "status", "--porcelain"),
+        (nested / "owls.md").read_bytes(),
+    )
+    assert after == before
+    assert git(nested, "status", "--porcelain") == ""
+    assert not list((vault / "archive").rglob("*.md"))
