@@ -794,8 +794,10 @@ class History:
 
     def diff(self, rev: str, path_at_rev: str, current_path: str) -> str:
         """Unified diff from ``rev``'s version of the memory to the working file: git's own,
-        whatever the person's ``diff.external`` or ``textconv`` drivers would show instead."""
+        whatever the person's ``diff.external`` or ``textconv`` drivers would show instead,
+        with git's usual ``a/`` and ``b/`` whatever ``diff.noprefix`` says."""
         args = ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M", self._rev(rev)]
+        args += ["--src-prefix=a/", "--dst-prefix=b/"]
         return self.run(*args, "--", path_at_rev, current_path)
 
     def resolve(self, rev: str) -> str:

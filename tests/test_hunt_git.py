@@ -50,12 +50,14 @@ def test_a_memorys_diff_is_gits_own_whatever_external_diff_or_textconv_is_set(
     tool.write_text("#!/bin/sh\necho SHOWN BY ANOTHER TOOL\n", encoding="utf-8")
     tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
     git(vault, "config", "diff.external", str(tool))
+    git(vault, "config", "diff.noprefix", "true")
     git(vault, "config", "diff.loud.textconv", "tr a-z A-Z <")
     (vault / ".git" / "info" / "attributes").write_text("*.md diff=loud\n", encoding="utf-8")
 
     diff = text_only.diff(made.memory.id, first)
 
     assert "ANOTHER TOOL" not in diff and "GREEN" not in diff
+    assert f"--- a/{made.memory.path}\n+++ b/{made.memory.path}\n" in diff
     assert "-The user's locker code is on the green card." in diff
     assert "+The user's locker code is on the red card." in diff
 
