@@ -555,17 +555,28 @@ class History:
 
     def _ignoring(self, paths: Sequence[str]) -> str:
         """Which of ``paths`` git ignores and by which rule, in one line ("" for none)."""
+        found = [f"{path} ({rule})" for path, rule in self.ignored(paths).items()]
+        return ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+
+    def ignored(self, paths: Sequence[str]) -> dict[str, str]:
+        """The ``paths`` git ignores, each with the rule that does (`pattern` in file, line)."""
+        if not paths:
+            return {}
         spec = "".join(f"{path}\0" for path in paths)
         # not through run(): check-ignore takes paths, not pathspecs, and refuses
         # --literal-pathspecs
         _code, out, _err = self._execute(["git", "check-ignore", "-v", "-z", "--stdin"], spec, None)
         fields = out.split("\0")
-        found = [
-            f"{path} (`{pattern}` in {source}, line {line})"
+        return {
+            path: f"`{pattern}` in {source}, line {line}"
             for source, line, pattern, path in zip(*[iter(fields)] * 4, strict=False)
             if path
-        ]
-        return ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        }
+
+    def made_by_memvault(self) -> bool:
+        """Whether some commit of the repository is memvault's (a vault, not only a repository)."""
+        out = self.run("log", "--all", "-1", "--format=%H", "--grep=^Memvault-Op: ", check=False)
+        return bool(out.strip())
 
     def _dirty(self, paths: Sequence[str]) -> bool:
         """Whether any of ``paths`` differs from HEAD (in the index or the work tree)."""

@@ -25,34 +25,42 @@ def create_vault(
 ) -> bool:
     """Make ``root`` a vault from the template (git init + first commit).
 
-    Returns False when ``root`` already is a vault (nothing is touched).
+    A git repository that is no vault yet (an Obsidian vault backed up with git) gets what
+    it lacks of the template, committed alone: the person's own changes, staged or not,
+    and what their ignore rules ignore stay out of that commit. Returns False when
+    ``root`` already is a vault (nothing is touched).
     """
     root = root.expanduser()
     settings = settings or Settings()
     history = History(
         root.resolve() if root.exists() else root, settings.author_name, settings.author_email
     )
-    if root.is_dir() and history.is_repo():
+    repo = root.is_dir() and history.is_repo()
+    if repo and history.made_by_memvault():
         return False
     template = template or template_dir()
     root.mkdir(parents=True, exist_ok=True)
-    copy_template(template, root)
+    copied = copy_template(template, root)
     history = History(root.resolve(), settings.author_name, settings.author_email)
-    if not history.is_repo():
+    if not repo:
         history.init()
     exclude_state_dir(root)
     vault = Vault(root)
-    paths = committable(vault, history.changed_paths())  # never a symlink or FIFO
+    paths = committable(vault, copied if repo else history.changed_paths())  # no symlink, FIFO
+    if repo:
+        history.refuse_unfinished("init")
+        paths = [p for p in paths if p not in history.ignored(paths)]
     trailers = {"Memvault-Op": "init"}
     if not history.commit(paths, "init: memvault vault", trailers) and not history.head():
         history.commit_empty("init: memvault vault", trailers)
     return True
 
 
-def copy_template(template: Path, root: Path) -> None:
+def copy_template(template: Path, root: Path) -> list[str]:
     """Copy into ``root`` the template's files it lacks; a path already there (a file, a
-    folder, a symlink, even a dangling one) is never written over nor through."""
-    left_out = _left_out(root)
+    folder, a symlink, even a dangling one) is never written over nor through. Returns the
+    files copied (vault-relative)."""
+    left_out, copied = _left_out(root), []
     for src in sorted(template.rglob("*")):
         rel = src.relative_to(template)
         if rel.parts[0] in left_out or _through_a_link(root, rel):
@@ -64,6 +72,8 @@ def copy_template(template: Path, root: Path) -> None:
         elif not os.path.lexists(dst):
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dst)
+            copied.append(rel.as_posix())
+    return copied
 
 
 def _through_a_link(root: Path, rel: Path) -> bool:
