@@ -261,6 +261,9 @@ class History:
         # a person's `core.safecrlf = true` with `eol=crlf` in .gitattributes would refuse to
         # stage every LF file memvault writes: git's conversion stays, its refusal does not
         config += ["-c", "core.safecrlf=false"]
+        # memvault's trailers are `Key: value`; a person's trailer.separators without ":"
+        # would hide them from `%(trailers)`: its commits would read as a person's edits
+        config += ["-c", "trailer.separators=:"]
         if identity:
             config += identity_config(self.author_name, self.author_email)
         cmd = ["git", "--literal-pathspecs", *config, *args]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from memvault import changes
 from memvault.errors import InvalidInputError, NotSavedError
 from memvault.service import MemoryService
 
@@ -166,3 +167,18 @@ def test_a_note_inside_another_git_repository_in_the_vault_is_never_rewritten_or
     assert after == before
     assert git(nested, "status", "--porcelain") == ""
     assert not list((vault / "archive").rglob("*.md"))
+
+
+def test_memvaults_commits_read_as_its_own_whatever_trailer_separators_the_person_set(
+    text_only: MemoryService,
+) -> None:
+    vault = text_only.root
+    git(vault, "config", "trailer.separators", "#")
+    made = text_only.remember("The user's bike lock code starts with a seven.")
+    assert made.memory is not None
+
+    history = text_only.log(made.memory.id)
+    feed = changes.feed(text_only)
+
+    assert history[0].trailers.get("Memvault-Op") == "remember"
+    assert [(c.op, c.who) for c in feed.changes] == [("created", "memvault")]
