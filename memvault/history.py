@@ -264,6 +264,8 @@ class History:
         # memvault's trailers are `Key: value`; a person's trailer.separators without ":"
         # would hide them from `%(trailers)`: its commits would read as a person's edits
         config += ["-c", "trailer.separators=:"]
+        # messages are written and read as UTF-8, whatever encodings the person set
+        config += ["-c", "i18n.commitEncoding=UTF-8", "-c", "i18n.logOutputEncoding=UTF-8"]
         if identity:
             config += identity_config(self.author_name, self.author_email)
         cmd = ["git", "--literal-pathspecs", *config, *args]

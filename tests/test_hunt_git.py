@@ -182,3 +182,16 @@ def test_memvaults_commits_read_as_its_own_whatever_trailer_separators_the_perso
 
     assert history[0].trailers.get("Memvault-Op") == "remember"
     assert [(c.op, c.who) for c in feed.changes] == [("created", "memvault")]
+
+
+@pytest.mark.parametrize("setting", ["i18n.commitEncoding", "i18n.logOutputEncoding"])
+def test_a_memorys_history_keeps_its_accents_whatever_encoding_the_person_set_for_git(
+    text_only: MemoryService, setting: str
+) -> None:
+    git(text_only.root, "config", setting, "ISO-8859-1")
+    made = text_only.remember("Zoë's café order is a crème brûlée.")
+    assert made.memory is not None
+
+    subjects = [c.subject for c in text_only.log(made.memory.id)]
+
+    assert subjects == [f"remember: {made.memory.path}"] and "zoë" in made.memory.path
