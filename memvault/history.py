@@ -549,14 +549,21 @@ class History:
             self.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input_text=spec)
         except GitError as exc:
             rules = self._ignoring(paths) if "are ignored by one of your" in exc.stderr else ""
-            if not rules:
+            if rules:
+                why = (
+                    f"git ignores {rules}: memvault commits every file it writes; remove that "
+                    "rule, or add a `!` line for the path to the vault's .gitignore"
+                )
+            elif "sparse-checkout definition" in exc.stderr:
+                named = [ln for ln in exc.stderr.splitlines() if ln in paths] or paths
+                why = (
+                    f"{named[0]} is outside the vault's sparse checkout: memvault commits every "
+                    "file it writes; widen it (`git sparse-checkout add`) or end it "
+                    "(`git sparse-checkout disable`)"
+                )
+            else:
                 raise
-            raise GitError(
-                exc.command,
-                exc.returncode,
-                f"error: git ignores {rules}: memvault commits every file it writes; remove "
-                "that rule, or add a `!` line for the path to the vault's .gitignore",
-            ) from exc
+            raise GitError(exc.command, exc.returncode, f"error: {why}") from exc
 
     def _ignoring(self, paths: Sequence[str]) -> str:
         """Which of ``paths`` git ignores and by which rule, in one line ("" for none)."""

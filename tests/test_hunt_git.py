@@ -195,3 +195,24 @@ def test_a_memorys_history_keeps_its_accents_whatever_encoding_the_person_set_fo
     subjects = [c.subject for c in text_only.log(made.memory.id)]
 
     assert subjects == [f"remember: {made.memory.path}"] and "zoë" in made.memory.path
+
+
+def test_archiving_into_a_folder_outside_a_sparse_checkout_is_refused_saying_so(
+    text_only: MemoryService,
+) -> None:
+    vault = text_only.root
+    made = text_only.remember("The user's stamp album is in the attic.")
+    assert made.memory is not None
+    git(vault, "sparse-checkout", "set", "--no-cone", "/*", "!/archive/")
+    before = (commit_count(vault), git(vault, "status", "--porcelain"))
+    kept = (vault / made.memory.path).read_bytes()
+
+    with pytest.raises(NotSavedError) as refused:
+        text_only.forget(made.memory.id)
+
+    assert f"archive/{made.memory.path} is outside the vault's sparse checkout" in str(
+        refused.value
+    )
+    assert (commit_count(vault), git(vault, "status", "--porcelain")) == before
+    assert (vault / made.memory.path).read_bytes() == kept
+    assert not list((vault / "archive").rglob("*.md"))
