@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from . import interrupted
 from .errors import GitError, NotSavedError, UnsafePathError
 from .history import History
-from .vault import Vault
+from .vault import STATE_DIR, Vault
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +146,8 @@ def committable(vault: Vault, paths: Iterable[str]) -> list[str]:
 def refusal(vault: Vault, rel: str) -> str | None:
     """Why memvault never stages ``rel`` (a symlink, a FIFO, a path leading outside), or
     None when it may (a regular file inside the vault, or a deletion)."""
+    if rel.split("/", 1)[0] == STATE_DIR:
+        return f"{rel} is memvault's own state (an index, statistics): never committed"
     try:
         if os.path.lexists(vault.abspath(rel) / ".git"):
             return f"{rel}/ is another git repository inside the vault: memvault leaves it alone"

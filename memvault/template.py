@@ -111,10 +111,14 @@ def template_dir() -> Path:
 
 
 def exclude_state_dir(root: Path) -> None:
-    """Keep ``.memvault/`` out of git even where the vault's .gitignore forgot it."""
+    """Keep ``.memvault/`` out of git even where the vault's .gitignore forgot it; also
+    where ``.git`` is a file naming the git folder (a worktree, ``--separate-git-dir``)."""
     exclude = root / ".git" / "info" / "exclude"
     if not (root / ".git").is_dir():
-        return
+        if not (root / ".git").is_file():
+            return
+        where = History(root).run("rev-parse", "--git-path", "info/exclude").strip()
+        exclude = root / where  # relative to the vault, or absolute
     exclude.parent.mkdir(parents=True, exist_ok=True)
     text = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
     if f"/{STATE_DIR}/" not in text.split("\n"):

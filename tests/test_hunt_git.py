@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memvault import changes
+from memvault.config import Settings
 from memvault.errors import InvalidInputError, NotSavedError
 from memvault.service import MemoryService
 
@@ -216,3 +217,23 @@ def test_archiving_into_a_folder_outside_a_sparse_checkout_is_refused_saying_so(
     assert (commit_count(vault), git(vault, "status", "--porcelain")) == before
     assert (vault / made.memory.path).read_bytes() == kept
     assert not list((vault / "archive").rglob("*.md"))
+
+
+def test_memvaults_state_is_never_committed_where_dot_git_is_a_file(tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    root.mkdir()
+    git(root, "init", "-q", f"--separate-git-dir={tmp_path / 'elsewhere.git'}")
+    (root / ".gitignore").write_text("*.tmp\n", encoding="utf-8")  # the person's, no .memvault
+    (root / "pears.md").write_text("# Pears\n\nConference pears.\n", encoding="utf-8")
+    git(root, "add", "-A")
+    _commit_as_person(root, "my notes")
+    for text in ("The user bakes rye bread on Sundays.", "The user knits scarves in winter."):
+        service = MemoryService.open(root, Settings(embedder="none"))
+        try:
+            service.remember(text)
+        finally:
+            service.close()
+
+    committed = git(root, "log", "--format=", "--name-only").split()
+    assert not [p for p in committed if p.startswith(".memvault/")]
+    assert git(root, "status", "--porcelain") == ""
