@@ -6,6 +6,7 @@ template only fills in what is missing and never writes over, or through, what i
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -15,6 +16,8 @@ from .errors import MemvaultError
 from .history import History
 from .recovery import committable
 from .vault import IGNORE_FILE, STATE_DIR, Vault
+
+log = logging.getLogger(__name__)
 
 OBSIDIAN_DIR = ".obsidian"
 TEMPLATE_README = "README.md"  # the template's guide to a new vault; its .memvaultignore hides it
@@ -43,6 +46,7 @@ def create_vault(
     copied = copy_template(template, root)
     history = History(root.resolve(), settings.author_name, settings.author_email)
     if not repo:
+        _warn_if_inside_a_repository(root.resolve(), settings)
         history.init()
     exclude_state_dir(root)
     vault = Vault(root)
@@ -54,6 +58,20 @@ def create_vault(
     if not history.commit(paths, "init: memvault vault", trailers) and not history.head():
         history.commit_empty("init: memvault vault", trailers)
     return True
+
+
+def _warn_if_inside_a_repository(root: Path, settings: Settings) -> None:
+    """A new vault inside another repository's work tree is a repository of its own, which
+    the outer one sees as untracked files (or tracks twice): say so, once, at init."""
+    outer = History(root.parent, settings.author_name, settings.author_email)
+    top = outer.run("rev-parse", "--show-toplevel", check=False, identity=False).strip()
+    if top:
+        log.warning(
+            "%s is inside the git repository at %s: the vault gets a repository of its own, "
+            "which that one sees as untracked files; add the folder to its .gitignore",
+            root,
+            top,
+        )
 
 
 def copy_template(template: Path, root: Path) -> list[str]:

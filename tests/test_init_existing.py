@@ -5,6 +5,7 @@ memory, and a brand-new folder still gets the whole template."""
 from __future__ import annotations
 
 import hashlib
+import logging
 from pathlib import Path
 
 import pytest
@@ -160,3 +161,19 @@ def test_init_over_an_obsidian_vault_backed_up_with_git_commits_the_template_alo
     assert not [p for p in made if p.startswith(("notes/", ".obsidian/"))]
     assert git(root, "status", "--porcelain") == status  # their changes: as they were
     assert commit_count(root) == 2 and create_vault(root) is False
+
+
+def test_init_inside_another_repository_warns_that_it_will_see_the_vault_as_untracked(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    git(dotfiles, "init", "-q")
+
+    with caplog.at_level(logging.WARNING, logger="memvault.template"):
+        assert create_vault(dotfiles / "memory") is True
+        assert create_vault(tmp_path / "elsewhere") is True
+
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and f"inside the git repository at {dotfiles.resolve()}" in said[0]
+    assert commit_count(dotfiles / "memory") == 1
