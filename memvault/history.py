@@ -147,9 +147,36 @@ def identity_config(name: str, email: str) -> list[str]:
     return [arg for pair in pairs for arg in ("-c", pair)]
 
 
+# GIT_* variables that say how git reaches a remote or where the person's own
+# configuration is, not which repository, index or author a command uses: kept, so memvault's
+# git trusts the certificates, uses the ssh and reads the global config the person's git does
+_KEPT_GIT_VARS = frozenset(
+    {
+        "GIT_CONFIG_GLOBAL",
+        "GIT_CONFIG_SYSTEM",
+        "GIT_CONFIG_NOSYSTEM",
+        "GIT_SSL_CAINFO",
+        "GIT_SSL_CAPATH",
+        "GIT_SSL_CERT",
+        "GIT_SSL_KEY",
+        "GIT_SSL_NO_VERIFY",
+        "GIT_SSH",
+        "GIT_SSH_COMMAND",
+        "GIT_SSH_VARIANT",
+        "GIT_PROXY_COMMAND",
+        "GIT_HTTP_PROXY_AUTHMETHOD",
+        "GIT_ALLOW_PROTOCOL",
+        "GIT_EXEC_PATH",
+    }
+)
+
+
 def _inherited_git_vars(env: dict[str, str]) -> list[str]:
-    """``GIT_*`` variables of this process that ``env`` does not set itself."""
-    return sorted(k for k in os.environ if k.startswith("GIT_") and k not in env)
+    """``GIT_*`` variables of this process that ``env`` does not set itself, and that
+    memvault does not keep (:data:`_KEPT_GIT_VARS`)."""
+    return sorted(
+        k for k in os.environ if k.startswith("GIT_") and k not in env and k not in _KEPT_GIT_VARS
+    )
 
 
 class CleanGit(git.Git):
@@ -158,8 +185,9 @@ class CleanGit(git.Git):
     ``Git.execute`` builds each command's environment from a copy of ``os.environ``
     and can only add to it. ``GIT_*`` variables memvault inherits (``GIT_DIR`` and
     ``GIT_INDEX_FILE`` when it runs inside a git hook, a person's ``GIT_AUTHOR_NAME``)
-    would redirect or re-attribute its commits, so they are unset with ``env -u``:
-    nothing is prepended when none is set, which is the usual case.
+    would redirect or re-attribute its commits, so they are unset with ``env -u`` (all but
+    the few that say how to reach a remote and where the person's config is): nothing is
+    prepended when none is set, which is the usual case.
     """
 
     def execute(self, command: Any, *args: Any, **kwargs: Any) -> Any:

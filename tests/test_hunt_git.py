@@ -11,6 +11,7 @@ import pytest
 from memvault import changes
 from memvault.config import Settings
 from memvault.errors import InvalidInputError, NotSavedError
+from memvault.history import CleanGit
 from memvault.service import MemoryService
 
 from .helpers import commit_count, git
@@ -237,3 +238,20 @@ def test_memvaults_state_is_never_committed_where_dot_git_is_a_file(tmp_path: Pa
     committed = git(root, "log", "--format=", "--name-only").split()
     assert not [p for p in committed if p.startswith(".memvault/")]
     assert git(root, "status", "--porcelain") == ""
+
+
+def test_git_keeps_the_persons_certificates_and_config_but_not_a_hooks_repository(
+    text_only: MemoryService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "work.gitconfig"
+    config.write_text("[memvault-test]\n\tprobe = from-the-persons-config\n", encoding="utf-8")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    monkeypatch.setenv("GIT_SSL_CAINFO", str(tmp_path / "corporate-ca.pem"))
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "elsewhere.git"))
+    shell = CleanGit(text_only.root)
+
+    seen = shell.execute(["sh", "-c", 'printf "%s|%s" "$GIT_SSL_CAINFO" "${GIT_DIR:-}"'])
+    probe = text_only.history.run("config", "--global", "--get", "memvault-test.probe")
+
+    assert seen == f"{tmp_path / 'corporate-ca.pem'}|"
+    assert probe.strip() == "from-the-persons-config"
