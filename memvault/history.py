@@ -613,6 +613,21 @@ class History:
             if path
         }
 
+    def last_by_op(self, op: str) -> dict[str, str]:
+        """path -> the newest commit of HEAD's history with ``Memvault-Op: <op>`` that
+        changed it (one ``git log`` for every path)."""
+        if self.head() is None:
+            return {}
+        grep = f"--grep=^Memvault-Op: {re.escape(op)}$"
+        out = self.run("log", grep, "--format=%x01%H", "--name-only", "-z", "--no-renames")
+        found: dict[str, str] = {}
+        for record in out.split("\x01")[1:]:
+            sha, _, names = record.partition("\0")
+            for path in names.lstrip("\n").split("\0"):
+                if path:
+                    found.setdefault(path, sha.strip())
+        return found
+
     def made_by_memvault(self) -> bool:
         """Whether some commit of the repository is memvault's (a vault, not only a repository)."""
         out = self.run("log", "--all", "-1", "--format=%H", "--grep=^Memvault-Op: ", check=False)

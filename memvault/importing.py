@@ -5,8 +5,10 @@ Never harms, and can be repeated:
 - a file that cannot be read (not UTF-8, malformed frontmatter, binary, too large, an unsafe
   or ignored name, a symlink or FIFO) is skipped with a warning naming it; the rest imports;
 - each note maps to an existing memory by its frontmatter ``id``, else by the vault path it
-  would get; an unchanged note is left alone, a changed one updates that same file (its id
-  and memvault's own keys kept, the source's body and keys written), a new one is created;
+  would get; an unchanged note is left alone (also when the vault's copy was edited after the
+  import that wrote it: the source says what that import wrote), a changed one updates that
+  same file (its id and memvault's own keys kept, the source's body and keys written), a
+  new one is created;
   an id that an earlier note of the import (a copy) or another memory holds is not matched
   twice: that note is matched by path, and a new memory for it gets an id of its own;
 - non-Markdown files the notes link or embed are copied to the same relative path;
@@ -32,6 +34,7 @@ from .errors import (
     StaleRevisionError,
     UnsafePathError,
 )
+from .history import History
 from .importer import ImportItem
 from .models import LIFECYCLE_KEY, ChangeEvent, ImportReport, ImportSkip
 from .vault import Vault
@@ -90,7 +93,7 @@ def import_path(
         entries = list(importer.from_jsonl(source, now))
     else:
         raise InvalidInputError(f"{source} is neither a folder nor a .jsonl file")
-    run = _Run(vault, source if source.is_dir() else None, now)
+    run = _Run(vault, service.history, source if source.is_dir() else None, now)
     for entry in entries:
         if isinstance(entry, ImportSkip):
             run.skip(entry)
@@ -115,6 +118,7 @@ class _Run:
     """One import's state: what it wrote, skipped and kept (what it replaced: vault.undoable)."""
 
     vault: Vault
+    history: History
     root: Path | None  # the source folder (None for JSONL)
     now: dt.datetime
     new: list[str] = field(default_factory=list)
@@ -128,6 +132,7 @@ class _Run:
     notes: list[tuple[ImportItem, frontmatter.Document]] = field(default_factory=list)
     by_id: dict[str, list[str]] = field(default_factory=dict)
     names: dict[str, list[str]] | None = None  # file name -> source paths, for bare embeds
+    imported: dict[str, str] | None = None  # path -> the last import commit that changed it
 
     def skip(self, entry: ImportSkip) -> None:
         log.warning("import: skipped %s (%s): %s", entry.path, entry.reason, entry.detail)
@@ -203,7 +208,7 @@ class _Run:
             )
         old = self.vault.read_bytes(path)
         current = frontmatter.parse(old.decode("utf-8"))
-        if _same(current, doc, item.defaults):
+        if _same(current, doc, item.defaults) or self._imported_as_is(path, doc, item.defaults):
             self.unchanged += 1
             return
         changes: dict[str, Any] = {"id": memory.id}
@@ -217,6 +222,23 @@ class _Run:
         self.vault.write(path, text, expected_hash=memory.content_hash)
         self.written.append(path)
         self.updated.append(path)
+
+    def _imported_as_is(
+        self, path: str, doc: frontmatter.Document, defaults: frozenset[str]
+    ) -> bool:
+        """Whether the last import that wrote ``path`` wrote what the source says now: the
+        source did not change since, and the vault's copy was edited after it (by a person
+        or memvault), which a re-import must not take back."""
+        if self.imported is None:
+            self.imported = self.history.last_by_op("import")
+        sha = self.imported.get(path)
+        if sha is None:
+            return False
+        (text,) = self.history.texts_at([(sha, path)])
+        try:
+            return text is not None and _same(frontmatter.parse(text), doc, defaults)
+        except MalformedMemoryError:
+            return False
 
     # -- attachments ----------------------------------------------------------
     def _attachments(self, root: Path) -> None:

@@ -255,3 +255,25 @@ def test_git_keeps_the_persons_certificates_and_config_but_not_a_hooks_repositor
 
     assert seen == f"{tmp_path / 'corporate-ca.pem'}|"
     assert probe.strip() == "from-the-persons-config"
+
+
+def test_importing_an_unchanged_folder_again_keeps_edits_made_in_the_vault_since(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    source = tmp_path / "garden"
+    source.mkdir()
+    note = "---\ntags: [garden]\n---\n# Roses\n\nPrune the roses in {}.\n"
+    (source / "roses.md").write_text(note.format("March"), encoding="utf-8")
+    first = text_only.import_path(source)
+    edited = text_only.update("roses.md", content="Prune the roses in late February.")
+    commits = commit_count(text_only.root)
+
+    again = text_only.import_path(source)
+
+    assert first.imported == 1 and edited.commit is not None
+    assert (again.updated, again.unchanged, again.commit) == (0, 1, None)
+    assert commit_count(text_only.root) == commits
+    assert "late February" in text_only.get("roses.md").body
+    (source / "roses.md").write_text(note.format("April"), encoding="utf-8")
+    changed = text_only.import_path(source)
+    assert changed.updated == 1 and "in April" in text_only.get("roses.md").body
