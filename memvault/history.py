@@ -552,13 +552,14 @@ class History:
     def _refuse_nested(self, paths: Sequence[str]) -> None:
         """Refuse paths inside another git repository in the vault (a submodule, a cloned
         folder): `git add` stages nothing there and says nothing, so the write would look
-        like no change while the other repository's file was rewritten or moved."""
+        like no change while the other repository's file was rewritten or moved. (A folder
+        with files the vault tracks is the vault's, even with a ``.git`` of its own.)"""
         folders = {posixpath.dirname(p) for p in paths} - {""}
         for folder in sorted(folders):
             parts = folder.split("/")
             for n in range(1, len(parts) + 1):
                 inner = "/".join(parts[:n])
-                if os.path.lexists(self.root / inner / ".git"):
+                if os.path.lexists(self.root / inner / ".git") and self._apart(inner):
                     raise GitError(
                         ["add", "--", folder],
                         1,
@@ -566,6 +567,15 @@ class History:
                         f"cannot commit its files; move the notes out of {inner}/ (or add "
                         f"{inner}/ to .memvaultignore)",
                     )
+
+    def _apart(self, folder: str) -> bool:
+        """Whether git keeps ``folder`` (which holds a ``.git``) out of the vault's
+        repository: no file in it is tracked, or it is a submodule (a gitlink)."""
+        entries = self.run("ls-files", "-s", "-z", "--", folder).split("\0")
+        tracked = [e for e in entries if e]
+        return not tracked or any(
+            e.startswith("160000 ") and e.partition("\t")[2] == folder for e in tracked
+        )
 
     def _stage(self, paths: Sequence[str]) -> None:
         """``git add -A`` of ``paths``; a path git ignores (a .gitignore, ``info/exclude``

@@ -171,6 +171,21 @@ def test_a_note_inside_another_git_repository_in_the_vault_is_never_rewritten_or
     assert not list((vault / "archive").rglob("*.md"))
 
 
+def test_a_folder_the_vault_tracks_stays_the_vaults_when_it_gets_a_git_of_its_own(
+    text_only: MemoryService,
+) -> None:
+    vault = text_only.root
+    (vault / "notes").mkdir()
+    (vault / "notes" / "figs.md").write_text("# Figs\n\nThe user likes figs.\n", "utf-8")
+    text_only.recover()
+    git(vault / "notes", "init", "-q")  # git goes on treating the folder as the vault's
+
+    text_only.update("notes/figs.md", content="The user likes figs and dates.")
+
+    assert "figs and dates" in git(vault, "show", "HEAD:notes/figs.md")
+    assert git(vault, "status", "--porcelain") == ""
+
+
 def test_memvaults_commits_read_as_its_own_whatever_trailer_separators_the_person_set(
     text_only: MemoryService,
 ) -> None:
