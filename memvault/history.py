@@ -15,7 +15,6 @@ import configparser
 import itertools
 import logging
 import os
-import posixpath
 import re
 import shutil
 import tempfile
@@ -550,23 +549,35 @@ class History:
             return head
 
     def _refuse_nested(self, paths: Sequence[str]) -> None:
-        """Refuse paths inside another git repository in the vault (a submodule, a cloned
-        folder): `git add` stages nothing there and says nothing, so the write would look
-        like no change while the other repository's file was rewritten or moved. (A folder
-        with files the vault tracks is the vault's, even with a ``.git`` of its own.)"""
-        folders = {posixpath.dirname(p) for p in paths} - {""}
-        for folder in sorted(folders):
-            parts = folder.split("/")
+        """Refuse paths inside another git repository in the vault (see :meth:`apart`):
+        `git add` stages nothing there and says nothing, so the write would look like no
+        change while the other repository's file was rewritten or moved."""
+        for path, inner in self.apart(paths).items():
+            raise GitError(
+                ["add", "--", path],
+                1,
+                f"error: {inner}/ is another git repository inside the vault: memvault "
+                f"cannot commit its files; move the notes out of {inner}/ (or add "
+                f"{inner}/ to .memvaultignore)",
+            )
+
+    def apart(self, paths: Iterable[str]) -> dict[str, str]:
+        """Of ``paths``, those inside another git repository in the vault (a cloned folder,
+        a submodule), each with that repository's folder. A folder with files the vault
+        tracks is the vault's, even with a ``.git`` of its own (git stages it as usual)."""
+        found, judged = {}, {}
+        for path in paths:
+            parts = path.split("/")[:-1]
             for n in range(1, len(parts) + 1):
                 inner = "/".join(parts[:n])
-                if os.path.lexists(self.root / inner / ".git") and self._apart(inner):
-                    raise GitError(
-                        ["add", "--", folder],
-                        1,
-                        f"error: {inner}/ is another git repository inside the vault: memvault "
-                        f"cannot commit its files; move the notes out of {inner}/ (or add "
-                        f"{inner}/ to .memvaultignore)",
+                if inner not in judged:
+                    judged[inner] = os.path.lexists(self.root / inner / ".git") and self._apart(
+                        inner
                     )
+                if judged[inner]:
+                    found[path] = inner
+                    break
+        return found
 
     def _apart(self, folder: str) -> bool:
         """Whether git keeps ``folder`` (which holds a ``.git``) out of the vault's

@@ -97,7 +97,8 @@ def commit_leftovers(
         return None, []
     own = vault.journal_paths()
     unmerged = history.unmerged()
-    pending = [p for p in committable(vault, history.changed_paths()) if p not in unmerged]
+    changed = committable(vault, history.changed_paths(), history)
+    pending = [p for p in changed if p not in unmerged]
     mine = [p for p in pending if p in own]
     theirs = [p for p in pending if p not in own]
     sha = None
@@ -124,15 +125,16 @@ def commit_external(
         log.info("a git merge or rebase is in progress: %d edit(s) left to it", len(paths))
         return None
     staged = [p for p in history.staged_paths() if vault.is_memory_path(p)]
-    paths = committable(vault, [*paths, *staged])
+    paths = committable(vault, [*paths, *staged], history)
     if not paths:
         return None
     when = saved_at(vault, paths)
     return history.commit(paths, external_subject(paths), trailers("external"), True, when)
 
 
-def committable(vault: Vault, paths: Iterable[str]) -> list[str]:
-    """``paths`` that may be staged: regular files inside the vault, or deletions."""
+def committable(vault: Vault, paths: Iterable[str], history: History | None = None) -> list[str]:
+    """``paths`` that may be staged: regular files inside the vault, or deletions; with
+    ``history``, none inside another git repository in the vault (git would not stage it)."""
     out = []
     for rel in dict.fromkeys(paths):
         why = refusal(vault, rel)
@@ -140,7 +142,12 @@ def committable(vault: Vault, paths: Iterable[str]) -> list[str]:
             log.warning("not committed: %s", why)
             continue
         out.append(rel)
-    return out
+    apart = history.apart(out) if history is not None else {}
+    for rel, inner in apart.items():
+        log.warning(
+            "not committed: %s is in %s/, another git repository inside the vault", rel, inner
+        )
+    return [rel for rel in out if rel not in apart]
 
 
 def refusal(vault: Vault, rel: str) -> str | None:

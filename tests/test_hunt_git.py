@@ -292,3 +292,21 @@ def test_importing_an_unchanged_folder_again_keeps_edits_made_in_the_vault_since
     (source / "roses.md").write_text(note.format("April"), encoding="utf-8")
     changed = text_only.import_path(source)
     assert changed.updated == 1 and "in April" in text_only.get("roses.md").body
+
+
+def test_a_persons_edits_commit_beside_an_edit_inside_another_repository_in_the_vault(
+    text_only: MemoryService,
+) -> None:
+    vault = text_only.root
+    nested = vault / "reading"
+    nested.mkdir()
+    git(nested, "init", "-q")
+    (nested / "owls.md").write_text("# Owls\n\nBarn owls.\n", encoding="utf-8")
+    mine = vault / "inbox" / "swifts.md"
+    mine.write_text("# Swifts\n\nSwifts sleep on the wing.\n", encoding="utf-8")
+
+    sha = text_only.commit_external(["reading/owls.md", "inbox/swifts.md"])
+
+    assert sha is not None
+    assert git(vault, "show", "--name-only", "--format=", sha).split() == ["inbox/swifts.md"]
+    assert git(vault, "status", "--porcelain") == "?? reading/\n"
