@@ -34,6 +34,7 @@ if shutil.which("git") is None:
 import git
 
 from .errors import GitError, InvalidInputError, MemvaultError
+from .ids import derived_id
 from .models import Commit
 
 log = logging.getLogger(__name__)
@@ -811,17 +812,47 @@ class History:
         return [p for p in out.split("\0") if p]
 
     # -- reading ------------------------------------------------------------
-    def log(self, path: str | None = None, limit: int | None = None) -> list[Commit]:
-        """Commits, newest first; for one path, following renames."""
+    def log(
+        self, path: str | None = None, limit: int | None = None, rev: str | None = None
+    ) -> list[Commit]:
+        """Commits, newest first (of ``rev``'s history, else HEAD's); for one path,
+        following renames, also a move git did not see as one (:meth:`_moved_unseen`)."""
         fmt = _RS + _US.join(["%H", "%aI", "%an", "%s", f"%(trailers:only,unfold,separator={_GS})"])
         args = ["log", f"--format={fmt}", "--name-status", "-z"]
         if limit:
             args.append(f"-n{limit}")
+        if rev is not None:
+            args.append(rev)
         if path is not None:
             args += ["--follow", "--", path]
         if self.head() is None:
             return []
-        return [c for c in (_parse_record(r, path) for r in self.run(*args).split(_RS)) if c]
+        found = [c for c in (_parse_record(r, path) for r in self.run(*args).split(_RS)) if c]
+        if path is not None and not limit and found:
+            earlier = self._moved_unseen(found[-1], found[-1].path or path)
+            if earlier is not None:
+                found += self.log(earlier, rev=f"{found[-1].sha}^")
+        return found
+
+    def _moved_unseen(self, commit: Commit, name: str) -> str | None:
+        """The name the file ``name`` had before ``commit`` added it, where the commit moved
+        it and changed it too much for git's rename detection (a short note archived: the
+        new frontmatter lines outweigh its text): the file the commit deleted whose ``id:``
+        (or, for a note without one, the id derived from its path) is the added file's."""
+        out = self.run("diff-tree", "-r", "--root", "--no-commit-id", "--no-renames",
+                       "--name-status", "-z", commit.sha)  # fmt: skip
+        fields = out.split("\0")
+        changes = list(zip(fields[0::2], fields[1::2], strict=False))
+        deleted = [p for status, p in changes if status == "D"]
+        if ("A", name) not in changes or not deleted:
+            return None
+        parent = f"{commit.sha}^"
+        texts = self.texts_at([(commit.sha, name), *((parent, p) for p in deleted)])
+        wanted = _front_id(texts[0])
+        for old, text in zip(deleted, texts[1:], strict=True):
+            if wanted and text is not None and (_front_id(text) or derived_id(old)) == wanted:
+                return old
+        return None
 
     def commits_since(self, since: str | None = None, tip: str = "HEAD") -> list[Commit]:
         """Commits after ``since`` (every commit when None) up to ``tip``, oldest first,
@@ -1168,6 +1199,18 @@ def _is_git(arg: str) -> bool:
 
 _DELTA_FORMAT = _RS + _US.join(["%H", "%cI", "%an", f"%(trailers:only,unfold,separator={_GS})"])
 _NO_BLOB = "0" * 40
+
+
+_FRONT_ID = re.compile(r"\A---[ \t]*\r?\n(?:.*\r?\n)*?id:[ \t]*[\"']?([^\"'\s#]+)", re.MULTILINE)
+
+
+def _front_id(text: str | None) -> str | None:
+    """The ``id:`` a note's frontmatter gives (its first block only), else None."""
+    if not text:
+        return None
+    head = text.split("\n---", 1)[0]
+    found = _FRONT_ID.match(head + "\n")
+    return found.group(1) if found else None
 
 
 def _parse_trailers(text: str) -> dict[str, str]:

@@ -14,8 +14,8 @@ from memvault.errors import InvalidInputError, NotSavedError
 from memvault.history import CleanGit
 from memvault.service import MemoryService
 
-from .helpers import commit_count, git
-from .test_trust_git import leave_a_merge_half_way
+from .helpers import Clock, commit_count, git
+from .test_trust_git import git_objects, leave_a_merge_half_way
 
 
 def _commit_as_person(vault: Path, message: str) -> None:
@@ -310,3 +310,23 @@ def test_a_persons_edits_commit_beside_an_edit_inside_another_repository_in_the_
     assert sha is not None
     assert git(vault, "show", "--name-only", "--format=", sha).split() == ["inbox/swifts.md"]
     assert git(vault, "status", "--porcelain") == "?? reading/\n"
+
+
+def test_a_short_note_archived_keeps_its_history_and_its_purge_leaves_no_version(
+    svc: MemoryService, clock: Clock
+) -> None:
+    text_only, vault = svc, svc.root
+    # a person's short note: archiving adds more frontmatter lines than it has text, so git
+    # does not see the move to archive/ as a rename
+    (vault / "inbox" / "plums.md").write_text("# Plums\n\nPlum zx81q.\n", encoding="utf-8")
+    text_only.recover()
+    made = text_only.update("inbox/plums.md", content="Plum zx81q, damson.")
+    clock.days(1)  # archived a day later: its `updated:` line changes too
+    archived = text_only.forget(made.memory.id)
+    assert archived.memory is not None and archived.memory.path == "archive/inbox/plums.md"
+
+    ops = [c.trailers.get("Memvault-Op") for c in text_only.log(made.memory.id)]
+    assert ops == ["forget-archive", "update", "external"]
+
+    text_only.forget(made.memory.id, mode="purge")
+    assert b"zx81q" not in git_objects(vault)
