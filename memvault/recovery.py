@@ -26,6 +26,7 @@ from .vault import STATE_DIR, Vault
 log = logging.getLogger(__name__)
 
 Trailers = Callable[[str], dict[str, str]]  # op -> commit trailers
+EARLIEST_MTIME = 86_400.0  # 1970-01-02: a day's margin for the local zone's offset
 
 
 @contextmanager
@@ -176,8 +177,8 @@ def saved_at(vault: Vault, paths: Iterable[str]) -> str | None:
             times.append(os.lstat(vault.abspath(rel)).st_mtime)
         except (OSError, UnsafePathError):
             continue
-    if not times:
-        return None
+    if not times or max(times) < EARLIEST_MTIME:
+        return None  # no time or one git cannot store (before 1970: it reads another date)
     latest = min(max(times), dt.datetime.now(dt.UTC).timestamp())  # a clock ahead: now
     return dt.datetime.fromtimestamp(latest, dt.UTC).astimezone().isoformat(timespec="seconds")
 

@@ -3,6 +3,7 @@ what memvault reads from git; and imports of real folders land as one commit or 
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
@@ -330,3 +331,18 @@ def test_a_short_note_archived_keeps_its_history_and_its_purge_leaves_no_version
 
     text_only.forget(made.memory.id, mode="purge")
     assert b"zx81q" not in git_objects(vault)
+
+
+def test_a_persons_edit_with_a_file_time_before_1970_is_committed_dated_now(
+    text_only: MemoryService,
+) -> None:
+    note = text_only.root / "inbox" / "restored.md"
+    note.write_text("# Restored\n\nFrom a backup that lost its file times.\n", encoding="utf-8")
+    before_1970 = -315_619_200  # 1960-01-01
+    os.utime(note, (before_1970, before_1970))
+
+    sha = text_only.recover()
+
+    assert sha is not None
+    author, committer = git(text_only.root, "show", "-s", "--format=%at %ct", sha).split()
+    assert author == committer  # not 1960, nor a date git made up from it
