@@ -101,6 +101,7 @@ def import_path(
         recovery.ready(vault, service.history, "import")
         try:
             run.apply([e for e in entries if isinstance(e, ImportItem)])
+            run.drop_ignored()
             run.check_something_imported(source)
             sha = service.history.commit(run.changed(), run.subject(source.name), trailers)
         except BaseException:
@@ -299,6 +300,16 @@ class _Run:
         self.vault.write(rel, data)
         self.written.append(rel)
         self.attachments.append(rel)
+
+    def drop_ignored(self) -> None:
+        """Take out again, as skipped, what git ignores (a .gitignore, the person's global
+        excludes): it could not be committed, and the rest of the import can."""
+        for path, rule in self.history.ignored(self.written).items():
+            self.vault.delete(path)
+            for done in (self.written, self.new, self.updated, self.attachments):
+                if path in done:
+                    done.remove(path)
+            self.skip(ImportSkip(path, "ignored by git", f"git ignores {path} ({rule})"))
 
     # -- outcome --------------------------------------------------------------
     def check_something_imported(self, source: Path) -> None:

@@ -346,3 +346,27 @@ def test_a_persons_edit_with_a_file_time_before_1970_is_committed_dated_now(
     assert sha is not None
     author, committer = git(text_only.root, "show", "-s", "--format=%at %ct", sha).split()
     assert author == committer  # not 1960, nor a date git made up from it
+
+
+def test_an_import_skips_by_name_what_git_ignores_and_commits_the_rest(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    vault = text_only.root
+    with (vault / ".gitignore").open("a", encoding="utf-8") as ignore:
+        ignore.write("private/\n")
+    git(vault, "add", ".gitignore")
+    _commit_as_person(vault, "my private folder stays out of git")
+    source = tmp_path / "obsidian"
+    (source / "private").mkdir(parents=True)
+    (source / "notes").mkdir()
+    (source / "private" / "diary.md").write_text("# Diary\n\nDear diary.\n", encoding="utf-8")
+    (source / "notes" / "kites.md").write_text("# Kites\n\nKites fly in March.\n", "utf-8")
+
+    report = text_only.import_path(source)
+
+    assert report.paths == ("notes/kites.md",)
+    assert [(s.path, s.reason) for s in report.skipped] == [("private/diary.md", "ignored by git")]
+    assert "`private/` in .gitignore" in report.skipped[0].detail
+    assert git(vault, "show", "--name-only", "--format=", "HEAD").split() == ["notes/kites.md"]
+    assert not (vault / "private" / "diary.md").exists()
+    assert git(vault, "status", "--porcelain") == ""
