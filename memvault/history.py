@@ -11,7 +11,6 @@ variables scrubbed, hooks and signing off and an explicit identity.
 
 from __future__ import annotations
 
-import configparser
 import itertools
 import logging
 import os
@@ -480,22 +479,27 @@ class History:
     def repo_identity(self) -> tuple[str, str]:
         """The repository's configured identity (a person's edits), else memvault's.
 
-        Read as git reads it: system, user (XDG), global and repository config; the
-        person's ``author.name`` / ``author.email`` outrank their ``user.*``, as in git.
+        Asked of git itself (one ``git config``), so it is what the person's git uses:
+        system, global (``GIT_CONFIG_GLOBAL`` too, which GitPython's reader does not see),
+        XDG, ``include``/``includeIf`` and repository config; the person's ``author.name``
+        / ``author.email`` outrank their ``user.*``, as in git.
         """
-        try:
-            with VaultRepo(self.root) as repo:
-                config = repo.config_reader()
-                name, email = (
-                    config.get("author", key, fallback="").strip()
-                    or config.get("user", key, fallback="").strip()
-                    for key in ("name", "email")
-                )
-        except (configparser.Error, OSError, git.exc.InvalidGitRepositoryError) as exc:
+        pattern = r"^(author|user)\.(name|email)$"
+        try:  # without memvault's own `-c user.name=...`, which git config would report
+            out = self.run("config", "--get-regexp", pattern, check=False, identity=False)
+        except MemvaultError as exc:
             log.warning(
                 "could not read the git identity in %s (%s): using memvault's", self.root, exc
             )
             return self.author_name, self.author_email
+        found: dict[str, str] = {}
+        for line in out.splitlines():  # in git's order of precedence: the last one wins
+            key, _, value = line.partition(" ")
+            if value.strip():
+                found[key.lower()] = value.strip()
+        name, email = (
+            found.get(f"author.{k}") or found.get(f"user.{k}") for k in ("name", "email")
+        )
         return name or self.author_name, email or self.author_email
 
     # -- writing ------------------------------------------------------------

@@ -370,3 +370,20 @@ def test_an_import_skips_by_name_what_git_ignores_and_commits_the_rest(
     assert git(vault, "show", "--name-only", "--format=", "HEAD").split() == ["notes/kites.md"]
     assert not (vault / "private" / "diary.md").exists()
     assert git(vault, "status", "--porcelain") == ""
+
+
+def test_a_persons_edit_is_signed_with_the_identity_their_git_config_global_gives(
+    text_only: MemoryService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "person.gitconfig"
+    config.write_text("[user]\n\tname = Ada Person\n\temail = ada@example.org\n", "utf-8")
+    monkeypatch.setenv("HOME", str(tmp_path / "empty-home"))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    (text_only.root / "inbox" / "kiwis.md").write_text("# Kiwis\n\nAda likes kiwis.\n", "utf-8")
+
+    sha = text_only.recover()
+
+    assert sha is not None
+    assert git(text_only.root, "show", "-s", "--format=%an <%ae>", sha).strip() == (
+        "Ada Person <ada@example.org>"
+    )
