@@ -832,10 +832,11 @@ class History:
         if self.head() is None:
             return []
         found = [c for c in (_parse_record(r, path) for r in self.run(*args).split(_RS)) if c]
-        if path is not None and not limit and found:
+        if path is not None and found and (not limit or len(found) < limit):
             earlier = self._moved_unseen(found[-1], found[-1].path or path)
             if earlier is not None:
-                found += self.log(earlier, rev=f"{found[-1].sha}^")
+                left = limit - len(found) if limit else None
+                found += self.log(earlier, left, rev=f"{found[-1].sha}^")
         return found
 
     def _moved_unseen(self, commit: Commit, name: str) -> str | None:

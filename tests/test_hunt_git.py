@@ -328,6 +328,7 @@ def test_a_short_note_archived_keeps_its_history_and_its_purge_leaves_no_version
 
     ops = [c.trailers.get("Memvault-Op") for c in text_only.log(made.memory.id)]
     assert ops == ["forget-archive", "update", "external"]
+    assert len(text_only.log(made.memory.id, limit=2)) == 2
 
     text_only.forget(made.memory.id, mode="purge")
     assert b"zx81q" not in git_objects(vault)
