@@ -11,7 +11,6 @@ variables scrubbed, hooks and signing off and an explicit identity.
 
 from __future__ import annotations
 
-import configparser
 import itertools
 import logging
 import os
@@ -34,6 +33,7 @@ if shutil.which("git") is None:
 import git
 
 from .errors import GitError, InvalidInputError, MemvaultError
+from .ids import derived_id
 from .models import Commit
 
 log = logging.getLogger(__name__)
@@ -146,9 +146,36 @@ def identity_config(name: str, email: str) -> list[str]:
     return [arg for pair in pairs for arg in ("-c", pair)]
 
 
+# GIT_* variables that say how git reaches a remote or where the person's own
+# configuration is, not which repository, index or author a command uses: kept, so memvault's
+# git trusts the certificates, uses the ssh and reads the global config the person's git does
+_KEPT_GIT_VARS = frozenset(
+    {
+        "GIT_CONFIG_GLOBAL",
+        "GIT_CONFIG_SYSTEM",
+        "GIT_CONFIG_NOSYSTEM",
+        "GIT_SSL_CAINFO",
+        "GIT_SSL_CAPATH",
+        "GIT_SSL_CERT",
+        "GIT_SSL_KEY",
+        "GIT_SSL_NO_VERIFY",
+        "GIT_SSH",
+        "GIT_SSH_COMMAND",
+        "GIT_SSH_VARIANT",
+        "GIT_PROXY_COMMAND",
+        "GIT_HTTP_PROXY_AUTHMETHOD",
+        "GIT_ALLOW_PROTOCOL",
+        "GIT_EXEC_PATH",
+    }
+)
+
+
 def _inherited_git_vars(env: dict[str, str]) -> list[str]:
-    """``GIT_*`` variables of this process that ``env`` does not set itself."""
-    return sorted(k for k in os.environ if k.startswith("GIT_") and k not in env)
+    """``GIT_*`` variables of this process that ``env`` does not set itself, and that
+    memvault does not keep (:data:`_KEPT_GIT_VARS`)."""
+    return sorted(
+        k for k in os.environ if k.startswith("GIT_") and k not in env and k not in _KEPT_GIT_VARS
+    )
 
 
 class CleanGit(git.Git):
@@ -157,8 +184,9 @@ class CleanGit(git.Git):
     ``Git.execute`` builds each command's environment from a copy of ``os.environ``
     and can only add to it. ``GIT_*`` variables memvault inherits (``GIT_DIR`` and
     ``GIT_INDEX_FILE`` when it runs inside a git hook, a person's ``GIT_AUTHOR_NAME``)
-    would redirect or re-attribute its commits, so they are unset with ``env -u``:
-    nothing is prepended when none is set, which is the usual case.
+    would redirect or re-attribute its commits, so they are unset with ``env -u`` (all but
+    the few that say how to reach a remote and where the person's config is): nothing is
+    prepended when none is set, which is the usual case.
     """
 
     def execute(self, command: Any, *args: Any, **kwargs: Any) -> Any:
@@ -257,6 +285,14 @@ class History:
             raise MemvaultError("git is not installed or not on PATH: install git and retry")
         config = ["-c", "commit.gpgsign=false", "-c", "core.quotepath=false"]
         config += ["-c", "core.autocrlf=false", "-c", "core.hooksPath=/dev/null"]
+        # a person's `core.safecrlf = true` with `eol=crlf` in .gitattributes would refuse to
+        # stage every LF file memvault writes: git's conversion stays, its refusal does not
+        config += ["-c", "core.safecrlf=false"]
+        # memvault's trailers are `Key: value`; a person's trailer.separators without ":"
+        # would hide them from `%(trailers)`: its commits would read as a person's edits
+        config += ["-c", "trailer.separators=:"]
+        # messages are written and read as UTF-8, whatever encodings the person set
+        config += ["-c", "i18n.commitEncoding=UTF-8", "-c", "i18n.logOutputEncoding=UTF-8"]
         if identity:
             config += identity_config(self.author_name, self.author_email)
         cmd = ["git", "--literal-pathspecs", *config, *args]
@@ -443,22 +479,27 @@ class History:
     def repo_identity(self) -> tuple[str, str]:
         """The repository's configured identity (a person's edits), else memvault's.
 
-        Read as git reads it: system, user (XDG), global and repository config; the
-        person's ``author.name`` / ``author.email`` outrank their ``user.*``, as in git.
+        Asked of git itself (one ``git config``), so it is what the person's git uses:
+        system, global (``GIT_CONFIG_GLOBAL`` too, which GitPython's reader does not see),
+        XDG, ``include``/``includeIf`` and repository config; the person's ``author.name``
+        / ``author.email`` outrank their ``user.*``, as in git.
         """
-        try:
-            with VaultRepo(self.root) as repo:
-                config = repo.config_reader()
-                name, email = (
-                    config.get("author", key, fallback="").strip()
-                    or config.get("user", key, fallback="").strip()
-                    for key in ("name", "email")
-                )
-        except (configparser.Error, OSError, git.exc.InvalidGitRepositoryError) as exc:
+        pattern = r"^(author|user)\.(name|email)$"
+        try:  # without memvault's own `-c user.name=...`, which git config would report
+            out = self.run("config", "--get-regexp", pattern, check=False, identity=False)
+        except MemvaultError as exc:
             log.warning(
                 "could not read the git identity in %s (%s): using memvault's", self.root, exc
             )
             return self.author_name, self.author_email
+        found: dict[str, str] = {}
+        for line in out.splitlines():  # in git's order of precedence: the last one wins
+            key, _, value = line.partition(" ")
+            if value.strip():
+                found[key.lower()] = value.strip()
+        name, email = (
+            found.get(f"author.{k}") or found.get(f"user.{k}") for k in ("name", "email")
+        )
         return name or self.author_name, email or self.author_email
 
     # -- writing ------------------------------------------------------------
@@ -475,18 +516,14 @@ class History:
         ``date`` is the author date (a person's edit is dated when they saved it).
         Returns the new commit sha, or None when nothing changed.
         """
+        self._refuse_nested(paths)
         paths = self._committable(paths)
         if not paths:
             return None
         before = self._head_sha()  # a file read: to tell another git client's commit apart
         # Paths go through stdin, not argv: an import of 50k files overflows the argument list.
         spec = "\0".join(paths)
-        unstaged = self._not_staged_yet(paths)
-        if unstaged:
-            add_spec = "\0".join(unstaged)
-            self.run(
-                "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input_text=add_spec
-            )
+        self._stage(self._not_staged_yet(paths))
         wanted = set(paths)
         staged = set(self.run("diff", "--cached", "--name-only", "--no-renames", "-z").split("\0"))
         staged.discard("")
@@ -515,6 +552,112 @@ class History:
             # written, so they are in history, not lost; that commit is the answer.
             log.info("%d file(s) were committed by another git client meanwhile", len(paths))
             return head
+
+    def _refuse_nested(self, paths: Sequence[str]) -> None:
+        """Refuse paths inside another git repository in the vault (see :meth:`apart`):
+        `git add` stages nothing there and says nothing, so the write would look like no
+        change while the other repository's file was rewritten or moved."""
+        for path, inner in self.apart(paths).items():
+            raise GitError(
+                ["add", "--", path],
+                1,
+                f"error: {inner}/ is another git repository inside the vault: memvault "
+                f"cannot commit its files; move the notes out of {inner}/ (or add "
+                f"{inner}/ to .memvaultignore)",
+            )
+
+    def apart(self, paths: Iterable[str]) -> dict[str, str]:
+        """Of ``paths``, those inside another git repository in the vault (a cloned folder,
+        a submodule), each with that repository's folder. A folder with files the vault
+        tracks is the vault's, even with a ``.git`` of its own (git stages it as usual)."""
+        found, judged = {}, {}
+        for path in paths:
+            parts = path.split("/")[:-1]
+            for n in range(1, len(parts) + 1):
+                inner = "/".join(parts[:n])
+                if inner not in judged:
+                    judged[inner] = os.path.lexists(self.root / inner / ".git") and self._apart(
+                        inner
+                    )
+                if judged[inner]:
+                    found[path] = inner
+                    break
+        return found
+
+    def _apart(self, folder: str) -> bool:
+        """Whether git keeps ``folder`` (which holds a ``.git``) out of the vault's
+        repository: no file in it is tracked, or it is a submodule (a gitlink)."""
+        entries = self.run("ls-files", "-s", "-z", "--", folder).split("\0")
+        tracked = [e for e in entries if e]
+        return not tracked or any(
+            e.startswith("160000 ") and e.partition("\t")[2] == folder for e in tracked
+        )
+
+    def _stage(self, paths: Sequence[str]) -> None:
+        """``git add -A`` of ``paths``; a path git ignores (a .gitignore, ``info/exclude``
+        or the person's ``core.excludesFile``) is refused naming the rule that ignores it."""
+        if not paths:
+            return
+        spec = "\0".join(paths)
+        try:
+            self.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input_text=spec)
+        except GitError as exc:
+            rules = self._ignoring(paths) if "are ignored by one of your" in exc.stderr else ""
+            if rules:
+                why = (
+                    f"git ignores {rules}: memvault commits every file it writes; remove that "
+                    "rule, or add a `!` line for the path to the vault's .gitignore"
+                )
+            elif "sparse-checkout definition" in exc.stderr:
+                named = [ln for ln in exc.stderr.splitlines() if ln in paths] or paths
+                why = (
+                    f"{named[0]} is outside the vault's sparse checkout: memvault commits every "
+                    "file it writes; widen it (`git sparse-checkout add`) or end it "
+                    "(`git sparse-checkout disable`)"
+                )
+            else:
+                raise
+            raise GitError(exc.command, exc.returncode, f"error: {why}") from exc
+
+    def _ignoring(self, paths: Sequence[str]) -> str:
+        """Which of ``paths`` git ignores and by which rule, in one line ("" for none)."""
+        found = [f"{path} ({rule})" for path, rule in self.ignored(paths).items()]
+        return ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+
+    def ignored(self, paths: Sequence[str]) -> dict[str, str]:
+        """The ``paths`` git ignores, each with the rule that does (`pattern` in file, line)."""
+        if not paths:
+            return {}
+        spec = "".join(f"{path}\0" for path in paths)
+        # not through run(): check-ignore takes paths, not pathspecs, and refuses
+        # --literal-pathspecs
+        _code, out, _err = self._execute(["git", "check-ignore", "-v", "-z", "--stdin"], spec, None)
+        fields = out.split("\0")
+        return {
+            path: f"`{pattern}` in {source}, line {line}"
+            for source, line, pattern, path in zip(*[iter(fields)] * 4, strict=False)
+            if path
+        }
+
+    def last_by_op(self, op: str) -> dict[str, str]:
+        """path -> the newest commit of HEAD's history with ``Memvault-Op: <op>`` that
+        changed it (one ``git log`` for every path)."""
+        if self.head() is None:
+            return {}
+        grep = f"--grep=^Memvault-Op: {re.escape(op)}$"
+        out = self.run("log", grep, "--format=%x01%H", "--name-only", "-z", "--no-renames")
+        found: dict[str, str] = {}
+        for record in out.split("\x01")[1:]:
+            sha, _, names = record.partition("\0")
+            for path in names.lstrip("\n").split("\0"):
+                if path:
+                    found.setdefault(path, sha.strip())
+        return found
+
+    def made_by_memvault(self) -> bool:
+        """Whether some commit of the repository is memvault's (a vault, not only a repository)."""
+        out = self.run("log", "--all", "-1", "--format=%H", "--grep=^Memvault-Op: ", check=False)
+        return bool(out.strip())
 
     def _dirty(self, paths: Sequence[str]) -> bool:
         """Whether any of ``paths`` differs from HEAD (in the index or the work tree)."""
@@ -673,17 +816,48 @@ class History:
         return [p for p in out.split("\0") if p]
 
     # -- reading ------------------------------------------------------------
-    def log(self, path: str | None = None, limit: int | None = None) -> list[Commit]:
-        """Commits, newest first; for one path, following renames."""
+    def log(
+        self, path: str | None = None, limit: int | None = None, rev: str | None = None
+    ) -> list[Commit]:
+        """Commits, newest first (of ``rev``'s history, else HEAD's); for one path,
+        following renames, also a move git did not see as one (:meth:`_moved_unseen`)."""
         fmt = _RS + _US.join(["%H", "%aI", "%an", "%s", f"%(trailers:only,unfold,separator={_GS})"])
         args = ["log", f"--format={fmt}", "--name-status", "-z"]
         if limit:
             args.append(f"-n{limit}")
+        if rev is not None:
+            args.append(rev)
         if path is not None:
             args += ["--follow", "--", path]
         if self.head() is None:
             return []
-        return [c for c in (_parse_record(r, path) for r in self.run(*args).split(_RS)) if c]
+        found = [c for c in (_parse_record(r, path) for r in self.run(*args).split(_RS)) if c]
+        if path is not None and found and (not limit or len(found) < limit):
+            earlier = self._moved_unseen(found[-1], found[-1].path or path)
+            if earlier is not None:
+                left = limit - len(found) if limit else None
+                found += self.log(earlier, left, rev=f"{found[-1].sha}^")
+        return found
+
+    def _moved_unseen(self, commit: Commit, name: str) -> str | None:
+        """The name the file ``name`` had before ``commit`` added it, where the commit moved
+        it and changed it too much for git's rename detection (a short note archived: the
+        new frontmatter lines outweigh its text): the file the commit deleted whose ``id:``
+        (or, for a note without one, the id derived from its path) is the added file's."""
+        out = self.run("diff-tree", "-r", "--root", "--no-commit-id", "--no-renames",
+                       "--name-status", "-z", commit.sha)  # fmt: skip
+        fields = out.split("\0")
+        changes = list(zip(fields[0::2], fields[1::2], strict=False))
+        deleted = [p for status, p in changes if status == "D"]
+        if ("A", name) not in changes or not deleted:
+            return None
+        parent = f"{commit.sha}^"
+        texts = self.texts_at([(commit.sha, name), *((parent, p) for p in deleted)])
+        wanted = _front_id(texts[0])
+        for old, text in zip(deleted, texts[1:], strict=True):
+            if wanted and text is not None and (_front_id(text) or derived_id(old)) == wanted:
+                return old
+        return None
 
     def commits_since(self, since: str | None = None, tip: str = "HEAD") -> list[Commit]:
         """Commits after ``since`` (every commit when None) up to ``tip``, oldest first,
@@ -742,8 +916,12 @@ class History:
         return self.run("show", f"{self._rev(rev)}:{path}")
 
     def diff(self, rev: str, path_at_rev: str, current_path: str) -> str:
-        """Unified diff from ``rev``'s version of the memory to the working file."""
-        return self.run("diff", "--no-color", "-M", self._rev(rev), "--", path_at_rev, current_path)
+        """Unified diff from ``rev``'s version of the memory to the working file: git's own,
+        whatever the person's ``diff.external`` or ``textconv`` drivers would show instead,
+        with git's usual ``a/`` and ``b/`` whatever ``diff.noprefix`` says."""
+        args = ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M", self._rev(rev)]
+        args += ["--src-prefix=a/", "--dst-prefix=b/"]
+        return self.run(*args, "--", path_at_rev, current_path)
 
     def resolve(self, rev: str) -> str:
         return self._rev(rev)
@@ -1036,6 +1214,18 @@ def _is_git(arg: str) -> bool:
 
 _DELTA_FORMAT = _RS + _US.join(["%H", "%cI", "%an", f"%(trailers:only,unfold,separator={_GS})"])
 _NO_BLOB = "0" * 40
+
+
+_FRONT_ID = re.compile(r"\A---[ \t]*\r?\n(?:.*\r?\n)*?id:[ \t]*[\"']?([^\"'\s#]+)", re.MULTILINE)
+
+
+def _front_id(text: str | None) -> str | None:
+    """The ``id:`` a note's frontmatter gives (its first block only), else None."""
+    if not text:
+        return None
+    head = text.split("\n---", 1)[0]
+    found = _FRONT_ID.match(head + "\n")
+    return found.group(1) if found else None
 
 
 def _parse_trailers(text: str) -> dict[str, str]:

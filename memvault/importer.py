@@ -36,21 +36,33 @@ def pruned(name: str) -> bool:
 
 
 def from_folder(
-    root: Path, is_memory: Callable[[str], bool], max_bytes: int
+    root: Path, is_memory: Callable[[str], bool], max_bytes: int, vault: Path | None = None
 ) -> Iterator[ImportItem | ImportSkip]:
-    """Markdown files under ``root``, relative paths kept; a skip for each unreadable one."""
+    """Markdown files under ``root``, relative paths kept; a skip for each unreadable one,
+    and for the folder ``vault`` (the vault itself, when ``root`` holds it)."""
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
         for name in [d for d in dirnames if not pruned(d) and (here / d).is_symlink()]:
             rel = (here / name).relative_to(root).as_posix()
             yield _skip(rel, "symlink", f"{here / name} is a symlinked folder: not followed")
         dirnames[:] = sorted(d for d in dirnames if not pruned(d) and not (here / d).is_symlink())
+        for name in [d for d in dirnames if vault is not None and _same_folder(here / d, vault)]:
+            dirnames.remove(name)
+            rel = (here / name).relative_to(root).as_posix()
+            yield _skip(rel, "the vault", f"{here / name} is the vault itself: not imported")
         for name in sorted(filenames):
             if not name.lower().endswith(".md") or name.startswith("."):
                 continue  # not a note (attachments are copied when a note links them)
             full = here / name
             rel = full.relative_to(root).as_posix()
             yield _read_note(full, rel, is_memory, max_bytes)
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _skip(path: str, reason: str, detail: str) -> ImportSkip:

@@ -5,8 +5,12 @@ Never harms, and can be repeated:
 - a file that cannot be read (not UTF-8, malformed frontmatter, binary, too large, an unsafe
   or ignored name, a symlink or FIFO) is skipped with a warning naming it; the rest imports;
 - each note maps to an existing memory by its frontmatter ``id``, else by the vault path it
-  would get; an unchanged note is left alone, a changed one updates that same file (its id
-  and memvault's own keys kept, the source's body and keys written), a new one is created;
+  would get; an unchanged note is left alone (also when the vault's copy was edited after the
+  import that wrote it: the source says what that import wrote), a changed one updates that
+  same file (its id and memvault's own keys kept, the source's body and keys written), a
+  new one is created;
+  an id that an earlier note of the import (a copy) or another memory holds is not matched
+  twice: that note is matched by path, and a new memory for it gets an id of its own;
 - non-Markdown files the notes link or embed are copied to the same relative path;
 - everything is one commit (none when nothing changed); a failed import leaves no file.
 """
@@ -30,6 +34,7 @@ from .errors import (
     StaleRevisionError,
     UnsafePathError,
 )
+from .history import History
 from .importer import ImportItem
 from .models import LIFECYCLE_KEY, ChangeEvent, ImportReport, ImportSkip
 from .vault import Vault
@@ -78,23 +83,25 @@ def import_path(
     progress: Callable[[int, int], None] | None = None,
 ) -> ImportReport:
     """Import ``source`` (a folder or a .jsonl) into the service's vault as one commit."""
-    source = source.expanduser()
+    source, vault = source.expanduser(), service.vault
     now = service.clock().replace(microsecond=0)
     max_bytes = service.settings.max_file_bytes
     if source.is_dir():
-        entries = list(importer.from_folder(source, service.vault.is_memory_path, max_bytes))
+        found = importer.from_folder(source, vault.is_memory_path, max_bytes, vault.root)
+        entries = list(found)
     elif source.suffix.lower() in (".jsonl", ".ndjson"):
         entries = list(importer.from_jsonl(source, now))
     else:
         raise InvalidInputError(f"{source} is neither a folder nor a .jsonl file")
-    run = _Run(service.vault, source if source.is_dir() else None, now)
+    run = _Run(vault, service.history, source if source.is_dir() else None, now)
     for entry in entries:
         if isinstance(entry, ImportSkip):
             run.skip(entry)
-    vault = service.vault
     with vault.write_lock(service.settings.lock_timeout), vault.undoable(limit=None) as undo:
+        recovery.ready(vault, service.history, "import")
         try:
             run.apply([e for e in entries if isinstance(e, ImportItem)])
+            run.drop_ignored()
             run.check_something_imported(source)
             sha = service.history.commit(run.changed(), run.subject(source.name), trailers)
         except BaseException:
@@ -112,6 +119,7 @@ class _Run:
     """One import's state: what it wrote, skipped and kept (what it replaced: vault.undoable)."""
 
     vault: Vault
+    history: History
     root: Path | None  # the source folder (None for JSONL)
     now: dt.datetime
     new: list[str] = field(default_factory=list)
@@ -120,10 +128,12 @@ class _Run:
     skipped: list[ImportSkip] = field(default_factory=list)
     attachments: list[str] = field(default_factory=list)
     claimed: set[str] = field(default_factory=set)  # vault paths this import has matched
+    ids: set[str] = field(default_factory=set)  # the source ids this import has taken
     written: list[str] = field(default_factory=list)  # every path this import wrote
     notes: list[tuple[ImportItem, frontmatter.Document]] = field(default_factory=list)
     by_id: dict[str, list[str]] = field(default_factory=dict)
     names: dict[str, list[str]] | None = None  # file name -> source paths, for bare embeds
+    imported: dict[str, str] | None = None  # path -> the last import commit that changed it
 
     def skip(self, entry: ImportSkip) -> None:
         log.warning("import: skipped %s (%s): %s", entry.path, entry.reason, entry.detail)
@@ -142,15 +152,20 @@ class _Run:
     def _one(self, item: ImportItem) -> None:
         doc = frontmatter.parse(item.text)
         raw_id = doc.meta.get("id")
-        has_id = raw_id is not None and ids.is_id(str(raw_id))
+        # a copy of a note (Obsidian's "make a copy" keeps the frontmatter) whose id an
+        # earlier note of this import took gets an id of its own: no duplicate ids
+        has_id = raw_id is not None and ids.is_id(str(raw_id)) and str(raw_id) not in self.ids
         given = str(raw_id) if has_id and "id" not in item.defaults else None
         folder, name = guard.import_target(self.vault, item)
         path, existing = self._match(given, folder, name)
         self.claimed.add(path)
+        if has_id:
+            self.ids.add(str(raw_id))
         if existing:
             self._update(item, doc, path)
         else:
-            text = item.text if has_id else frontmatter.render(doc, {"id": ids.new_id()})
+            own = has_id and str(raw_id) not in self.by_id  # else another file's id
+            text = item.text if own else frontmatter.render(doc, {"id": ids.new_id()})
             guard.check_memory_path(self.vault, path, path)
             validate.file_size(path, text, self.vault.max_file_bytes)
             self.vault.write(path, text, expected_hash="")
@@ -165,6 +180,8 @@ class _Run:
             for path in self.by_id.get(given, []):
                 if path not in self.claimed:
                     return path, True
+            if given in self.by_id:
+                given = None  # its memory is another note's: this one is matched by path
         base = f"{folder}/{name}" if folder else name
         for n in range(1, 10_000):
             path = f"{base}.md" if n == 1 else f"{base}-{n}.md"
@@ -192,7 +209,7 @@ class _Run:
             )
         old = self.vault.read_bytes(path)
         current = frontmatter.parse(old.decode("utf-8"))
-        if _same(current, doc, item.defaults):
+        if _same(current, doc, item.defaults) or self._imported_as_is(path, doc, item.defaults):
             self.unchanged += 1
             return
         changes: dict[str, Any] = {"id": memory.id}
@@ -206,6 +223,23 @@ class _Run:
         self.vault.write(path, text, expected_hash=memory.content_hash)
         self.written.append(path)
         self.updated.append(path)
+
+    def _imported_as_is(
+        self, path: str, doc: frontmatter.Document, defaults: frozenset[str]
+    ) -> bool:
+        """Whether the last import that wrote ``path`` wrote what the source says now: the
+        source did not change since, and the vault's copy was edited after it (by a person
+        or memvault), which a re-import must not take back."""
+        if self.imported is None:
+            self.imported = self.history.last_by_op("import")
+        sha = self.imported.get(path)
+        if sha is None:
+            return False
+        (text,) = self.history.texts_at([(sha, path)])
+        try:
+            return text is not None and _same(frontmatter.parse(text), doc, defaults)
+        except MalformedMemoryError:
+            return False
 
     # -- attachments ----------------------------------------------------------
     def _attachments(self, root: Path) -> None:
@@ -266,6 +300,16 @@ class _Run:
         self.vault.write(rel, data)
         self.written.append(rel)
         self.attachments.append(rel)
+
+    def drop_ignored(self) -> None:
+        """Take out again, as skipped, what git ignores (a .gitignore, the person's global
+        excludes): it could not be committed, and the rest of the import can."""
+        for path, rule in self.history.ignored(self.written).items():
+            self.vault.delete(path)
+            for done in (self.written, self.new, self.updated, self.attachments):
+                if path in done:
+                    done.remove(path)
+            self.skip(ImportSkip(path, "ignored by git", f"git ignores {path} ({rule})"))
 
     # -- outcome --------------------------------------------------------------
     def check_something_imported(self, source: Path) -> None:

@@ -21,11 +21,12 @@ from contextlib import contextmanager
 from . import interrupted
 from .errors import GitError, NotSavedError, UnsafePathError
 from .history import History
-from .vault import Vault
+from .vault import STATE_DIR, Vault
 
 log = logging.getLogger(__name__)
 
 Trailers = Callable[[str], dict[str, str]]  # op -> commit trailers
+EARLIEST_MTIME = 86_400.0  # 1970-01-02: a day's margin for the local zone's offset
 
 
 @contextmanager
@@ -45,8 +46,7 @@ def writing(
     stay, journalled, for the recovery commit of the vault's next opening, and the error
     says that."""
     with vault.write_lock(timeout):
-        interrupted.undo(vault, history)  # a killed sync's merge or rebase: never a person's
-        history.refuse_unfinished("write")
+        ready(vault, history, "write")
         head = history.tip()
         with vault.undoable() as undo:
             try:
@@ -70,6 +70,13 @@ def writing(
                 ) from exc
 
 
+def ready(vault: Vault, history: History, what: str) -> None:
+    """Undo what a killed sync left half-way (never a person's merge or rebase), then refuse
+    ``what`` (nothing written) while a merge or rebase is still half-way. Under the lock."""
+    interrupted.undo(vault, history)
+    history.refuse_unfinished(what)
+
+
 def unstage(history: History, paths: Sequence[str]) -> None:
     """Take back what a failed commit staged (the files are already put back)."""
     if not paths or not history.head():
@@ -91,7 +98,8 @@ def commit_leftovers(
         return None, []
     own = vault.journal_paths()
     unmerged = history.unmerged()
-    pending = [p for p in committable(vault, history.changed_paths()) if p not in unmerged]
+    changed = committable(vault, history.changed_paths(), history)
+    pending = [p for p in changed if p not in unmerged]
     mine = [p for p in pending if p in own]
     theirs = [p for p in pending if p not in own]
     sha = None
@@ -118,15 +126,16 @@ def commit_external(
         log.info("a git merge or rebase is in progress: %d edit(s) left to it", len(paths))
         return None
     staged = [p for p in history.staged_paths() if vault.is_memory_path(p)]
-    paths = committable(vault, [*paths, *staged])
+    paths = committable(vault, [*paths, *staged], history)
     if not paths:
         return None
     when = saved_at(vault, paths)
     return history.commit(paths, external_subject(paths), trailers("external"), True, when)
 
 
-def committable(vault: Vault, paths: Iterable[str]) -> list[str]:
-    """``paths`` that may be staged: regular files inside the vault, or deletions."""
+def committable(vault: Vault, paths: Iterable[str], history: History | None = None) -> list[str]:
+    """``paths`` that may be staged: regular files inside the vault, or deletions; with
+    ``history``, none inside another git repository in the vault (git would not stage it)."""
     out = []
     for rel in dict.fromkeys(paths):
         why = refusal(vault, rel)
@@ -134,13 +143,22 @@ def committable(vault: Vault, paths: Iterable[str]) -> list[str]:
             log.warning("not committed: %s", why)
             continue
         out.append(rel)
-    return out
+    apart = history.apart(out) if history is not None else {}
+    for rel, inner in apart.items():
+        log.warning(
+            "not committed: %s is in %s/, another git repository inside the vault", rel, inner
+        )
+    return [rel for rel in out if rel not in apart]
 
 
 def refusal(vault: Vault, rel: str) -> str | None:
     """Why memvault never stages ``rel`` (a symlink, a FIFO, a path leading outside), or
     None when it may (a regular file inside the vault, or a deletion)."""
+    if rel.split("/", 1)[0] == STATE_DIR:
+        return f"{rel} is memvault's own state (an index, statistics): never committed"
     try:
+        if os.path.lexists(vault.abspath(rel) / ".git"):
+            return f"{rel}/ is another git repository inside the vault: memvault leaves it alone"
         if os.path.lexists(vault.abspath(rel)):
             vault.check_regular(rel)
     except UnsafePathError as exc:
@@ -159,8 +177,8 @@ def saved_at(vault: Vault, paths: Iterable[str]) -> str | None:
             times.append(os.lstat(vault.abspath(rel)).st_mtime)
         except (OSError, UnsafePathError):
             continue
-    if not times:
-        return None
+    if not times or max(times) < EARLIEST_MTIME:
+        return None  # no time or one git cannot store (before 1970: it reads another date)
     latest = min(max(times), dt.datetime.now(dt.UTC).timestamp())  # a clock ahead: now
     return dt.datetime.fromtimestamp(latest, dt.UTC).astimezone().isoformat(timespec="seconds")
 

@@ -6,6 +6,7 @@ template only fills in what is missing and never writes over, or through, what i
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -16,6 +17,8 @@ from .history import History
 from .recovery import committable
 from .vault import IGNORE_FILE, STATE_DIR, Vault
 
+log = logging.getLogger(__name__)
+
 OBSIDIAN_DIR = ".obsidian"
 TEMPLATE_README = "README.md"  # the template's guide to a new vault; its .memvaultignore hides it
 
@@ -25,34 +28,57 @@ def create_vault(
 ) -> bool:
     """Make ``root`` a vault from the template (git init + first commit).
 
-    Returns False when ``root`` already is a vault (nothing is touched).
+    A git repository that is no vault yet (an Obsidian vault backed up with git) gets what
+    it lacks of the template, committed alone: the person's own changes, staged or not,
+    and what their ignore rules ignore stay out of that commit. Returns False when
+    ``root`` already is a vault (nothing is touched).
     """
     root = root.expanduser()
     settings = settings or Settings()
     history = History(
         root.resolve() if root.exists() else root, settings.author_name, settings.author_email
     )
-    if root.is_dir() and history.is_repo():
+    repo = root.is_dir() and history.is_repo()
+    if repo and history.made_by_memvault():
         return False
     template = template or template_dir()
     root.mkdir(parents=True, exist_ok=True)
-    copy_template(template, root)
+    copied = copy_template(template, root)
     history = History(root.resolve(), settings.author_name, settings.author_email)
-    if not history.is_repo():
+    if not repo:
+        _warn_if_inside_a_repository(root.resolve(), settings)
         history.init()
     exclude_state_dir(root)
     vault = Vault(root)
-    paths = committable(vault, history.changed_paths())  # never a symlink or FIFO
+    paths = committable(vault, copied if repo else history.changed_paths())  # no symlink, FIFO
+    if repo:
+        history.refuse_unfinished("init")
+        paths = [p for p in paths if p not in history.ignored(paths)]
     trailers = {"Memvault-Op": "init"}
     if not history.commit(paths, "init: memvault vault", trailers) and not history.head():
         history.commit_empty("init: memvault vault", trailers)
     return True
 
 
-def copy_template(template: Path, root: Path) -> None:
+def _warn_if_inside_a_repository(root: Path, settings: Settings) -> None:
+    """A new vault inside another repository's work tree is a repository of its own, which
+    the outer one sees as untracked files (or tracks twice): say so, once, at init."""
+    outer = History(root.parent, settings.author_name, settings.author_email)
+    top = outer.run("rev-parse", "--show-toplevel", check=False, identity=False).strip()
+    if top:
+        log.warning(
+            "%s is inside the git repository at %s: the vault gets a repository of its own, "
+            "which that one sees as untracked files; add the folder to its .gitignore",
+            root,
+            top,
+        )
+
+
+def copy_template(template: Path, root: Path) -> list[str]:
     """Copy into ``root`` the template's files it lacks; a path already there (a file, a
-    folder, a symlink, even a dangling one) is never written over nor through."""
-    left_out = _left_out(root)
+    folder, a symlink, even a dangling one) is never written over nor through. Returns the
+    files copied (vault-relative)."""
+    left_out, copied = _left_out(root), []
     for src in sorted(template.rglob("*")):
         rel = src.relative_to(template)
         if rel.parts[0] in left_out or _through_a_link(root, rel):
@@ -64,6 +90,8 @@ def copy_template(template: Path, root: Path) -> None:
         elif not os.path.lexists(dst):
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dst)
+            copied.append(rel.as_posix())
+    return copied
 
 
 def _through_a_link(root: Path, rel: Path) -> bool:
@@ -101,10 +129,14 @@ def template_dir() -> Path:
 
 
 def exclude_state_dir(root: Path) -> None:
-    """Keep ``.memvault/`` out of git even where the vault's .gitignore forgot it."""
+    """Keep ``.memvault/`` out of git even where the vault's .gitignore forgot it; also
+    where ``.git`` is a file naming the git folder (a worktree, ``--separate-git-dir``)."""
     exclude = root / ".git" / "info" / "exclude"
     if not (root / ".git").is_dir():
-        return
+        if not (root / ".git").is_file():
+            return
+        where = History(root).run("rev-parse", "--git-path", "info/exclude").strip()
+        exclude = root / where  # relative to the vault, or absolute
     exclude.parent.mkdir(parents=True, exist_ok=True)
     text = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
     if f"/{STATE_DIR}/" not in text.split("\n"):

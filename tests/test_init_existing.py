@@ -5,6 +5,7 @@ memory, and a brand-new folder still gets the whole template."""
 from __future__ import annotations
 
 import hashlib
+import logging
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,9 @@ from memvault.config import Settings
 from memvault.service import MemoryService
 from memvault.template import create_vault, template_dir
 
-from .helpers import commit_count, run_memvault
+from .helpers import commit_count, git, run_memvault
+
+PERSON = ("-c", "user.name=Person", "-c", "user.email=p@example.org")
 
 PERSONS_FILES = {
     ".obsidian/app.json": '{"showLineNumber": true}\n',
@@ -135,3 +138,42 @@ def test_init_writes_nothing_through_a_symlinked_or_dangling_folder(tmp_path: Pa
     assert list(elsewhere.iterdir()) == []
     assert (root / "tasks").is_symlink() and not (tmp_path / "nowhere").exists()
     assert commit_count(root) == 1
+
+
+def test_init_over_an_obsidian_vault_backed_up_with_git_commits_the_template_alone(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "garden"
+    write_files(root, {**PERSONS_FILES, ".gitignore": "secret/\narchive/\n"})
+    git(root, "init", "-q", "-b", "master")
+    git(root, "add", "-A")
+    git(root, *PERSON, "commit", "-qm", "vault backup")
+    (root / "notes" / "trip.md").write_text("# Trip\nLisbon in June.\n", encoding="utf-8")
+    git(root, "add", "notes/trip.md")
+    (root / "notes" / "draft.md").write_text("# Draft\nNot yet.\n", encoding="utf-8")
+    status = git(root, "status", "--porcelain")
+
+    assert create_vault(root) is True
+
+    made = git(root, "show", "--name-only", "--format=%s", "HEAD").split()
+    assert made[:3] == ["init:", "memvault", "vault"] and "_schemas/profile.yaml" in made
+    assert "inbox/.gitkeep" in made and "archive/.gitkeep" not in made  # the person ignores it
+    assert not [p for p in made if p.startswith(("notes/", ".obsidian/"))]
+    assert git(root, "status", "--porcelain") == status  # their changes: as they were
+    assert commit_count(root) == 2 and create_vault(root) is False
+
+
+def test_init_inside_another_repository_warns_that_it_will_see_the_vault_as_untracked(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    git(dotfiles, "init", "-q")
+
+    with caplog.at_level(logging.WARNING, logger="memvault.template"):
+        assert create_vault(dotfiles / "memory") is True
+        assert create_vault(tmp_path / "elsewhere") is True
+
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and f"inside the git repository at {dotfiles.resolve()}" in said[0]
+    assert commit_count(dotfiles / "memory") == 1
