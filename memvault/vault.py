@@ -402,13 +402,7 @@ class Vault:
         ``expected_hash`` of ``""`` means the file must not exist yet. Returns the new hash.
         """
         path = self.abspath(rel)
-        if expected_hash is not None:
-            current = content_hash(self.read_regular(rel)) if os.path.lexists(path) else ""
-            if current != expected_hash:
-                raise StaleRevisionError(
-                    f"{rel} changed since it was read (revision {current or 'absent'}, "
-                    f"expected {expected_hash or 'absent'}): read it again and retry"
-                )
+        self._expect(rel, expected_hash)
         path.parent.mkdir(parents=True, exist_ok=True)
         data = text.encode("utf-8") if isinstance(text, str) else text
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -419,12 +413,31 @@ class Vault:
                 os.fsync(handle.fileno())
             digest = content_hash(data)
             self._remember_write(rel, digest)
-            os.replace(tmp, path)
+            # A person may have saved while the temporary file was written and synced
+            # (milliseconds): checked again at the last moment, so their save is refused
+            # over, not replaced. A new file is linked in, which fails if one appeared.
+            self._expect(rel, expected_hash)
+            if expected_hash == "":
+                _link_new(tmp, path, rel)
+            else:
+                os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
         return digest
+
+    def _expect(self, rel: str, expected_hash: str | None) -> None:
+        """Refuse when ``rel``'s content hash is not ``expected_hash`` ("": no file)."""
+        if expected_hash is None:
+            return
+        path = self.abspath(rel)
+        current = content_hash(self.read_regular(rel)) if os.path.lexists(path) else ""
+        if current != expected_hash:
+            raise StaleRevisionError(
+                f"{rel} changed since it was read (revision {current or 'absent'}, "
+                f"expected {expected_hash or 'absent'}): read it again and retry"
+            )
 
     def rewrite(
         self, memory: Memory, changes: dict[str, Any], body: str | None, now: dt.datetime
@@ -602,6 +615,21 @@ class Undo:
             except OSError as exc:
                 log.error("could not put %s back as it was: %s", rel, exc)
         return done
+
+
+def _link_new(tmp: str, path: Path, rel: str) -> None:
+    """Put the written ``tmp`` at ``path`` only if nothing is there (never over a file
+    someone created meanwhile); ``tmp`` is removed either way."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError as exc:
+        raise StaleRevisionError(
+            f"{rel} was created by someone else while memvault wrote it: read it and retry"
+        ) from exc
+    except OSError:  # a file system without hard links: the check just made must do
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)
 
 
 def _refuse_binary(rel: str, data: bytes) -> None:

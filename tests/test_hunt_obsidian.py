@@ -1,0 +1,59 @@
+"""A person's Obsidian vault under a hostile person: saves racing memvault's writes,
+file modes, and the notes Obsidian writes (found by hand in a real vault)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import pytest
+
+from memvault.errors import StaleRevisionError
+from memvault.service import MemoryService
+
+from .helpers import commit_count
+
+NOTE = "---\ntags: [tea]\n---\n# Alice\n\nAlice likes oolong tea.\n"
+
+
+def saving_during_fsync(monkeypatch: pytest.MonkeyPatch, save: Callable[[], None]) -> None:
+    """The person's editor saves while memvault's temporary file is being synced."""
+    real = os.fsync
+    done: list[bool] = []
+
+    def fsync(fd: int) -> None:
+        real(fd)
+        if not done:
+            done.append(True)
+            save()
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+
+def test_a_save_made_while_memvault_writes_the_same_note_is_never_replaced(
+    svc: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (svc.root / "Alice.md").write_text(NOTE, encoding="utf-8")
+    svc.commit_external(["Alice.md"])
+    commits = commit_count(svc.root)
+    mine = NOTE + "\nShe moved to Lisbon.\n"
+    saving_during_fsync(
+        monkeypatch, lambda: (svc.root / "Alice.md").write_text(mine, encoding="utf-8")
+    )
+    with pytest.raises(StaleRevisionError, match="changed since it was read"):
+        svc.update("Alice.md", fields={"importance": 0.9})
+    assert (svc.root / "Alice.md").read_text(encoding="utf-8") == mine
+    assert commit_count(svc.root) == commits
+    assert [p.name for p in svc.root.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_a_note_created_by_a_person_while_memvault_creates_it_is_never_replaced(
+    svc: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    theirs = "# Mine\n\nwritten by hand at the same moment\n"
+    target = svc.root / "facts" / "x.md"
+    saving_during_fsync(monkeypatch, lambda: target.write_text(theirs, encoding="utf-8"))
+    with pytest.raises(StaleRevisionError, match=r"was created|changed since"):
+        svc.vault.write("facts/x.md", "# memvault's\n", expected_hash="")
+    assert target.read_text(encoding="utf-8") == theirs
+    assert sorted(p.name for p in target.parent.iterdir()) == [".gitkeep", "x.md"]
