@@ -407,6 +407,7 @@ class Vault:
         data = text.encode("utf-8") if isinstance(text, str) else text
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
+            os.fchmod(fd, _file_mode(path))  # mkstemp's 0600 would replace the file's own
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
                 handle.flush()
@@ -615,6 +616,23 @@ class Undo:
             except OSError as exc:
                 log.error("could not put %s back as it was: %s", rel, exc)
         return done
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()  # read once: setting it to read it is not thread-safe
+
+
+def _file_mode(path: Path) -> int:
+    """The permissions a write gives ``path``: the file's own, else what the umask allows."""
+    try:
+        return stat.S_IMODE(os.lstat(path).st_mode)
+    except OSError:
+        return 0o666 & ~_UMASK
 
 
 def _link_new(tmp: str, path: Path, rel: str) -> None:

@@ -57,3 +57,19 @@ def test_a_note_created_by_a_person_while_memvault_creates_it_is_never_replaced(
         svc.vault.write("facts/x.md", "# memvault's\n", expected_hash="")
     assert target.read_text(encoding="utf-8") == theirs
     assert sorted(p.name for p in target.parent.iterdir()) == [".gitkeep", "x.md"]
+
+
+def test_memvault_keeps_a_files_permissions_and_gives_new_files_the_usual_ones(
+    svc: MemoryService,
+) -> None:
+    path = svc.root / "Shared.md"
+    path.write_text(NOTE, encoding="utf-8")
+    path.chmod(0o664)  # group-writable, as a shared or synced vault has it
+    svc.commit_external(["Shared.md"])
+    svc.update("Shared.md", fields={"importance": 0.9})
+    assert path.stat().st_mode & 0o777 == 0o664
+    mask = os.umask(0o022)
+    os.umask(mask)
+    created = svc.remember("Bob prefers green tea in the morning.").memory
+    assert created is not None
+    assert (svc.root / created.path).stat().st_mode & 0o777 == 0o666 & ~mask
