@@ -111,6 +111,7 @@ class Watcher:
         self._stopping = False
         self._paused = 0  # > 0 while a sync rewrites the tree
         self._seen: dict[str, str] = {}
+        self._overtaken: dict[str, str] = {}  # memvault's writes a person's edit followed
         self.batches = 0  # bursts processed (index + notify)
         self.commits = 0  # external commits made
         self.restarts = 0  # observers replaced after one of their threads died
@@ -391,10 +392,7 @@ class Watcher:
                     hidden.append(rel)
                 continue
             self.skipped.pop(rel, None)
-            baseline = self._seen.get(rel)
-            mine = self.service.last_written(rel)
-            if mine is not None:  # memvault wrote (or deleted) it: that is the baseline
-                baseline = mine or None
+            baseline = self._baseline(rel, digest)
             if digest != baseline:
                 if digest is None:
                     removed.append(rel)
@@ -416,6 +414,17 @@ class Watcher:
                 changed=tuple(changed + added), added=tuple(added), removed=tuple(removed + hidden)
             )
         )
+
+    def _baseline(self, rel: str, digest: str | None) -> str | None:
+        """What ``rel`` held before this batch: memvault's own last write (or deletion)
+        of it, until a person changes the file after it; then what the watcher saw last,
+        so a person who puts memvault's text back (an undo) has made a change too."""
+        mine = self.service.last_written(rel)
+        if mine is None or self._overtaken.get(rel) == mine:
+            return self._seen.get(rel)
+        if digest != (mine or None):
+            self._overtaken[rel] = mine  # the file moved on from memvault's write
+        return mine or None
 
     def _skip(self, rel: str, reason: str) -> None:
         """An unsafe entry: logged (once per reason), never read, indexed or committed."""

@@ -11,7 +11,7 @@ import pytest
 from memvault.errors import StaleRevisionError
 from memvault.service import MemoryService
 
-from .helpers import commit_count
+from .helpers import commit_count, git, watching
 
 NOTE = "---\ntags: [tea]\n---\n# Alice\n\nAlice likes oolong tea.\n"
 
@@ -73,3 +73,42 @@ def test_memvault_keeps_a_files_permissions_and_gives_new_files_the_usual_ones(
     created = svc.remember("Bob prefers green tea in the morning.").memory
     assert created is not None
     assert (svc.root / created.path).stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_a_person_putting_back_the_text_memvault_wrote_is_indexed_and_committed(
+    text_only: MemoryService,
+) -> None:
+    """memvault writes a note; the person edits it, then undoes the edit (Ctrl-Z in
+    Obsidian, `git checkout -- note.md`): the file is memvault's text again, and that is a
+    change of the person's like any other, not memvault's own write seen late."""
+    service = text_only
+    with watching(service) as (_, watcher, _events):
+        created = service.remember("The spare key is under the blue flowerpot.", type="fact")
+        assert created.memory is not None
+        path = service.root / created.memory.path
+        original = path.read_bytes()
+        path.write_bytes(original.replace(b"blue flowerpot", b"red doormat"))
+        assert watcher.wait_for(lambda: watcher.commits == 1)
+        path.write_bytes(original)  # undone
+        assert watcher.wait_for(lambda: watcher.commits == 2)
+        assert git(service.root, "status", "--porcelain") == ""
+        assert "blue flowerpot" in service.recall("where is the spare key")[0].snippet
+
+
+def test_a_note_memvault_deleted_then_restored_and_deleted_again_by_hand_leaves_the_index(
+    text_only: MemoryService,
+) -> None:
+    service = text_only
+    with watching(service) as (_, watcher, _events):
+        created = service.remember("The boat is moored in Porto harbour.", type="fact")
+        assert created.memory is not None
+        path = service.root / created.memory.path
+        text = path.read_bytes()
+        service.forget(created.memory.id, mode="delete")
+        path.write_bytes(text)  # restored from Obsidian's .trash
+        assert watcher.wait_for(lambda: watcher.commits == 1)
+        assert service.recall("where is the boat moored")[0].path == created.memory.path
+        path.unlink()  # deleted again
+        assert watcher.wait_for(lambda: watcher.commits == 2)
+        assert git(service.root, "status", "--porcelain") == ""
+        assert service.recall("where is the boat moored") == []
