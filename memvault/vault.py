@@ -32,7 +32,7 @@ from .errors import (
     StaleRevisionError,
     UnsafePathError,
 )
-from .models import Memory, Problem
+from .models import Memory, Problem, spelling
 
 log = logging.getLogger(__name__)
 
@@ -452,6 +452,8 @@ class Vault:
             )
         doc = frontmatter.parse(self.read_bytes(memory.path).decode("utf-8"))
         changes = fields.place_status(memory.meta, changes)
+        tags = spelling(memory.meta, "tags")  # where the person's file keeps them: `Tags:`
+        changes = {tags if key == "tags" else key: value for key, value in changes.items()}
         if memory.id_derived:
             changes = {"id": memory.id, **changes}
         changes.setdefault("updated", now)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from memvault.errors import StaleRevisionError
+from memvault.models import Filters
 from memvault.service import MemoryService
 
 from .helpers import commit_count, git, watching
@@ -112,3 +113,32 @@ def test_a_note_memvault_deleted_then_restored_and_deleted_again_by_hand_leaves_
         assert watcher.wait_for(lambda: watcher.commits == 2)
         assert git(service.root, "status", "--porcelain") == ""
         assert service.recall("where is the boat moored") == []
+
+
+ALICE = """---
+Tags: [person, friend]  # as the properties panel shows them
+ALIAS: Ally
+---
+# Alice Smith
+
+Alice likes jasmine tea.
+"""
+
+
+def test_tags_and_aliases_count_in_any_spelling_obsidian_reads_and_stay_where_they_are(
+    text_only: MemoryService,
+) -> None:
+    service = text_only
+    path = service.root / "People" / "Alice Smith.md"
+    path.parent.mkdir()
+    path.write_text(ALICE, encoding="utf-8")
+    service.commit_external(["People/Alice Smith.md"])
+    service.ensure_synced()
+    hits = service.recall("jasmine tea", filters=Filters(tags=("friend",)))
+    assert [h.path for h in hits] == ["People/Alice Smith.md"]
+    assert service.recall("Ally")[0].path == "People/Alice Smith.md"
+    service.update("People/Alice Smith.md", fields={"tags": ["person", "colleague"]})
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("---\nTags: [person, colleague]  # as the properties panel shows them\n")
+    assert "\ntags:" not in text and "ALIAS: Ally\n" in text
+    assert service.get("People/Alice Smith.md").tags == ("person", "colleague")
