@@ -224,6 +224,10 @@ class Vault:
         rel = path.relative_to(self.root).as_posix()
         if not os.path.lexists(path) or os.path.isdir(path):
             raise MemoryNotFoundError(f"no memory file at {rel!r}: check the path with `list`")
+        return self.parse_bytes(rel, self._read_note(path, rel))
+
+    def _read_note(self, path: Path, rel: str) -> bytes:
+        """The bytes of a regular file no bigger than ``max_file_bytes``."""
         size = self._check_regular_at(path, rel).st_size  # a regular file: as stat() says
         if size > self.max_file_bytes:
             raise MalformedMemoryError(
@@ -231,8 +235,7 @@ class Vault:
                 "it is not indexed; split it or raise max_file_bytes",
                 kind="too_large",
             )
-        data = self._read_regular_at(path, rel)
-        return self.parse_bytes(rel, data)
+        return self._read_regular_at(path, rel)
 
     def parse_bytes(self, rel: str, data: bytes) -> Memory:
         digest = content_hash(data)
@@ -269,8 +272,9 @@ class Vault:
 
     def read_text(self, rel: str) -> str:
         """A file exactly as stored, as text (bytes that are not UTF-8 shown replaced); a
-        binary file is refused, as every read of it is."""
-        data = self.read_regular(rel)
+        binary file or one over ``max_file_bytes`` is refused, as every read of it is."""
+        path = self.abspath(rel)
+        data = self._read_note(path, path.relative_to(self.root).as_posix())
         _refuse_binary(rel, data)
         return data.decode("utf-8", errors="replace")
 

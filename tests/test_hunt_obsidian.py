@@ -7,12 +7,16 @@ import os
 from collections.abc import Callable
 
 import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 
 from memvault.errors import StaleRevisionError
 from memvault.models import Filters
+from memvault.server import note_uri
 from memvault.service import MemoryService
 
-from .helpers import commit_count, git, watching
+from .helpers import commit_count, git, in_process, watching
 
 NOTE = "---\ntags: [tea]\n---\n# Alice\n\nAlice likes oolong tea.\n"
 
@@ -142,3 +146,20 @@ def test_tags_and_aliases_count_in_any_spelling_obsidian_reads_and_stay_where_th
     assert text.startswith("---\nTags: [person, colleague]  # as the properties panel shows them\n")
     assert "\ntags:" not in text and "ALIAS: Ally\n" in text
     assert service.get("People/Alice Smith.md").tags == ("person", "colleague")
+
+
+def test_a_note_over_the_size_limit_is_refused_as_a_resource_not_sent_whole(
+    text_only: MemoryService,
+) -> None:
+    """doctor calls it too large and the index leaves it out; an agent reading it as a
+    resource gets that reason, not megabytes of text in its context."""
+    service = text_only
+    big = service.vault.max_file_bytes + 1
+
+    async def body(client: Client) -> MCPError:
+        (service.root / "Huge.md").write_text("# Huge\n" + "x" * big, encoding="utf-8")
+        with pytest.raises(MCPError, match=r"Huge\.md is [\d,]+ bytes, over the") as refused:
+            await client.read_resource(note_uri("Huge.md"))
+        return refused.value
+
+    assert in_process(service, body).error.code == INVALID_PARAMS
