@@ -113,6 +113,7 @@ class Watcher:
         self._seen: dict[str, str] = {}
         self._overtaken: dict[str, str] = {}  # memvault's writes a person's edit followed
         self.batches = 0  # bursts processed (index + notify)
+        self.settled = 0  # bursts looked at, changed or not
         self.commits = 0  # external commits made
         self.restarts = 0  # observers replaced after one of their threads died
         self.ignored = 0  # events that reached us from folders that are never watched
@@ -342,6 +343,7 @@ class Watcher:
             try:
                 if batch:
                     self._process(batch)
+                    self.settled += 1
                 if commit_now:
                     self._commit()
             except Exception as exc:  # the watcher must survive anything a person does
@@ -381,6 +383,7 @@ class Watcher:
         added: list[str] = []
         removed: list[str] = []
         hidden: list[str] = []  # became unsafe: out of the index, nothing committed
+        indexed: dict[str, str] | None = None  # read once, for paths seen for the first time
         for rel in sorted(files):
             if not self.service.is_memory_path(rel):
                 continue
@@ -392,8 +395,11 @@ class Watcher:
                     hidden.append(rel)
                 continue
             self.skipped.pop(rel, None)
-            baseline = self._baseline(rel, digest)
-            if digest != baseline:
+            baseline, known = self._baseline(rel, digest)
+            if not known:  # the index was still being built when watching started
+                indexed = self.service.indexed_hashes() if indexed is None else indexed
+                baseline, known = indexed.get(rel), rel in indexed
+            if digest != baseline or not known:  # gone unseen: a commit drops what git lacks
                 if digest is None:
                     removed.append(rel)
                 elif baseline is None:
@@ -415,16 +421,17 @@ class Watcher:
             )
         )
 
-    def _baseline(self, rel: str, digest: str | None) -> str | None:
-        """What ``rel`` held before this batch: memvault's own last write (or deletion)
-        of it, until a person changes the file after it; then what the watcher saw last,
-        so a person who puts memvault's text back (an undo) has made a change too."""
+    def _baseline(self, rel: str, digest: str | None) -> tuple[str | None, bool]:
+        """What ``rel`` held before this batch, and whether that is known: memvault's own
+        last write (or deletion) of it, until a person changes the file after it; then
+        what the watcher saw last, so a person who puts memvault's text back (an undo) has
+        made a change too. Unknown for a path the watcher never saw."""
         mine = self.service.last_written(rel)
         if mine is None or self._overtaken.get(rel) == mine:
-            return self._seen.get(rel)
+            return self._seen.get(rel), rel in self._seen
         if digest != (mine or None):
             self._overtaken[rel] = mine  # the file moved on from memvault's write
-        return mine or None
+        return mine or None, True
 
     def _skip(self, rel: str, reason: str) -> None:
         """An unsafe entry: logged (once per reason), never read, indexed or committed."""

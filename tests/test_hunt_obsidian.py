@@ -4,17 +4,21 @@ file modes, and the notes Obsidian writes (found by hand in a real vault)."""
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
+from memvault.config import Settings
 from memvault.errors import StaleRevisionError
 from memvault.models import Filters
 from memvault.server import note_uri
 from memvault.service import MemoryService
+from memvault.watcher import Watcher
 
 from .helpers import commit_count, git, in_process, watching
 
@@ -163,3 +167,33 @@ def test_a_note_over_the_size_limit_is_refused_as_a_resource_not_sent_whole(
         return refused.value
 
     assert in_process(service, body).error.code == INVALID_PARAMS
+
+
+def test_a_rename_and_a_deletion_while_serve_rebuilds_the_index_are_committed(
+    vault_path: Path,
+) -> None:
+    """A serve whose index is rebuilt (a new index version, a deleted cache) starts its
+    watcher while the index builds behind it. A note renamed meanwhile is one move, and a
+    note deleted afterwards leaves the index and history like any other."""
+    for name in ("Kyoto.md", "Porto.md"):
+        (vault_path / name).write_text(f"# {name[:-3]}\n\nTravel notes on {name[:-3]}.\n")
+    git(vault_path, "add", "-A")
+    git(vault_path, "commit", "-qm", "my notes")
+    MemoryService.open(vault_path, Settings(embedder="none")).close()
+    shutil.rmtree(vault_path / ".memvault" / "index")  # a cache: a new version rebuilds it
+    service = MemoryService.open(vault_path, Settings(embedder="none"))
+    watcher = Watcher(service, debounce=0.4)
+    watcher.start()  # as serve does: the index is still empty
+    try:
+        os.rename(vault_path / "Kyoto.md", vault_path / "Kyoto 2019.md")
+        assert watcher.wait_for(lambda: watcher.commits == 1)
+        service.ensure_synced()  # the background build is done
+        (vault_path / "Porto.md").unlink()
+        assert watcher.wait_for(lambda: watcher.commits == 2)
+        assert git(vault_path, "status", "--porcelain") == ""
+        moved = git(vault_path, "show", "--name-status", "--format=", "HEAD~1").strip()
+        assert moved.split("\t")[1:] == ["Kyoto.md", "Kyoto 2019.md"], moved
+        assert [h.path for h in service.recall("travel notes")] == ["Kyoto 2019.md"]
+    finally:
+        watcher.stop()
+        service.close()
