@@ -259,7 +259,8 @@ def _apply(lines: list[str], key: str, value: Any) -> list[str]:
     start, end = spans[-1]
     if len(new) == 1 and end - start == 1:
         comment = _TRAILING_COMMENT.search(lines[start])
-        if comment and "'" not in lines[start] and '"' not in lines[start]:
+        value = lines[start][: comment.start()] if comment else ""
+        if comment and "'" not in value and '"' not in value:  # no "#" inside quotes
             new = [new[0] + comment.group(0)]
     return lines[:start] + new + lines[end:]
 

@@ -197,3 +197,14 @@ def test_a_rename_and_a_deletion_while_serve_rebuilds_the_index_are_committed(
     finally:
         watcher.stop()
         service.close()
+
+
+def test_a_comment_with_an_apostrophe_survives_memvault_changing_its_key(
+    text_only: MemoryService,
+) -> None:
+    service = text_only
+    path = service.root / "Trip.md"
+    path.write_text("---\nimportance: 0.2  # it's only an idea\n---\n# Trip\n\nKyoto.\n")
+    service.commit_external(["Trip.md"])
+    service.update("Trip.md", fields={"importance": 0.9})
+    assert "importance: 0.9  # it's only an idea\n" in path.read_text()
