@@ -208,3 +208,15 @@ def test_a_comment_with_an_apostrophe_survives_memvault_changing_its_key(
     service.commit_external(["Trip.md"])
     service.update("Trip.md", fields={"importance": 0.9})
     assert "importance: 0.9  # it's only an idea\n" in path.read_text()
+
+
+def test_a_file_name_that_is_not_utf8_is_skipped_with_advice_for_a_person(
+    text_only: MemoryService,
+) -> None:
+    service = text_only
+    with watching(service) as (_, watcher, _events):
+        os.close(os.open(os.fsencode(service.root) + b"/caf\xe9.md", os.O_CREAT | os.O_WRONLY))
+        rel = os.fsdecode(b"caf\xe9.md")
+        assert watcher.wait_for(lambda: rel in watcher.skipped)
+        assert watcher.skipped[rel].endswith("is never read or committed: rename it")
+        assert watcher.errors == []
