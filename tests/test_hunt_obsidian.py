@@ -13,6 +13,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
+from memvault import note
 from memvault.config import Settings
 from memvault.errors import StaleRevisionError
 from memvault.models import Filters
@@ -220,3 +221,14 @@ def test_a_file_name_that_is_not_utf8_is_skipped_with_advice_for_a_person(
         assert watcher.wait_for(lambda: rel in watcher.skipped)
         assert watcher.skipped[rel].endswith("is never read or committed: rename it")
         assert watcher.errors == []
+
+
+def test_a_wikilink_in_a_table_with_its_bar_escaped_names_its_note() -> None:
+    body = (
+        "| who | note |\n|---|---|\n| [[Alice Smith\\|Alice]] | [[Project X#Timeline\\|plan]] |\n"
+    )
+    found = note.links(body)
+    assert [(link.target, link.heading, link.label) for link in found] == [
+        ("Alice Smith", None, "Alice"),
+        ("Project X", "Timeline", "plan"),
+    ]
