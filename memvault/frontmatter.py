@@ -220,6 +220,22 @@ def new_file(meta: dict[str, Any], body: str) -> str:
     return head + "\n" + body
 
 
+def check_edit(text: str, changes: dict[str, Any]) -> None:
+    """Refuse an edited file whose frontmatter does not read back with ``changes`` made:
+    a layout the minimal-edit writer cannot change in place (a flow mapping ``{a: 1}``)
+    would otherwise be left as YAML nobody can read, the person's keys lost with it."""
+    try:
+        meta = parse(text).meta
+    except MalformedMemoryError:
+        meta = None
+    if meta is None or any((key in meta) == (value is DELETE) for key, value in changes.items()):
+        raise MalformedMemoryError(
+            "memvault cannot change this file's frontmatter in place (it is not written as "
+            "`key: value` lines, e.g. a `{...}` mapping), so nothing was written: rewrite "
+            "the frontmatter as one `key: value` per line and retry"
+        )
+
+
 def check_written(fm_text: str, written: dict[str, Any]) -> None:
     """Refuse to write a frontmatter the reader would refuse (over MAX_FRONTMATTER_BYTES):
     the file would read back as malformed, its id, type and tags lost. Names the biggest

@@ -462,6 +462,7 @@ class Vault:
             changes = {"id": memory.id, **changes}
         changes.setdefault("updated", now)
         text = frontmatter.render(doc, changes, body)
+        frontmatter.check_edit(text, changes)
         validate.file_size(memory.path, text, self.max_file_bytes)
         self.write(memory.path, text, expected_hash=memory.content_hash)
 

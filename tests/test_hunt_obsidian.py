@@ -15,7 +15,7 @@ from mcp.types import INVALID_PARAMS
 
 from memvault import note
 from memvault.config import Settings
-from memvault.errors import StaleRevisionError
+from memvault.errors import MalformedMemoryError, StaleRevisionError
 from memvault.models import Filters
 from memvault.server import note_uri
 from memvault.service import MemoryService
@@ -232,3 +232,19 @@ def test_a_wikilink_in_a_table_with_its_bar_escaped_names_its_note() -> None:
         ("Alice Smith", None, "Alice"),
         ("Project X", "Timeline", "plan"),
     ]
+
+
+def test_a_frontmatter_memvault_cannot_edit_in_place_is_refused_not_broken(
+    text_only: MemoryService,
+) -> None:
+    service = text_only
+    path = service.root / "Flow.md"
+    original = b"---\n{title: Flow, tags: [a]}\n---\nA note with flow-style properties.\n"
+    path.write_bytes(original)
+    service.commit_external(["Flow.md"])
+    commits = commit_count(service.root)
+    with pytest.raises(MalformedMemoryError, match="cannot change this file's frontmatter"):
+        service.update("Flow.md", fields={"importance": 0.9})
+    assert path.read_bytes() == original
+    assert commit_count(service.root) == commits
+    assert service.get("Flow.md").tags == ("a",)
