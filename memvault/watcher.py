@@ -448,6 +448,7 @@ class Watcher:
     def _expand(self, batch: set[str]) -> set[str]:
         """Files behind a batch of paths: folders are walked, vanished folders resolved."""
         files: set[str] = set()
+        known: set[str] | None = None  # what the watcher saw or the index holds
         for rel in batch:
             full = self.root / rel
             if full.is_dir() and not full.is_symlink():  # a symlinked folder is not entered
@@ -458,7 +459,9 @@ class Watcher:
             elif os.path.lexists(full) or rel.lower().endswith(".md"):
                 files.add(rel)
             if not os.path.lexists(full):  # a moved or deleted folder: what we knew under it
-                files.update(p for p in self._seen if p.startswith(rel + "/"))
+                if known is None:  # the index too: watching may have begun before it was built
+                    known = set(self._seen) | set(self.service.indexed_hashes())
+                files.update(p for p in known if p.startswith(rel + "/"))
         return files
 
     def _commit(self) -> None:
