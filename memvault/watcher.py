@@ -112,6 +112,7 @@ class Watcher:
         self._paused = 0  # > 0 while a sync rewrites the tree
         self._seen: dict[str, str] = {}
         self._overtaken: dict[str, str] = {}  # memvault's writes a person's edit followed
+        self._gone: set[str] = set()  # deleted while paused (a sync): known, not a change
         self.batches = 0  # bursts processed (index + notify)
         self.settled = 0  # bursts looked at, changed or not
         self.commits = 0  # external commits made
@@ -269,6 +270,7 @@ class Watcher:
                 for rel in [r for r in self._seen if r not in indexed]:
                     if not os.path.lexists(self.root / rel):
                         del self._seen[rel]
+                        self._gone.add(rel)
                 self._paused -= 1
                 self._cond.notify_all()
 
@@ -428,7 +430,7 @@ class Watcher:
         made a change too. Unknown for a path the watcher never saw."""
         mine = self.service.last_written(rel)
         if mine is None or self._overtaken.get(rel) == mine:
-            return self._seen.get(rel), rel in self._seen
+            return self._seen.get(rel), rel in self._seen or rel in self._gone
         if digest != (mine or None):
             self._overtaken[rel] = mine  # the file moved on from memvault's write
         return mine or None, True
@@ -440,6 +442,7 @@ class Watcher:
         self.skipped[rel] = reason
 
     def _record(self, rel: str, digest: str | None) -> None:
+        self._gone.discard(rel)
         if digest is None:
             self._seen.pop(rel, None)
         else:

@@ -19,9 +19,10 @@ from memvault.errors import MalformedMemoryError, StaleRevisionError
 from memvault.models import Filters
 from memvault.server import note_uri
 from memvault.service import MemoryService
+from memvault.syncing import sync
 from memvault.watcher import Watcher
 
-from .helpers import commit_count, git, in_process, watching
+from .helpers import commit_count, git, in_process, synced_pair, watching
 
 NOTE = "---\ntags: [tea]\n---\n# Alice\n\nAlice likes oolong tea.\n"
 
@@ -250,3 +251,20 @@ def test_a_frontmatter_memvault_cannot_edit_in_place_is_refused_not_broken(
     assert path.read_bytes() == original
     assert commit_count(service.root) == commits
     assert service.get("Flow.md").tags == ("a",)
+
+
+def test_a_note_a_sync_deletes_is_no_persons_deletion_for_the_paused_watcher(
+    tmp_path: Path,
+) -> None:
+    with synced_pair(tmp_path) as pair:
+        made = pair.a.remember("The build server is named osprey.", type="fact").memory
+        assert made is not None
+        sync(pair.a)
+        sync(pair.b)
+        pair.a.forget(made.id, mode="delete")
+        sync(pair.a)
+        with watching(pair.b) as (_, watcher, _events):
+            pair.b.pause = watcher.paused  # as serve sets it
+            assert sync(pair.b).action == "fast-forward"
+            assert watcher.wait_for(lambda: watcher.settled >= 1)
+        assert watcher.batches == 0 and watcher.commits == 0
