@@ -225,6 +225,22 @@ def new_file(meta: dict[str, Any], body: str) -> str:
     return head + "\n" + body
 
 
+def check_edit(text: str, changes: dict[str, Any]) -> None:
+    """Refuse an edited file whose frontmatter does not read back with ``changes`` made:
+    a layout the minimal-edit writer cannot change in place (a flow mapping ``{a: 1}``)
+    would otherwise be left as YAML nobody can read, the person's keys lost with it."""
+    try:
+        meta = parse(text).meta
+    except MalformedMemoryError:
+        meta = None
+    if meta is None or any((key in meta) == (value is DELETE) for key, value in changes.items()):
+        raise MalformedMemoryError(
+            "memvault cannot change this file's frontmatter in place (it is not written as "
+            "`key: value` lines, e.g. a `{...}` mapping), so nothing was written: rewrite "
+            "the frontmatter as one `key: value` per line and retry"
+        )
+
+
 def check_written(fm_text: str, written: dict[str, Any]) -> None:
     """Refuse to write a frontmatter the reader would refuse (over MAX_FRONTMATTER_BYTES):
     the file would read back as malformed, its id, type and tags lost. Names the biggest
@@ -264,7 +280,8 @@ def _apply(lines: list[str], key: str, value: Any) -> list[str]:
     start, end = spans[-1]
     if len(new) == 1 and end - start == 1:
         comment = _TRAILING_COMMENT.search(lines[start])
-        if comment and "'" not in lines[start] and '"' not in lines[start]:
+        value = lines[start][: comment.start()] if comment else ""
+        if comment and "'" not in value and '"' not in value:  # no "#" inside quotes
             new = [new[0] + comment.group(0)]
     return lines[:start] + new + lines[end:]
 

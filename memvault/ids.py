@@ -62,7 +62,10 @@ def clean_relpath(raw: str) -> str:
     if not raw or "\x00" in raw:
         raise UnsafePathError("empty path or NUL byte in path: give a path inside the vault")
     if _SURROGATE.search(raw):
-        raise UnsafePathError(f"{raw!r} is not valid Unicode (a lone surrogate): send UTF-8")
+        raise UnsafePathError(
+            f"{raw!r} is not valid Unicode (a lone surrogate): give paths in UTF-8; a file "
+            "whose name is not UTF-8 is never read or committed: rename it"
+        )
     text = raw.replace("\\", "/")
     if text.startswith("/") or text.startswith("~"):
         raise UnsafePathError(

@@ -60,7 +60,8 @@ class Memory:
 
     @property
     def tags(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys([*as_str_list(self.meta.get("tags")), *inline_tags(self.body)]))
+        own = [tag for value in spelled(self.meta, "tags") for tag in as_str_list(value)]
+        return tuple(dict.fromkeys([*own, *inline_tags(self.body)]))
 
     @property
     def scope(self) -> tuple[str, ...]:
@@ -69,8 +70,9 @@ class Memory:
     @property
     def aliases(self) -> tuple[str, ...]:
         """Obsidian's other names of the note: ``aliases:`` (or ``alias:``), a list or one name."""
-        value = self.meta.get("aliases", self.meta.get("alias"))
-        names = value if isinstance(value, list | tuple) else [value]
+        names: list[Any] = []
+        for value in spelled(self.meta, "aliases"):
+            names.extend(value if isinstance(value, list | tuple) else [value])
         return tuple(
             dict.fromkeys(str(n).strip() for n in names if n is not None and str(n).strip())
         )
@@ -584,6 +586,24 @@ class Context:
     def left_out(self) -> tuple[ContextItem, ...]:
         """What matched but was left out for the budget."""
         return tuple(item for section in self.sections for item in section.left_out)
+
+
+SPELLINGS = {"tags": ("tags", "tag"), "aliases": ("aliases", "alias")}
+
+
+def spelling(meta: dict[str, Any], key: str) -> str:
+    """The key a file writes ``tags`` or ``aliases`` under: Obsidian reads them in any
+    case and singular too (``Tags:``, ``tag:``, ``ALIAS:``); ``key`` when the file has
+    none of them."""
+    names = SPELLINGS.get(key, (key,))
+    found = [k for k in meta if isinstance(k, str) and k.lower() in names]
+    return key if key in found or not found else found[0]
+
+
+def spelled(meta: dict[str, Any], key: str) -> list[Any]:
+    """The values of every spelling of ``key`` in ``meta`` (see :func:`spelling`)."""
+    names = SPELLINGS.get(key, (key,))
+    return [v for k, v in meta.items() if isinstance(k, str) and k.lower() in names]
 
 
 def as_str_list(value: Any) -> list[str]:

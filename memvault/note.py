@@ -101,10 +101,11 @@ def links(body: str) -> list[Link]:
     text = prose(body)
     found: list[tuple[int, Link]] = []
     for m in _WIKILINK.finditer(text):
-        target = m.group(2).strip()
+        # in a table the label's bar is written `\|`: that backslash is not the target's
+        target = m.group(2).strip().removesuffix("\\").rstrip()
         if target or m.group(3):
             label = (m.group(4) or "").strip() or None
-            heading = (m.group(3) or "").strip() or None
+            heading = (m.group(3) or "").strip().removesuffix("\\").rstrip() or None
             found.append((m.start(), Link(target, heading, label, bool(m.group(1)))))
     for m in _MD_LINK.finditer(text):
         raw = m.group(3)

@@ -32,7 +32,7 @@ from .errors import (
     StaleRevisionError,
     UnsafePathError,
 )
-from .models import Memory, Problem
+from .models import Memory, Problem, spelling
 
 log = logging.getLogger(__name__)
 
@@ -224,6 +224,10 @@ class Vault:
         rel = path.relative_to(self.root).as_posix()
         if not os.path.lexists(path) or os.path.isdir(path):
             raise MemoryNotFoundError(f"no memory file at {rel!r}: check the path with `list`")
+        return self.parse_bytes(rel, self._read_note(path, rel))
+
+    def _read_note(self, path: Path, rel: str) -> bytes:
+        """The bytes of a regular file no bigger than ``max_file_bytes``."""
         size = self._check_regular_at(path, rel).st_size  # a regular file: as stat() says
         if size > self.max_file_bytes:
             raise MalformedMemoryError(
@@ -231,8 +235,7 @@ class Vault:
                 "it is not indexed; split it or raise max_file_bytes",
                 kind="too_large",
             )
-        data = self._read_regular_at(path, rel)
-        return self.parse_bytes(rel, data)
+        return self._read_regular_at(path, rel)
 
     def parse_bytes(self, rel: str, data: bytes) -> Memory:
         digest = content_hash(data)
@@ -269,8 +272,9 @@ class Vault:
 
     def read_text(self, rel: str) -> str:
         """A file exactly as stored, as text (bytes that are not UTF-8 shown replaced); a
-        binary file is refused, as every read of it is."""
-        data = self.read_regular(rel)
+        binary file or one over ``max_file_bytes`` is refused, as every read of it is."""
+        path = self.abspath(rel)
+        data = self._read_note(path, path.relative_to(self.root).as_posix())
         _refuse_binary(rel, data)
         return data.decode("utf-8", errors="replace")
 
@@ -402,29 +406,43 @@ class Vault:
         ``expected_hash`` of ``""`` means the file must not exist yet. Returns the new hash.
         """
         path = self.abspath(rel)
-        if expected_hash is not None:
-            current = content_hash(self.read_regular(rel)) if os.path.lexists(path) else ""
-            if current != expected_hash:
-                raise StaleRevisionError(
-                    f"{rel} changed since it was read (revision {current or 'absent'}, "
-                    f"expected {expected_hash or 'absent'}): read it again and retry"
-                )
+        self._expect(rel, expected_hash)
         path.parent.mkdir(parents=True, exist_ok=True)
         data = text.encode("utf-8") if isinstance(text, str) else text
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
+            os.fchmod(fd, _file_mode(path))  # mkstemp's 0600 would replace the file's own
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
             digest = content_hash(data)
             self._remember_write(rel, digest)
-            os.replace(tmp, path)
+            # A person may have saved while the temporary file was written and synced
+            # (milliseconds): checked again at the last moment, so their save is refused
+            # over, not replaced. A new file is linked in, which fails if one appeared.
+            self._expect(rel, expected_hash)
+            if expected_hash == "":
+                _link_new(tmp, path, rel)
+            else:
+                os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
         return digest
+
+    def _expect(self, rel: str, expected_hash: str | None) -> None:
+        """Refuse when ``rel``'s content hash is not ``expected_hash`` ("": no file)."""
+        if expected_hash is None:
+            return
+        path = self.abspath(rel)
+        current = content_hash(self.read_regular(rel)) if os.path.lexists(path) else ""
+        if current != expected_hash:
+            raise StaleRevisionError(
+                f"{rel} changed since it was read (revision {current or 'absent'}, "
+                f"expected {expected_hash or 'absent'}): read it again and retry"
+            )
 
     def rewrite(
         self, memory: Memory, changes: dict[str, Any], body: str | None, now: dt.datetime
@@ -438,10 +456,13 @@ class Vault:
             )
         doc = frontmatter.parse(self.read_bytes(memory.path).decode("utf-8"))
         changes = fields.place_status(memory.meta, changes)
+        tags = spelling(memory.meta, "tags")  # where the person's file keeps them: `Tags:`
+        changes = {tags if key == "tags" else key: value for key, value in changes.items()}
         if memory.id_derived:
             changes = {"id": memory.id, **changes}
         changes.setdefault("updated", now)
         text = frontmatter.render(doc, changes, body)
+        frontmatter.check_edit(text, changes)
         validate.file_size(memory.path, text, self.max_file_bytes)
         self.write(memory.path, text, expected_hash=memory.content_hash)
 
@@ -602,6 +623,38 @@ class Undo:
             except OSError as exc:
                 log.error("could not put %s back as it was: %s", rel, exc)
         return done
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()  # read once: setting it to read it is not thread-safe
+
+
+def _file_mode(path: Path) -> int:
+    """The permissions a write gives ``path``: the file's own, else what the umask allows."""
+    try:
+        return stat.S_IMODE(os.lstat(path).st_mode)
+    except OSError:
+        return 0o666 & ~_UMASK
+
+
+def _link_new(tmp: str, path: Path, rel: str) -> None:
+    """Put the written ``tmp`` at ``path`` only if nothing is there (never over a file
+    someone created meanwhile); ``tmp`` is removed either way."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError as exc:
+        raise StaleRevisionError(
+            f"{rel} was created by someone else while memvault wrote it: read it and retry"
+        ) from exc
+    except OSError:  # a file system without hard links: the check just made must do
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)
 
 
 def _refuse_binary(rel: str, data: bytes) -> None:

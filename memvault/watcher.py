@@ -111,7 +111,10 @@ class Watcher:
         self._stopping = False
         self._paused = 0  # > 0 while a sync rewrites the tree
         self._seen: dict[str, str] = {}
+        self._overtaken: dict[str, str] = {}  # memvault's writes a person's edit followed
+        self._gone: set[str] = set()  # deleted while paused (a sync): known, not a change
         self.batches = 0  # bursts processed (index + notify)
+        self.settled = 0  # bursts looked at, changed or not
         self.commits = 0  # external commits made
         self.restarts = 0  # observers replaced after one of their threads died
         self.ignored = 0  # events that reached us from folders that are never watched
@@ -267,6 +270,7 @@ class Watcher:
                 for rel in [r for r in self._seen if r not in indexed]:
                     if not os.path.lexists(self.root / rel):
                         del self._seen[rel]
+                        self._gone.add(rel)
                 self._paused -= 1
                 self._cond.notify_all()
 
@@ -341,6 +345,7 @@ class Watcher:
             try:
                 if batch:
                     self._process(batch)
+                    self.settled += 1
                 if commit_now:
                     self._commit()
             except Exception as exc:  # the watcher must survive anything a person does
@@ -380,6 +385,7 @@ class Watcher:
         added: list[str] = []
         removed: list[str] = []
         hidden: list[str] = []  # became unsafe: out of the index, nothing committed
+        indexed: dict[str, str] | None = None  # read once, for paths seen for the first time
         for rel in sorted(files):
             if not self.service.is_memory_path(rel):
                 continue
@@ -391,11 +397,11 @@ class Watcher:
                     hidden.append(rel)
                 continue
             self.skipped.pop(rel, None)
-            baseline = self._seen.get(rel)
-            mine = self.service.last_written(rel)
-            if mine is not None:  # memvault wrote (or deleted) it: that is the baseline
-                baseline = mine or None
-            if digest != baseline:
+            baseline, known = self._baseline(rel, digest)
+            if not known:  # the index was still being built when watching started
+                indexed = self.service.indexed_hashes() if indexed is None else indexed
+                baseline, known = indexed.get(rel), rel in indexed
+            if digest != baseline or not known:  # gone unseen: a commit drops what git lacks
                 if digest is None:
                     removed.append(rel)
                 elif baseline is None:
@@ -417,6 +423,18 @@ class Watcher:
             )
         )
 
+    def _baseline(self, rel: str, digest: str | None) -> tuple[str | None, bool]:
+        """What ``rel`` held before this batch, and whether that is known: memvault's own
+        last write (or deletion) of it, until a person changes the file after it; then
+        what the watcher saw last, so a person who puts memvault's text back (an undo) has
+        made a change too. Unknown for a path the watcher never saw."""
+        mine = self.service.last_written(rel)
+        if mine is None or self._overtaken.get(rel) == mine:
+            return self._seen.get(rel), rel in self._seen or rel in self._gone
+        if digest != (mine or None):
+            self._overtaken[rel] = mine  # the file moved on from memvault's write
+        return mine or None, True
+
     def _skip(self, rel: str, reason: str) -> None:
         """An unsafe entry: logged (once per reason), never read, indexed or committed."""
         if self.skipped.get(rel) != reason:
@@ -424,6 +442,7 @@ class Watcher:
         self.skipped[rel] = reason
 
     def _record(self, rel: str, digest: str | None) -> None:
+        self._gone.discard(rel)
         if digest is None:
             self._seen.pop(rel, None)
         else:
@@ -432,6 +451,7 @@ class Watcher:
     def _expand(self, batch: set[str]) -> set[str]:
         """Files behind a batch of paths: folders are walked, vanished folders resolved."""
         files: set[str] = set()
+        known: set[str] | None = None  # what the watcher saw or the index holds
         for rel in batch:
             full = self.root / rel
             if full.is_dir() and not full.is_symlink():  # a symlinked folder is not entered
@@ -442,7 +462,9 @@ class Watcher:
             elif os.path.lexists(full) or rel.lower().endswith(".md"):
                 files.add(rel)
             if not os.path.lexists(full):  # a moved or deleted folder: what we knew under it
-                files.update(p for p in self._seen if p.startswith(rel + "/"))
+                if known is None:  # the index too: watching may have begun before it was built
+                    known = set(self._seen) | set(self.service.indexed_hashes())
+                files.update(p for p in known if p.startswith(rel + "/"))
         return files
 
     def _commit(self) -> None:
