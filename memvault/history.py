@@ -60,6 +60,17 @@ STALE_LOCK_SECONDS_BLIND = 120.0
 """Where running processes cannot be seen (no /proc): only a much older lock counts."""
 PROC = Path("/proc")
 PURGED_NAME = "(purged)"
+# A diff as git itself makes it, whatever a person's diff.external, textconv drivers or
+# diff.noprefix would show instead: what an agent or a reviewer reads is the same everywhere.
+GITS_OWN_DIFF = (
+    "diff",
+    "--no-color",
+    "--no-ext-diff",
+    "--no-textconv",
+    "-M",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+)
 # Commit messages that name a purged path (a commit that also changed another file)
 # get the name replaced: awk reads the names from the environment, no quoting involved.
 # Like --prune-empty (a commit left with nothing to change is dropped), except the records
@@ -919,9 +930,7 @@ class History:
         """Unified diff from ``rev``'s version of the memory to the working file: git's own,
         whatever the person's ``diff.external`` or ``textconv`` drivers would show instead,
         with git's usual ``a/`` and ``b/`` whatever ``diff.noprefix`` says."""
-        args = ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M", self._rev(rev)]
-        args += ["--src-prefix=a/", "--dst-prefix=b/"]
-        return self.run(*args, "--", path_at_rev, current_path)
+        return self.run(*GITS_OWN_DIFF, self._rev(rev), "--", path_at_rev, current_path)
 
     def resolve(self, rev: str) -> str:
         return self._rev(rev)

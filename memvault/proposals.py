@@ -44,7 +44,7 @@ from .errors import (
     MemoryNotFoundError,
     StaleRevisionError,
 )
-from .history import History, format_message
+from .history import GITS_OWN_DIFF, History, format_message
 from .index import Index
 from .models import (
     ChangeEvent,
@@ -439,7 +439,7 @@ def _changes(history: History, commit: str) -> list[tuple[str, str]]:
 
 def diff(service: MemoryService, proposal: Pending) -> str:
     """The proposal's change as a unified diff."""
-    return service.history.run("diff", "--no-color", "-M", f"{proposal.commit}^", proposal.commit)
+    return service.history.run(*GITS_OWN_DIFF, f"{proposal.commit}^", proposal.commit)
 
 
 def _find(service: MemoryService, proposal_id: str) -> Pending:

@@ -527,10 +527,12 @@ def test_review_lists_proposals_with_diffs_and_accepts_or_rejects_them(
     tea = propose_tea(vault)
     cat = as_client(vault, "claude-code", "remember", {"content": "The user's cat is Miso."})
 
+    git(vault.root, "config", "diff.external", "false")  # a person's own diff tool: not ours
+    git(vault.root, "config", "diff.noprefix", "true")
     code, out, _ = cli_run(vault.root, "review")
     assert code == 0
     assert tea["commit"][:12] in out and cat["commit"][:12] in out
-    assert "+The user's favourite tea is genmaicha" in out
+    assert "+The user's favourite tea is genmaicha" in out and f"+++ b/{tea['path']}" in out
 
     code, out, _ = cli_run(vault.root, "--json", "review", "--client", "cursor")
     listed = json.loads(out)
