@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import os
 import shutil
 import threading
 from collections.abc import Callable
@@ -173,8 +174,10 @@ def _commit_pending(service: MemoryService) -> None:
 
 
 def _network_env(history: History) -> dict[str, str]:
-    """ssh that fails instead of asking (no terminal behind a server), unless the
-    repository configures its own ssh command."""
+    """ssh that fails instead of asking (no terminal behind a server), unless the person
+    chose their own ssh command (``GIT_SSH_COMMAND``, ``GIT_SSH`` or ``core.sshCommand``)."""
+    if os.environ.get("GIT_SSH_COMMAND") or os.environ.get("GIT_SSH"):
+        return {}
     if history.run("config", "--get", "core.sshCommand", check=False).strip():
         return {}
     return {"GIT_SSH_COMMAND": "ssh -o BatchMode=yes"}

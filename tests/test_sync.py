@@ -753,3 +753,24 @@ def test_stopping_sync_after_writes_waits_for_a_sync_under_way(pair: Pair) -> No
     for thread in (firing, stopping):
         thread.join(timeout=60)
     assert order == ["sync finished", "stopped"]
+
+
+def test_sync_uses_the_persons_own_ssh_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GIT_SSH_COMMAND (say `ssh -i ~/.ssh/vault_key`) is the person's choice: memvault's
+    batch-mode ssh is only the default."""
+    create_vault(tmp_path / "v")
+    git(tmp_path / "v", "remote", "add", "origin", "ssh://git@example.invalid/vault.git")
+    called = tmp_path / "called"
+    script = tmp_path / "my-ssh"
+    script.write_text(f'#!/bin/sh\necho "$@" > {called}\nexit 1\n', encoding="utf-8")
+    script.chmod(0o755)
+    monkeypatch.setenv("GIT_SSH_COMMAND", str(script))
+    service = _open(tmp_path / "v")
+    try:
+        result = sync(service)
+    finally:
+        service.close()
+    assert result.action == "offline" and called.exists()
+    assert "example.invalid" in called.read_text(encoding="utf-8")
