@@ -19,6 +19,15 @@ from .helpers import Clock, commit_count, git
 from .test_trust_git import git_objects, leave_a_merge_half_way
 
 
+def _nested_repository(vault: Path, owls: str) -> Path:
+    """``reading/``: a git repository of the person's own inside the vault, holding owls.md."""
+    nested = vault / "reading"
+    nested.mkdir()
+    git(nested, "init", "-q")
+    (nested / "owls.md").write_text(owls, encoding="utf-8")
+    return nested
+
+
 def _commit_as_person(vault: Path, message: str) -> None:
     git(vault, "-c", "user.name=Person", "-c", "user.email=p@example.org", "commit", "-qm", message)
 
@@ -144,10 +153,7 @@ def test_a_note_inside_another_git_repository_in_the_vault_is_never_rewritten_or
     text_only: MemoryService,
 ) -> None:
     vault = text_only.root
-    nested = vault / "reading"
-    nested.mkdir()
-    git(nested, "init", "-q")
-    (nested / "owls.md").write_text("# Owls\n\nNotes on owls from the library.\n", encoding="utf-8")
+    nested = _nested_repository(vault, "# Owls\n\nNotes on owls from the library.\n")
     git(nested, "add", "owls.md")
     _commit_as_person(nested, "the person's own repository")
     text_only.sync_index()
@@ -299,10 +305,7 @@ def test_a_persons_edits_commit_beside_an_edit_inside_another_repository_in_the_
     text_only: MemoryService,
 ) -> None:
     vault = text_only.root
-    nested = vault / "reading"
-    nested.mkdir()
-    git(nested, "init", "-q")
-    (nested / "owls.md").write_text("# Owls\n\nBarn owls.\n", encoding="utf-8")
+    _nested_repository(vault, "# Owls\n\nBarn owls.\n")
     mine = vault / "inbox" / "swifts.md"
     mine.write_text("# Swifts\n\nSwifts sleep on the wing.\n", encoding="utf-8")
 

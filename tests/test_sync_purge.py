@@ -258,15 +258,20 @@ def test_a_clone_that_took_a_purge_keeps_no_trace_of_it_in_its_index_or_state(
     assert _traces(b.root) == [] and not _stored_anywhere(b.root)
 
 
+def _stash_a_draft(service: MemoryService) -> None:
+    """A person's edit of the trains memory, stashed with git (never committed)."""
+    [trains] = [r.path for r in service.records() if "Trains" in r.title]
+    with open(service.root / trains, "a", encoding="utf-8") as handle:
+        handle.write("\nA draft the person stashed.\n")
+    git(service.root, "-c", "user.name=P", "-c", "user.email=p@example.org", "stash", "-q")
+
+
 def test_replace_remote_keeps_a_stash_made_after_the_purge(
     vaults: tuple[Path, MemoryService, MemoryService],
 ) -> None:
     _, a, _ = vaults
     _purge(a)
-    [trains] = [r.path for r in a.records() if "Trains" in r.title]
-    with open(a.root / trains, "a", encoding="utf-8") as handle:
-        handle.write("\nA draft the person stashed.\n")
-    git(a.root, "-c", "user.name=P", "-c", "user.email=p@example.org", "stash", "-q")
+    _stash_a_draft(a)
     assert sync(a, replace_remote=True).action == "replaced the remote's history"
     assert git(a.root, "stash", "list").count("\n") == 1
     assert "A draft the person stashed." in git(a.root, "stash", "show", "-p")
@@ -277,10 +282,7 @@ def test_a_clone_with_a_stash_on_the_old_history_refuses_to_take_the_purge_and_k
     vaults: tuple[Path, MemoryService, MemoryService],
 ) -> None:
     _, a, b = vaults
-    [trains] = [r.path for r in b.records() if "Trains" in r.title]
-    with open(b.root / trains, "a", encoding="utf-8") as handle:
-        handle.write("\nA draft the person stashed.\n")
-    git(b.root, "-c", "user.name=P", "-c", "user.email=p@example.org", "stash", "-q")
+    _stash_a_draft(b)
     _purge(a)
     sync(a, replace_remote=True)
     head = git(b.root, "rev-parse", "HEAD")
