@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
+import filelock
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -141,6 +143,32 @@ def test_every_byte_on_stdout_is_json_rpc(vault_path: Path) -> None:
         assert json.loads(line)["jsonrpc"] == "2.0", line
     assert json.loads(out[-1])["result"]["isError"] is True
     assert "memvault: serving" in err
+
+
+def test_serve_starts_and_answers_while_another_process_holds_the_write_lock(
+    vault_path: Path,
+) -> None:
+    """An import or purge elsewhere holds the lock for long: the host's server answers at
+    once (reads work), and its writes go through once the lock is free."""
+    lock = filelock.FileLock(str(vault_path / ".memvault" / "write.lock"))
+    lock.acquire()
+    env = {**os.environ, "MEMVAULT_LOCK_TIMEOUT": "300", "MEMVAULT_EMBEDDER": "none"}
+    params = StdioServerParameters(command=sys.executable, args=serve_args(vault_path), env=env)
+
+    async def main() -> None:
+        async with Client(params, mode="legacy") as client:
+            listed = await call_tool(client, "list_memories", {})
+            assert listed["memories"] == []
+            lock.release()
+            made = await call_tool(
+                client, "remember", {"content": "Lock waits end in a write.", "type": "fact"}
+            )
+            assert made["action"] == "created"
+
+    try:
+        asyncio.run(asyncio.wait_for(main(), timeout=60))
+    finally:
+        lock.release()
 
 
 def free_port() -> int:

@@ -18,7 +18,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus
 
 from .. import __version__, lifecycle, syncing
-from ..errors import MemvaultError
+from ..errors import LockTimeoutError, MemvaultError
 from ..service import MemoryService
 from ..text import warm_up
 from . import resources
@@ -82,21 +82,20 @@ def serve(
             f"refusing to serve HTTP on {host} without a token: pass --token or set "
             "MEMVAULT_TOKEN (loopback addresses need none)"
         )
-    service = MemoryService.open(vault)
+    # Recovery waits for the vault's write lock, which another process may hold for long
+    # (an import, a purge): it runs behind the server, which answers `initialize` at once.
+    service = MemoryService.open(vault, recover=False)
     mcp, _ = build_server(service)
-
-    def background() -> None:
-        service.ensure_synced()
-        log.info("index ready: %s", service.index_status())
-        service.start_embedding()  # vectors the text index lacks fill in behind it
-
-    threading.Thread(target=background, name="memvault-sync", daemon=True).start()
+    watcher = _watcher(service) if watch else None
+    stopping = threading.Event()
+    threading.Thread(
+        target=_start_up, args=(service, watcher, stopping), name="memvault-sync", daemon=True
+    ).start()
     # jieba's dictionary load holds the GIL for ~0.6 s: do it once `initialize` is long
     # answered (hosts time that), not in the first Chinese query.
     warm = threading.Timer(JIEBA_WARM_UP_DELAY, warm_up)
     warm.daemon = True
     warm.start()
-    watcher = _start_watcher(service) if watch else None
     stop_forgetting = threading.Event()  # consolidate_every_hours > 0: archive by policy
     lifecycle.schedule(service, stop_forgetting)
     stop_syncing = start_sync_schedule(service, service.settings.sync_interval)
@@ -110,6 +109,7 @@ def serve(
         else:
             mcp.run("stdio")
     finally:
+        stopping.set()
         stop_forgetting.set()
         stop_syncing()
         if after_writes is not None:
@@ -155,13 +155,34 @@ def _sync_after_writes(service: MemoryService) -> Any:
     return AfterWrites(service, service.settings.sync_after_writes)
 
 
-def _start_watcher(service: MemoryService) -> Any:
+def _watcher(service: MemoryService) -> Any:
+    """The watcher, not started yet; every sync (tool or schedule) holds it off."""
     from ..watcher import Watcher
 
     watcher = Watcher(service)
-    watcher.start()
-    service.pause = watcher.paused  # every sync (tool or schedule) holds the watcher off
+    service.pause = watcher.paused
     return watcher
+
+
+def _start_up(service: MemoryService, watcher: Any, stopping: threading.Event) -> None:
+    """Commit what a crash or a person left (waiting for the write lock as long as another
+    process holds it), start the watcher, then bring the index up to date."""
+    while not stopping.is_set():
+        try:
+            service.recover()
+            break
+        except LockTimeoutError as exc:
+            log.warning("start-up recovery waits: %s", exc)
+    if stopping.is_set():
+        return
+    if watcher is not None:
+        try:
+            watcher.start()
+        except (MemvaultError, OSError) as exc:  # the vault is still served
+            log.error("the watcher did not start (%s): restart memvault to watch edits", exc)
+    service.ensure_synced()
+    log.info("index ready: %s", service.index_status())
+    service.start_embedding()  # vectors the text index lacks fill in behind it
 
 
 __all__ = ["Notifier", "build_server", "note_uri", "register_legacy_subscriptions", "serve"]
