@@ -22,6 +22,7 @@ from ..errors import LockTimeoutError, MemvaultError
 from ..service import MemoryService
 from ..text import warm_up
 from . import resources
+from .http import LOOPBACK
 from .notify import Notifier, register_legacy_subscriptions
 from .resources import note_uri
 from .tools import build_tools
@@ -58,7 +59,6 @@ def build_server(service: MemoryService) -> tuple[MCPServer, Notifier]:
 
 
 # -- running ------------------------------------------------------------------
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 JIEBA_WARM_UP_DELAY = 3.0  # seconds after start
 
 

@@ -49,8 +49,16 @@ async def _reject(send: Any, status: int, message: bytes) -> None:
     await send({"type": "http.response.body", "body": message})
 
 
-def security(host: str, port: int) -> TransportSecuritySettings:
-    """Only local Origins (and Host headers) are accepted: no DNS-rebinding from web pages."""
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def security(host: str, port: int, token: str | None = None) -> TransportSecuritySettings:
+    """On loopback only local Origins (and Host headers) are accepted: no DNS-rebinding from
+    web pages. On any other address the bearer token (required there) guards every request,
+    and clients reach the server by names and addresses it cannot list (``0.0.0.0`` is
+    none of them): Host and Origin are not checked."""
+    if host not in LOOPBACK and (token or "").strip():
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     hosts = {host, "127.0.0.1", "localhost", "[::1]"}
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
@@ -61,7 +69,8 @@ def security(host: str, port: int) -> TransportSecuritySettings:
 
 def http_app(mcp: MCPServer, host: str, port: int, token: str | None) -> Any:
     """The MCP app; behind the bearer check when ``token`` is not blank."""
-    app: Any = mcp.streamable_http_app(transport_security=security(host, port), host=host)
+    checks = security(host, port, token)
+    app: Any = mcp.streamable_http_app(transport_security=checks, host=host)
     token = (token or "").strip()
     return BearerTokenMiddleware(app, token) if token else app
 
