@@ -7,7 +7,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -1127,17 +1127,8 @@ def serve(
         def announce(where: str) -> None:
             click.echo(f"memvault: serving {ctx.vault} over {where}{auth}", err=True)
 
-        if not use_http:
-            announce("stdio")
-        run_server(
-            ctx.vault,
-            http=use_http,
-            host=host,
-            port=port,
-            token=token,
-            watch=watch,
-            announce=lambda line: announce(line.removeprefix("listening on ")),
-        )
+        with suppress(KeyboardInterrupt):  # Ctrl-C: the person stopped it on purpose
+            run_server(ctx.vault, use_http, host, port, token, watch, announce)
 
 
 @cli.command()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -169,6 +170,38 @@ def test_serve_starts_and_answers_while_another_process_holds_the_write_lock(
         asyncio.run(asyncio.wait_for(main(), timeout=60))
     finally:
         lock.release()
+
+
+def test_serve_on_a_missing_vault_fails_without_first_saying_it_serves(tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "vault"
+    proc = subprocess.run(
+        [sys.executable, *serve_args(missing, "--no-init")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert "no vault at" in proc.stderr and "serving" not in proc.stderr
+
+
+def test_ctrl_c_stops_an_http_server_quietly(vault_path: Path) -> None:
+    """A person stops `memvault serve --http` in a terminal on purpose: no "Aborted!", status
+    0; the line that says where it serves comes once it serves (port 0: the port chosen)."""
+    proc = subprocess.Popen(
+        [sys.executable, *serve_args(vault_path, "--http", "--port", "0")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    said = proc.stderr.readline()  # once the vault is open
+    assert "memvault: serving" in said and ":0/" not in said
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert (proc.returncode, out) == (0, ""), err
+    assert "Aborted" not in err and "Traceback" not in err
 
 
 def free_port() -> int:

@@ -73,8 +73,8 @@ def serve(
 ) -> None:
     """Open the vault, start background indexing (and the watcher), serve MCP.
 
-    ``announce`` gets one line for a person once HTTP accepts connections. A blank or
-    whitespace-only token is no token.
+    ``announce`` gets where it serves ("stdio", or the URL once HTTP accepts connections),
+    once the vault is open. A blank or whitespace-only token is no token.
     """
     token = (token or "").strip() or None
     if http and host not in LOOPBACK and not token:
@@ -107,6 +107,7 @@ def serve(
 
             run_http(mcp, host, port, token, announce)
         else:
+            (announce or log.info)("stdio")
             mcp.run("stdio")
     finally:
         stopping.set()

@@ -82,7 +82,7 @@ def run_http(
     token: str | None,
     announce: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve until stopped; ``announce`` gets one line once the port is bound."""
+    """Serve until stopped; ``announce`` gets the URL once the port is bound."""
     import uvicorn
 
     config = uvicorn.Config(
@@ -92,12 +92,19 @@ def run_http(
         log_level="warning",
         lifespan="on",
     )
-    # Bind before announcing: once the line below is on stderr, connections are accepted
-    # (queued by the kernel until uvicorn's loop serves them), so callers need not poll.
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.listen(128)
-    (announce or log.info)(f"listening on http://{host}:{port}/mcp")
-    uvicorn.Server(config).run(sockets=[sock])
+    port = sock.getsockname()[1]  # the one the system chose for --port 0
+    url = f"http://{f'[{host}]' if ':' in host else host}:{port}/mcp"
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            # Once this line is out, connections are served and Ctrl-C is uvicorn's
+            # (a graceful stop), so callers need not poll.
+            (announce or log.info)(url)
+
+    Server(config).run(sockets=[sock])
