@@ -22,9 +22,16 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from .helpers import call_tool, git
+from .helpers import broken_git_index, call_tool, git
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+
+
+INITIALIZE = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {},
+    "clientInfo": {"name": "raw-pipe", "version": "1"},
+}
 
 
 def serve_args(vault: Path, *extra: str) -> list[str]:
@@ -170,6 +177,38 @@ def test_serve_starts_and_answers_while_another_process_holds_the_write_lock(
         asyncio.run(asyncio.wait_for(main(), timeout=60))
     finally:
         lock.release()
+
+
+def test_a_start_up_recovery_that_fails_is_logged_and_the_vault_still_served(
+    vault_path: Path,
+) -> None:
+    """Recovery runs behind the server: when git cannot commit what a crash left, stderr
+    says so (no traceback of a dead thread) and requests are answered."""
+    (vault_path / ".memvault").mkdir(exist_ok=True)
+    (vault_path / "facts" / "left.md").write_text("---\ntype: fact\n---\nLeft by a crash.\n")
+    (vault_path / ".memvault" / "pending-writes").write_text("facts/left.md\n")
+    with broken_git_index(vault_path):
+        proc = subprocess.Popen(
+            [sys.executable, *serve_args(vault_path, "--no-watch")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdin and proc.stdout and proc.stderr
+        try:
+            for line in proc.stderr:
+                assert "Traceback" not in line
+                if "could not commit what was left uncommitted" in line:
+                    break
+            request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE}
+            proc.stdin.write(json.dumps(request) + "\n")
+            proc.stdin.flush()
+            answer = json.loads(proc.stdout.readline())
+        finally:
+            proc.kill()
+            proc.communicate(timeout=30)
+    assert answer["result"]["serverInfo"]["name"] == "memvault"
 
 
 def test_serve_on_a_missing_vault_fails_without_first_saying_it_serves(tmp_path: Path) -> None:

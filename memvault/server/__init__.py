@@ -120,6 +120,22 @@ def serve(
         service.close()
 
 
+def _recovered(service: MemoryService, stopping: threading.Event) -> bool:
+    """Start-up recovery, waiting for the write lock as long as another process holds it;
+    False if the server stopped first. A recovery that fails is logged: the vault is
+    served all the same (its writes say what is wrong)."""
+    while not stopping.is_set():
+        try:
+            service.recover()
+        except LockTimeoutError as exc:
+            log.warning("start-up recovery waits: %s", exc)
+            continue
+        except (MemvaultError, OSError) as exc:
+            log.error("could not commit what was left uncommitted at start-up: %s", exc)
+        return True
+    return False
+
+
 def start_sync_schedule(service: MemoryService, interval: float) -> Callable[[], None]:
     """Sync with the git remote every ``interval`` seconds (none when 0), the watcher
     paused while git rewrites the tree; returns the function that stops it."""
@@ -166,15 +182,9 @@ def _watcher(service: MemoryService) -> Any:
 
 
 def _start_up(service: MemoryService, watcher: Any, stopping: threading.Event) -> None:
-    """Commit what a crash or a person left (waiting for the write lock as long as another
-    process holds it), start the watcher, then bring the index up to date."""
-    while not stopping.is_set():
-        try:
-            service.recover()
-            break
-        except LockTimeoutError as exc:
-            log.warning("start-up recovery waits: %s", exc)
-    if stopping.is_set():
+    """Commit what a crash or a person left, start the watcher, then bring the index up to
+    date."""
+    if not _recovered(service, stopping):
         return
     if watcher is not None:
         try:
