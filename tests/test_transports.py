@@ -211,6 +211,47 @@ def test_a_start_up_recovery_that_fails_is_logged_and_the_vault_still_served(
     assert answer["result"]["serverInfo"]["name"] == "memvault"
 
 
+def test_sigterm_stops_a_stdio_server_as_ctrl_c_does_committing_what_the_watcher_saw(
+    vault_path: Path,
+) -> None:
+    """A host ends its server with SIGTERM: status 0, and a person's edit the watcher had
+    seen is committed before the exit (not left to the next start's recovery)."""
+    note = vault_path / "facts" / "boat.md"
+    note.write_text("---\ntype: fact\n---\nThe boat is blue.\n")
+    git(vault_path, "add", "facts/boat.md")
+    git(vault_path, "commit", "-qm", "a note")
+    env = {**os.environ, "MEMVAULT_DEBOUNCE_SECONDS": "600", "MEMVAULT_EMBEDDER": "none"}
+    proc = subprocess.Popen(
+        [sys.executable, *serve_args(vault_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stdin and proc.stdout
+    uri = "memory://note/facts/boat.md"
+    try:
+        for number, (method, params) in enumerate(
+            [("initialize", INITIALIZE), ("resources/subscribe", {"uri": uri})], 1
+        ):
+            request = {"jsonrpc": "2.0", "id": number, "method": method, "params": params}
+            proc.stdin.write(json.dumps(request) + "\n")
+            proc.stdin.flush()
+            assert json.loads(proc.stdout.readline())["id"] == number
+        note.write_text("---\ntype: fact\n---\nThe boat is green now.\n")
+        for line in proc.stdout:  # the watcher indexed the edit and says so
+            if json.loads(line).get("params", {}).get("uri") == uri:
+                break
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "Memvault-Op: external" in git(vault_path, "log", "-1", "--format=%B")
+    assert git(vault_path, "status", "--porcelain") == ""
+
+
 def test_serve_on_a_missing_vault_fails_without_first_saying_it_serves(tmp_path: Path) -> None:
     missing = tmp_path / "no" / "vault"
     proc = subprocess.run(

@@ -9,6 +9,7 @@ stdout breaks the protocol.
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -101,6 +102,7 @@ def serve(
     stop_syncing = start_sync_schedule(service, service.settings.sync_interval)
     after_writes = _sync_after_writes(service)
     log.info("memvault serving %s over %s", service.root, "HTTP" if http else "stdio")
+    _stop_on_sigterm()
     try:
         if http:
             from .http import run_http
@@ -118,6 +120,13 @@ def serve(
         if watcher is not None:
             watcher.stop()
         service.close()
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM (a host closing, `kill`) stops the server as Ctrl-C does, not at once: the
+    writes under way finish, the watcher commits what it saw, the index is closed."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
 def _recovered(service: MemoryService, stopping: threading.Event) -> bool:
