@@ -1105,7 +1105,7 @@ def export(ctx: Ctx, out: Path | None) -> None:
 @cli.command()
 @click.option("--http", "use_http", is_flag=True, help="Streamable HTTP instead of stdio.")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8765, show_default=True, type=int)
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--token", default=None, envvar="MEMVAULT_TOKEN", help="Bearer token for HTTP.")
 @click.option("--init/--no-init", "create", default=True, help="Create the vault when missing.")
 @click.option("--watch/--no-watch", default=True, help="Watch the vault for edits by people.")

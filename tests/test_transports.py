@@ -369,3 +369,28 @@ def test_http_refuses_a_public_bind_without_a_token(vault_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert "without a token" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_http_on_a_port_in_use_or_out_of_range_says_what_to_do(vault_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        busy = subprocess.run(
+            [sys.executable, *serve_args(vault_path, "--http", "--port", port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert busy.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in busy.stderr
+    assert "pass another --port" in busy.stderr and "bug" not in busy.stderr
+    wrong = subprocess.run(
+        [sys.executable, *serve_args(vault_path, "--http", "--port", "99999")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert wrong.returncode == 2 and "--port" in wrong.stderr and "bug" not in wrong.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hmac
 import logging
 import socket
@@ -10,6 +11,8 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
+
+from ..errors import MemvaultError
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +78,25 @@ def http_app(mcp: MCPServer, host: str, port: int, token: str | None) -> Any:
     return BearerTokenMiddleware(app, token) if token else app
 
 
+def _listening(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` and listening; a clear error when it cannot be."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        busy = " (another server, perhaps another `memvault serve --http`?)"
+        raise MemvaultError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+            f"{busy if exc.errno == errno.EADDRINUSE else ''}: "
+            "pass another --port, or a --host this machine has"
+        ) from exc
+    return sock
+
+
 def run_http(
     mcp: MCPServer,
     host: str,
@@ -92,11 +114,7 @@ def run_http(
         log_level="warning",
         lifespan="on",
     )
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
+    sock = _listening(host, port)
     port = sock.getsockname()[1]  # the one the system chose for --port 0
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}/mcp"
 
