@@ -141,8 +141,8 @@ def _recovered(service: MemoryService, stopping: threading.Event) -> bool:
             continue
         except (MemvaultError, OSError) as exc:
             log.error("could not commit what was left uncommitted at start-up: %s", exc)
-        return True
-    return False
+        break
+    return not stopping.is_set()
 
 
 def start_sync_schedule(service: MemoryService, interval: float) -> Callable[[], None]:
@@ -191,6 +191,16 @@ def _watcher(service: MemoryService) -> Any:
 
 
 def _start_up(service: MemoryService, watcher: Any, stopping: threading.Event) -> None:
+    """:func:`_starting`; a stop meanwhile closes the service under it, which is no error."""
+    try:
+        _starting(service, watcher, stopping)
+    except Exception:
+        if not stopping.is_set():
+            raise
+        log.debug("start-up cut short by the server's stop", exc_info=True)
+
+
+def _starting(service: MemoryService, watcher: Any, stopping: threading.Event) -> None:
     """Commit what a crash or a person left, start the watcher, then bring the index up to
     date."""
     if not _recovered(service, stopping):
