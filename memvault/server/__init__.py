@@ -61,6 +61,7 @@ def build_server(service: MemoryService) -> tuple[MCPServer, Notifier]:
 
 # -- running ------------------------------------------------------------------
 JIEBA_WARM_UP_DELAY = 3.0  # seconds after start
+START_WAIT = 5.0  # seconds serve waits for start-up recovery (a lock held elsewhere: no more)
 
 
 def serve(
@@ -84,14 +85,11 @@ def serve(
             "MEMVAULT_TOKEN (loopback addresses need none)"
         )
     # Recovery waits for the vault's write lock, which another process may hold for long
-    # (an import, a purge): it runs behind the server, which answers `initialize` at once.
+    # (an import, a purge): it runs behind the server, which answers `initialize` soon.
     service = MemoryService.open(vault, recover=False)
     mcp, _ = build_server(service)
     watcher = _watcher(service) if watch else None
-    stopping = threading.Event()
-    threading.Thread(
-        target=_start_up, args=(service, watcher, stopping), name="memvault-sync", daemon=True
-    ).start()
+    stopping = _start_behind(service, watcher)
     # jieba's dictionary load holds the GIL for ~0.6 s: do it once `initialize` is long
     # answered (hosts time that), not in the first Chinese query.
     warm = threading.Timer(JIEBA_WARM_UP_DELAY, warm_up)
@@ -190,19 +188,39 @@ def _watcher(service: MemoryService) -> Any:
     return watcher
 
 
-def _start_up(service: MemoryService, watcher: Any, stopping: threading.Event) -> None:
+def _start_behind(service: MemoryService, watcher: Any) -> threading.Event:
+    """:func:`_start_up` on its own thread, waited for until the watcher runs (usually
+    before the first request) or START_WAIT passes; the event that stops it."""
+    stopping, watching = threading.Event(), threading.Event()
+    threading.Thread(
+        target=_start_up,
+        args=(service, watcher, stopping, watching),
+        name="memvault-sync",
+        daemon=True,
+    ).start()
+    watching.wait(START_WAIT)
+    return stopping
+
+
+def _start_up(
+    service: MemoryService, watcher: Any, stopping: threading.Event, watching: threading.Event
+) -> None:
     """:func:`_starting`; a stop meanwhile closes the service under it, which is no error."""
     try:
-        _starting(service, watcher, stopping)
+        _starting(service, watcher, stopping, watching)
     except Exception:
         if not stopping.is_set():
             raise
         log.debug("start-up cut short by the server's stop", exc_info=True)
+    finally:
+        watching.set()
 
 
-def _starting(service: MemoryService, watcher: Any, stopping: threading.Event) -> None:
-    """Commit what a crash or a person left, start the watcher, then bring the index up to
-    date."""
+def _starting(
+    service: MemoryService, watcher: Any, stopping: threading.Event, watching: threading.Event
+) -> None:
+    """Commit what a crash or a person left, start the watcher (then set ``watching``),
+    then bring the index up to date."""
     if not _recovered(service, stopping):
         return
     if watcher is not None:
@@ -210,6 +228,7 @@ def _starting(service: MemoryService, watcher: Any, stopping: threading.Event) -
             watcher.start()
         except (MemvaultError, OSError) as exc:  # the vault is still served
             log.error("the watcher did not start (%s): restart memvault to watch edits", exc)
+    watching.set()
     service.ensure_synced()
     log.info("index ready: %s", service.index_status())
     service.start_embedding()  # vectors the text index lacks fill in behind it
