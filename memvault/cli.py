@@ -7,7 +7,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -1133,7 +1133,7 @@ def export(ctx: Ctx, out: Path | None) -> None:
 @cli.command()
 @click.option("--http", "use_http", is_flag=True, help="Streamable HTTP instead of stdio.")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8765, show_default=True, type=int)
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--token", default=None, envvar="MEMVAULT_TOKEN", help="Bearer token for HTTP.")
 @click.option("--init/--no-init", "create", default=True, help="Create the vault when missing.")
 @click.option("--watch/--no-watch", default=True, help="Watch the vault for edits by people.")
@@ -1155,17 +1155,8 @@ def serve(
         def announce(where: str) -> None:
             click.echo(f"memvault: serving {ctx.vault} over {where}{auth}", err=True)
 
-        if not use_http:
-            announce("stdio")
-        run_server(
-            ctx.vault,
-            http=use_http,
-            host=host,
-            port=port,
-            token=token,
-            watch=watch,
-            announce=lambda line: announce(line.removeprefix("listening on ")),
-        )
+        with suppress(KeyboardInterrupt):  # Ctrl-C: the person stopped it on purpose
+            run_server(ctx.vault, use_http, host, port, token, watch, announce)
 
 
 @cli.command()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -14,14 +16,22 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
+import filelock
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from .helpers import call_tool, git
+from .helpers import broken_git_index, call_tool, git
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+
+
+INITIALIZE = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {},
+    "clientInfo": {"name": "raw-pipe", "version": "1"},
+}
 
 
 def serve_args(vault: Path, *extra: str) -> list[str]:
@@ -143,6 +153,137 @@ def test_every_byte_on_stdout_is_json_rpc(vault_path: Path) -> None:
     assert "memvault: serving" in err
 
 
+def test_serve_starts_and_answers_while_another_process_holds_the_write_lock(
+    vault_path: Path,
+) -> None:
+    """An import or purge elsewhere holds the lock for long: the host's server answers at
+    once (reads work), and its writes go through once the lock is free."""
+    lock = filelock.FileLock(str(vault_path / ".memvault" / "write.lock"))
+    lock.acquire()
+    env = {**os.environ, "MEMVAULT_LOCK_TIMEOUT": "300", "MEMVAULT_EMBEDDER": "none"}
+    params = StdioServerParameters(command=sys.executable, args=serve_args(vault_path), env=env)
+
+    async def main() -> None:
+        async with Client(params, mode="legacy") as client:
+            listed = await call_tool(client, "list_memories", {})
+            assert listed["memories"] == []
+            lock.release()
+            made = await call_tool(
+                client, "remember", {"content": "Lock waits end in a write.", "type": "fact"}
+            )
+            assert made["action"] == "created"
+
+    try:
+        asyncio.run(asyncio.wait_for(main(), timeout=60))
+    finally:
+        lock.release()
+
+
+def test_a_start_up_recovery_that_fails_is_logged_and_the_vault_still_served(
+    vault_path: Path,
+) -> None:
+    """Recovery runs behind the server: when git cannot commit what a crash left, stderr
+    says so (no traceback of a dead thread) and requests are answered."""
+    (vault_path / ".memvault").mkdir(exist_ok=True)
+    (vault_path / "facts" / "left.md").write_text("---\ntype: fact\n---\nLeft by a crash.\n")
+    (vault_path / ".memvault" / "pending-writes").write_text("facts/left.md\n")
+    with broken_git_index(vault_path):
+        proc = subprocess.Popen(
+            [sys.executable, *serve_args(vault_path, "--no-watch")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdin and proc.stdout and proc.stderr
+        try:
+            for line in proc.stderr:
+                assert "Traceback" not in line
+                if "could not commit what was left uncommitted" in line:
+                    break
+            request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE}
+            proc.stdin.write(json.dumps(request) + "\n")
+            proc.stdin.flush()
+            answer = json.loads(proc.stdout.readline())
+        finally:
+            proc.kill()
+            proc.communicate(timeout=30)
+    assert answer["result"]["serverInfo"]["name"] == "memvault"
+
+
+def test_sigterm_stops_a_stdio_server_as_ctrl_c_does_committing_what_the_watcher_saw(
+    vault_path: Path,
+) -> None:
+    """A host ends its server with SIGTERM: status 0, and a person's edit the watcher had
+    seen is committed before the exit (not left to the next start's recovery)."""
+    note = vault_path / "facts" / "boat.md"
+    note.write_text("---\ntype: fact\n---\nThe boat is blue.\n")
+    git(vault_path, "add", "facts/boat.md")
+    git(vault_path, "commit", "-qm", "a note")
+    env = {**os.environ, "MEMVAULT_DEBOUNCE_SECONDS": "600", "MEMVAULT_EMBEDDER": "none"}
+    proc = subprocess.Popen(
+        [sys.executable, *serve_args(vault_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stdin and proc.stdout
+    uri = "memory://note/facts/boat.md"
+    try:
+        for number, (method, params) in enumerate(
+            [("initialize", INITIALIZE), ("resources/subscribe", {"uri": uri})], 1
+        ):
+            request = {"jsonrpc": "2.0", "id": number, "method": method, "params": params}
+            proc.stdin.write(json.dumps(request) + "\n")
+            proc.stdin.flush()
+            assert json.loads(proc.stdout.readline())["id"] == number
+        note.write_text("---\ntype: fact\n---\nThe boat is green now.\n")
+        for line in proc.stdout:  # the watcher indexed the edit and says so
+            if json.loads(line).get("params", {}).get("uri") == uri:
+                break
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "Memvault-Op: external" in git(vault_path, "log", "-1", "--format=%B")
+    assert git(vault_path, "status", "--porcelain") == ""
+
+
+def test_serve_on_a_missing_vault_fails_without_first_saying_it_serves(tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "vault"
+    proc = subprocess.run(
+        [sys.executable, *serve_args(missing, "--no-init")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert "no vault at" in proc.stderr and "serving" not in proc.stderr
+
+
+def test_ctrl_c_stops_an_http_server_quietly(vault_path: Path) -> None:
+    """A person stops `memvault serve --http` in a terminal on purpose: no "Aborted!", status
+    0; the line that says where it serves comes once it serves (port 0: the port chosen)."""
+    proc = subprocess.Popen(
+        [sys.executable, *serve_args(vault_path, "--http", "--port", "0")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    said = proc.stderr.readline()  # once the vault is open
+    assert "memvault: serving" in said and ":0/" not in said
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert (proc.returncode, out) == (0, ""), err
+    assert "Aborted" not in err and "Traceback" not in err
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -228,3 +369,28 @@ def test_http_refuses_a_public_bind_without_a_token(vault_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert "without a token" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_http_on_a_port_in_use_or_out_of_range_says_what_to_do(vault_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        busy = subprocess.run(
+            [sys.executable, *serve_args(vault_path, "--http", "--port", port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert busy.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in busy.stderr
+    assert "pass another --port" in busy.stderr and "bug" not in busy.stderr
+    wrong = subprocess.run(
+        [sys.executable, *serve_args(vault_path, "--http", "--port", "99999")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert wrong.returncode == 2 and "--port" in wrong.stderr and "bug" not in wrong.stderr

@@ -379,3 +379,28 @@ def test_a_blank_token_does_not_allow_a_public_bind(vault_path: Path, token: str
         )
         assert proc.returncode == 1, proc.stderr
         assert "without a token" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_public_bind_with_a_token_serves_clients_by_any_name_and_loopback_stays_local(
+    service: MemoryService,
+) -> None:
+    """On 0.0.0.0 clients arrive as the machine's address or name: the token guards them.
+    On loopback a foreign Host or Origin (DNS rebinding from a web page) is refused."""
+
+    async def status(bind: str, token: str | None, base: str, headers: dict[str, str]) -> int:
+        server, _ = build_server(service)
+        transport = httpx.ASGITransport(app=http_app(server, bind, 8765, token))
+        async with (
+            server.session_manager.run(),
+            httpx.AsyncClient(transport=transport, base_url=base) as http,
+        ):
+            accept = {"Accept": "application/json, text/event-stream"}
+            response = await http.post("/mcp", json=INITIALIZE, headers={**accept, **headers})
+            return response.status_code
+
+    bearer = {"Authorization": "Bearer s3cret"}
+    assert asyncio.run(status("0.0.0.0", "s3cret", "http://192.0.2.7:8765", bearer)) == 200
+    assert asyncio.run(status("0.0.0.0", "s3cret", "http://vault.example:8765", {})) == 401
+    assert asyncio.run(status("127.0.0.1", None, "http://evil.example:8765", {})) == 421
+    origin = {"Origin": "http://evil.example:8765"}
+    assert asyncio.run(status("127.0.0.1", None, "http://127.0.0.1:8765", origin)) == 403

@@ -9,6 +9,7 @@ stdout breaks the protocol.
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -18,10 +19,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus
 
 from .. import __version__, lifecycle, syncing
-from ..errors import MemvaultError
+from ..errors import LockTimeoutError, MemvaultError
 from ..service import MemoryService
 from ..text import warm_up
 from . import resources
+from .http import LOOPBACK
 from .notify import Notifier, register_legacy_subscriptions
 from .resources import note_uri
 from .tools import build_tools
@@ -58,8 +60,8 @@ def build_server(service: MemoryService) -> tuple[MCPServer, Notifier]:
 
 
 # -- running ------------------------------------------------------------------
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 JIEBA_WARM_UP_DELAY = 3.0  # seconds after start
+START_WAIT = 5.0  # seconds serve waits for start-up recovery (a lock held elsewhere: no more)
 
 
 def serve(
@@ -73,8 +75,8 @@ def serve(
 ) -> None:
     """Open the vault, start background indexing (and the watcher), serve MCP.
 
-    ``announce`` gets one line for a person once HTTP accepts connections. A blank or
-    whitespace-only token is no token.
+    ``announce`` gets where it serves ("stdio", or the URL once HTTP accepts connections),
+    once the vault is open. A blank or whitespace-only token is no token.
     """
     token = (token or "").strip() or None
     if http and host not in LOOPBACK and not token:
@@ -82,34 +84,33 @@ def serve(
             f"refusing to serve HTTP on {host} without a token: pass --token or set "
             "MEMVAULT_TOKEN (loopback addresses need none)"
         )
-    service = MemoryService.open(vault)
+    # Recovery waits for the vault's write lock, which another process may hold for long
+    # (an import, a purge): it runs behind the server, which answers `initialize` soon.
+    service = MemoryService.open(vault, recover=False)
     mcp, _ = build_server(service)
-
-    def background() -> None:
-        service.ensure_synced()
-        log.info("index ready: %s", service.index_status())
-        service.start_embedding()  # vectors the text index lacks fill in behind it
-
-    threading.Thread(target=background, name="memvault-sync", daemon=True).start()
+    watcher = _watcher(service) if watch else None
+    stopping = _start_behind(service, watcher)
     # jieba's dictionary load holds the GIL for ~0.6 s: do it once `initialize` is long
     # answered (hosts time that), not in the first Chinese query.
     warm = threading.Timer(JIEBA_WARM_UP_DELAY, warm_up)
     warm.daemon = True
     warm.start()
-    watcher = _start_watcher(service) if watch else None
     stop_forgetting = threading.Event()  # consolidate_every_hours > 0: archive by policy
     lifecycle.schedule(service, stop_forgetting)
     stop_syncing = start_sync_schedule(service, service.settings.sync_interval)
     after_writes = _sync_after_writes(service)
     log.info("memvault serving %s over %s", service.root, "HTTP" if http else "stdio")
+    _stop_on_sigterm()
     try:
         if http:
             from .http import run_http
 
             run_http(mcp, host, port, token, announce)
         else:
+            (announce or log.info)("stdio")
             mcp.run("stdio")
     finally:
+        stopping.set()
         stop_forgetting.set()
         stop_syncing()
         if after_writes is not None:
@@ -117,6 +118,29 @@ def serve(
         if watcher is not None:
             watcher.stop()
         service.close()
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM (a host closing, `kill`) stops the server as Ctrl-C does, not at once: the
+    writes under way finish, the watcher commits what it saw, the index is closed."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
+def _recovered(service: MemoryService, stopping: threading.Event) -> bool:
+    """Start-up recovery, waiting for the write lock as long as another process holds it;
+    False if the server stopped first. A recovery that fails is logged: the vault is
+    served all the same (its writes say what is wrong)."""
+    while not stopping.is_set():
+        try:
+            service.recover()
+        except LockTimeoutError as exc:
+            log.warning("start-up recovery waits: %s", exc)
+            continue
+        except (MemvaultError, OSError) as exc:
+            log.error("could not commit what was left uncommitted at start-up: %s", exc)
+        break
+    return not stopping.is_set()
 
 
 def start_sync_schedule(service: MemoryService, interval: float) -> Callable[[], None]:
@@ -155,13 +179,59 @@ def _sync_after_writes(service: MemoryService) -> Any:
     return AfterWrites(service, service.settings.sync_after_writes)
 
 
-def _start_watcher(service: MemoryService) -> Any:
+def _watcher(service: MemoryService) -> Any:
+    """The watcher, not started yet; every sync (tool or schedule) holds it off."""
     from ..watcher import Watcher
 
     watcher = Watcher(service)
-    watcher.start()
-    service.pause = watcher.paused  # every sync (tool or schedule) holds the watcher off
+    service.pause = watcher.paused
     return watcher
+
+
+def _start_behind(service: MemoryService, watcher: Any) -> threading.Event:
+    """:func:`_start_up` on its own thread, waited for until the watcher runs (usually
+    before the first request) or START_WAIT passes; the event that stops it."""
+    stopping, watching = threading.Event(), threading.Event()
+    threading.Thread(
+        target=_start_up,
+        args=(service, watcher, stopping, watching),
+        name="memvault-sync",
+        daemon=True,
+    ).start()
+    watching.wait(START_WAIT)
+    return stopping
+
+
+def _start_up(
+    service: MemoryService, watcher: Any, stopping: threading.Event, watching: threading.Event
+) -> None:
+    """:func:`_starting`; a stop meanwhile closes the service under it, which is no error."""
+    try:
+        _starting(service, watcher, stopping, watching)
+    except Exception:
+        if not stopping.is_set():
+            raise
+        log.debug("start-up cut short by the server's stop", exc_info=True)
+    finally:
+        watching.set()
+
+
+def _starting(
+    service: MemoryService, watcher: Any, stopping: threading.Event, watching: threading.Event
+) -> None:
+    """Commit what a crash or a person left, start the watcher (then set ``watching``),
+    then bring the index up to date."""
+    if not _recovered(service, stopping):
+        return
+    if watcher is not None:
+        try:
+            watcher.start()
+        except (MemvaultError, OSError) as exc:  # the vault is still served
+            log.error("the watcher did not start (%s): restart memvault to watch edits", exc)
+    watching.set()
+    service.ensure_synced()
+    log.info("index ready: %s", service.index_status())
+    service.start_embedding()  # vectors the text index lacks fill in behind it
 
 
 __all__ = ["Notifier", "build_server", "note_uri", "register_legacy_subscriptions", "serve"]

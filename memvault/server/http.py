@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hmac
 import logging
 import socket
@@ -10,6 +11,8 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
+
+from ..errors import MemvaultError
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +52,16 @@ async def _reject(send: Any, status: int, message: bytes) -> None:
     await send({"type": "http.response.body", "body": message})
 
 
-def security(host: str, port: int) -> TransportSecuritySettings:
-    """Only local Origins (and Host headers) are accepted: no DNS-rebinding from web pages."""
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def security(host: str, port: int, token: str | None = None) -> TransportSecuritySettings:
+    """On loopback only local Origins (and Host headers) are accepted: no DNS-rebinding from
+    web pages. On any other address the bearer token (required there) guards every request,
+    and clients reach the server by names and addresses it cannot list (``0.0.0.0`` is
+    none of them): Host and Origin are not checked."""
+    if host not in LOOPBACK and (token or "").strip():
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     hosts = {host, "127.0.0.1", "localhost", "[::1]"}
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
@@ -61,9 +72,29 @@ def security(host: str, port: int) -> TransportSecuritySettings:
 
 def http_app(mcp: MCPServer, host: str, port: int, token: str | None) -> Any:
     """The MCP app; behind the bearer check when ``token`` is not blank."""
-    app: Any = mcp.streamable_http_app(transport_security=security(host, port), host=host)
+    checks = security(host, port, token)
+    app: Any = mcp.streamable_http_app(transport_security=checks, host=host)
     token = (token or "").strip()
     return BearerTokenMiddleware(app, token) if token else app
+
+
+def _listening(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` and listening; a clear error when it cannot be."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        busy = " (another server, perhaps another `memvault serve --http`?)"
+        raise MemvaultError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+            f"{busy if exc.errno == errno.EADDRINUSE else ''}: "
+            "pass another --port, or a --host this machine has"
+        ) from exc
+    return sock
 
 
 def run_http(
@@ -73,7 +104,7 @@ def run_http(
     token: str | None,
     announce: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve until stopped; ``announce`` gets one line once the port is bound."""
+    """Serve until stopped; ``announce`` gets the URL once the port is bound."""
     import uvicorn
 
     config = uvicorn.Config(
@@ -83,12 +114,15 @@ def run_http(
         log_level="warning",
         lifespan="on",
     )
-    # Bind before announcing: once the line below is on stderr, connections are accepted
-    # (queued by the kernel until uvicorn's loop serves them), so callers need not poll.
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
-    (announce or log.info)(f"listening on http://{host}:{port}/mcp")
-    uvicorn.Server(config).run(sockets=[sock])
+    sock = _listening(host, port)
+    port = sock.getsockname()[1]  # the one the system chose for --port 0
+    url = f"http://{f'[{host}]' if ':' in host else host}:{port}/mcp"
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            # Once this line is out, connections are served and Ctrl-C is uvicorn's
+            # (a graceful stop), so callers need not poll.
+            (announce or log.info)(url)
+
+    Server(config).run(sockets=[sock])
