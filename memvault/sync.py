@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 from .config import Settings
 from .embedding import VectorFiller
-from .errors import MalformedMemoryError, MemoryNotFoundError, UnsafePathError
+from .errors import MalformedMemoryError, MemoryNotFoundError, MemvaultError, UnsafePathError
 from .index import Index
 from .models import Filters, Memory, MemoryInfo, Problem
 from .vault import Vault
@@ -118,16 +118,23 @@ class IndexSync:
     def upserting(self, paths: Sequence[str]) -> Iterator[list[Memory]]:
         """Read and index the memories just written at ``paths`` in a thread while the block
         runs (a git commit: a subprocess, so both proceed at once on two cores); the list
-        holds them once the block is done. An error of either is raised, the block's first."""
+        holds them once the block is done. An error of either is raised, the block's first,
+        but an index that cannot be written now (another process holds it): the write
+        stands, and the next read brings the index up to date."""
         written: list[Memory] = []
         failed: list[BaseException] = []
 
         def run() -> None:
             try:
                 written.extend(self.vault.read(rel) for rel in paths)
-                self.upsert(written, self._embeds_now(written))
             except BaseException as exc:  # raised in the caller's thread below
                 failed.append(exc)
+                return
+            try:
+                self.upsert(written, self._embeds_now(written))
+            except MemvaultError as exc:  # saved all the same: the index is disposable
+                self._synced = False  # the next read syncs it with the files
+                log.warning("%d file(s) saved, not indexed yet (%s)", len(paths), exc)
 
         worker = threading.Thread(target=run, name="memvault-index-write", daemon=True)
         worker.start()

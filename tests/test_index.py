@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 import whoosh.index
+from whoosh.filedb.filestore import FileStorage
 
 from memvault.config import Settings
 from memvault.index import INDEX_VERSION, Index
@@ -25,6 +26,8 @@ from memvault.models import Filters, Hit
 from memvault.reports import status
 from memvault.service import MemoryService
 from memvault.text import tokens
+
+from .helpers import commit_count
 
 
 def titles(results: list[Hit]) -> list[str]:
@@ -188,6 +191,30 @@ def test_an_index_another_process_commits_to_while_it_opens_is_not_wiped(
     finally:
         opened.close()
         writer.close()
+
+
+def test_a_write_stands_while_another_process_holds_the_full_text_index(
+    vault_path: Path,
+) -> None:
+    """The memory is saved and committed though its index entry cannot be written yet (a
+    `memvault reindex` elsewhere holds Whoosh's lock); the next search once the lock is
+    free finds it. It used to be an internal error, after the commit."""
+    service = MemoryService.open(vault_path, Settings(embedder="none", lock_timeout=0.2))
+    folder = vault_path / ".memvault" / "index" / "text"
+    held = FileStorage(str(folder)).lock("MAIN_WRITELOCK")
+    try:
+        service.ensure_synced()
+        assert held.acquire()
+        try:
+            before = commit_count(vault_path)
+            made = service.remember("The boiler is serviced every October.", type="fact")
+        finally:
+            held.release()
+        assert made.action == "created" and commit_count(vault_path) == before + 1
+        assert made.memory is not None
+        assert [h.id for h in service.recall("boiler serviced")][:1] == [made.memory.id]
+    finally:
+        service.close()
 
 
 def test_an_index_version_change_rebuilds(vault_path: Path) -> None:

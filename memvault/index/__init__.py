@@ -181,7 +181,7 @@ class Index:
         store = Store(self.folder / "store.sqlite")
         try:
             store.get_info("gen")
-            text = FullText(self.folder / "text")
+            text = FullText(self.folder / "text", self.settings.lock_timeout)
             text.count()
         except BaseException:
             store.close()
@@ -217,7 +217,9 @@ class Index:
         log.warning("%s", self.rebuilt_reason)
         shutil.rmtree(self.folder, ignore_errors=True)
         self.folder.mkdir(parents=True, exist_ok=True)
-        return Store(self.folder / "store.sqlite"), FullText(self.folder / "text")
+        return Store(self.folder / "store.sqlite"), FullText(
+            self.folder / "text", self.settings.lock_timeout
+        )
 
     def close(self) -> None:
         self.store.close()

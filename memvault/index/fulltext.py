@@ -104,7 +104,8 @@ def commit_lock(folder: Path, timeout: float = 60.0) -> Iterator[None]:
 
 
 class FullText:
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, wait: float = 60.0) -> None:
+        self.folder, self.wait = folder, wait  # seconds a writer waits for Whoosh's lock
         folder.mkdir(parents=True, exist_ok=True)
         if windex.exists_in(str(folder)):
             self._ix = windex.open_dir(str(folder))
@@ -135,10 +136,20 @@ class FullText:
             self._searcher = self._ix.searcher(weighting=BM25F(B=B, K1=K1))
         return self._searcher
 
+    def _writer(self) -> Any:
+        """Whoosh's writer, once another process's is done (a busy error after ``wait``)."""
+        try:
+            return self._ix.writer(timeout=self.wait, delay=0.05)
+        except windex.LockError as exc:
+            raise LockTimeoutError(
+                f"another process kept the full-text index {self.folder} locked for "
+                f"{self.wait:g} s; try again when it is done"
+            ) from exc
+
     def upsert(self, docs: Sequence[TextDoc]) -> None:
         if not docs:
             return
-        writer = self._ix.writer(timeout=60.0, delay=0.05)
+        writer = self._writer()
         try:
             # the writer holds the index's lock: no other commit lands before ours, so the
             # current view tells which ids are there. A new one is added without Whoosh's
@@ -168,7 +179,7 @@ class FullText:
         ids = list(ids)
         if not ids:
             return
-        writer = self._ix.writer(timeout=60.0, delay=0.05)
+        writer = self._writer()
         try:
             for doc_id in ids:
                 writer.delete_by_term("id", doc_id)
