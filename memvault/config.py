@@ -39,7 +39,11 @@ SETTINGS_TABLE: tuple[Setting, ...] = (
     Setting("max_file_bytes", 1_000_000, "Files larger than this are reported and not indexed."),
     Setting("author_name", "memvault", "Git author name of memvault's own commits."),
     Setting("author_email", "memvault@localhost", "Git author email of memvault's own commits."),
-    Setting("lock_timeout", 30.0, "Seconds to wait for the vault's write lock before failing."),
+    Setting(
+        "lock_timeout",
+        30.0,
+        "Seconds to wait for the vault's write lock (and the index's) before failing.",
+    ),
     Setting("weight_vector", 0.3, "Ranking weight of the vector (semantic) signal."),
     Setting("weight_keyword", 0.5, "Ranking weight of the BM25 (keyword) signal."),
     Setting("weight_recency", 0.1, "Ranking weight of recency (exponential decay)."),
