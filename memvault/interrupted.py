@@ -161,7 +161,7 @@ def persons_changes(vault: Vault, history: History) -> list[str]:
     ]
     staged = [  # settled and `git add`ed: no longer unmerged, no unstaged change
         path
-        for path in _names(history, "diff", "--cached", "--name-only", "--no-renames")
+        for path in history.staged_paths()
         if path not in unmerged and path not in journal and _touched(vault, path, stopped)
     ]
     return sorted({*unstaged, *untracked, *settled, *staged})
@@ -180,8 +180,8 @@ def _stopped_at(history: History) -> int | None:
 
 
 def _touched(vault: Vault, path: str, stopped: int | None) -> bool:
-    """Whether an unmerged file was written after git stopped: a person started settling
-    it (conflict markers may remain), which an abort would lose."""
+    """Whether a file of the merge was written after git stopped: a person started settling
+    it (conflict markers may remain, it may be staged), which an abort would lose."""
     full = vault.root / path
     try:
         return stopped is not None and not full.is_symlink() and full.stat().st_mtime_ns > stopped
