@@ -562,20 +562,20 @@ def clone_vault(
             made.run("branch", "-M", branch)
         made.run("remote", "add", "origin", url)
         return "created"
-    wanted = branch or (None if clone.head() else branches[0] if len(branches) == 1 else None)
-    if wanted not in branches and (branch or clone.head() is None):
+    why = f"has no branch {branch!r}" if branch and branch not in branches else ""
+    if branch is None and clone.head() is None:  # its HEAD names a branch it does not have
+        if len(branches) == 1:
+            branch = branches[0]
+        else:
+            why = "names no branch to start from (its HEAD points at a branch it does not have)"
+    if why:
         _empty(root, existed)
-        why = (
-            f"has no branch {branch!r}"
-            if branch
-            else "names no branch to start from (its HEAD points at a branch it does not have)"
-        )
         raise InvalidInputError(
             f"{url} {why}; its branches: {', '.join(branches[:10])}: clone the one this vault "
             f"lives on with `memvault init {root} --clone {url} --branch BRANCH`"
         )
-    if wanted:
-        clone.run("checkout", "--quiet", "-B", wanted, "--track", f"origin/{wanted}")
+    if branch:
+        clone.run("checkout", "--quiet", "-B", branch, "--track", f"origin/{branch}")
     exclude_state_dir(root)
     return "cloned"
 
