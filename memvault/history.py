@@ -1116,10 +1116,9 @@ class History:
         them when none are named) are forgotten: what a purge erased, or the remote's old
         history once a purge reached the remote or this clone. The caller holds the write
         lock (a concurrent write's new objects are unreachable until it commits)."""
-        for ref in [r for r in reflogs if self.commit_of(r)]:
-            self.run("reflog", "expire", "--expire=now", ref)
-        if not reflogs:
-            self.run("reflog", "expire", "--expire=now", "--all")
+        named = [r for r in reflogs if self.commit_of(r)]  # git refuses a ref that is not
+        if named or not reflogs:
+            self.run("reflog", "expire", "--expire=now", *(named or ["--all"]))
         self.run("gc", "-q", "--prune=now")
 
     # -- following one file -------------------------------------------------
