@@ -148,9 +148,9 @@ class _Commit:
 
 @dataclass(frozen=True)
 class AfterPurge:
-    """How sync goes on past a purge: ``replace`` the remote's history (checked at tip
-    ``theirs``) with this vault's, or ``adopt`` the remote's purged history (this vault's
-    own commits, if any, replayed onto it from ``base``)."""
+    """How sync goes on past a purge: ``replace`` the remote's history with this vault's,
+    or ``adopt`` the remote's purged history (this vault's own commits, if any, replayed
+    onto it from ``base``)."""
 
     kind: str  # replace | adopt
     base: str = ""
@@ -285,7 +285,7 @@ def _rewrites(history: History, side: list[_Commit], against: list[_Commit], tip
                 continue
             if ever is None:
                 names = history.run("log", "--name-only", "--no-renames", "--format=", "-z", tip)
-                ever = {name.strip("\n") for name in names.split("\0") if name.strip("\n")}
+                ever = {name for name in names.split("\0") if name}
             differ = history.run("diff", "--name-only", "--no-renames", "-z", commit.sha, twin.sha)
             if not {name for name in differ.split("\0") if name} & ever:
                 found.add(commit.sha)
