@@ -74,10 +74,13 @@ GITS_OWN_DIFF = (
 # Commit messages that name a purged path (a commit that also changed another file)
 # get the name replaced: awk reads the names from the environment, no quoting involved.
 # Like --prune-empty (a commit left with nothing to change is dropped), except the records
-# of earlier purges: empty on purpose, they are the audit trail of what was erased.
+# of earlier purges (empty on purpose, they are the audit trail of what was erased) and the
+# commits named ``keep-<sha>`` (the parts of a stash entry: see stashes.py).
 _COMMIT_FILTER = (
-    'msg=$(cat); case "$msg" in "purge: "*) printf "%s\\n" "$msg" | git commit-tree "$@";; '
-    '*) printf "%s\\n" "$msg" | git_commit_non_empty_tree "$@";; esac'
+    'msg=$(cat); case "$msg" in "purge: "*) k=1;; *) k=;; esac; '
+    '[ -e "$MEMVAULT_PURGE_DIR/keep-$GIT_COMMIT" ] && k=1; '
+    'if [ -n "$k" ]; then printf "%s\\n" "$msg" | git commit-tree "$@"; '
+    'else printf "%s\\n" "$msg" | git_commit_non_empty_tree "$@"; fi'
 )
 # The paths to take out of each commit (listed, NUL-separated, in a file named after the
 # commit's original sha): only where a purged version lies, so another file with the same
@@ -1072,11 +1075,17 @@ class History:
                         found.setdefault(sha, set()).add(commit)
         return found
 
-    def purge(self, versions: Iterable[tuple[str, str]], names: Iterable[str]) -> None:
+    def purge(
+        self,
+        versions: Iterable[tuple[str, str]],
+        names: Iterable[str],
+        keep: Iterable[str] = (),
+    ) -> None:
         """Take each ``(blob, path)`` version out of every commit of every ref that holds
         that blob at that path (another file, even at a path a purged version once had or
         with the same bytes elsewhere, stays), replace ``names`` in commit messages, then
-        drop old objects."""
+        drop old objects. The commits of ``keep`` stay even when left with their parent's
+        tree (the parts of a stash entry set aside: see stashes.py)."""
         names = list(dict.fromkeys(names))
         wanted: dict[str, set[str]] = {}
         for blob, path in versions:
@@ -1085,6 +1094,8 @@ class History:
             wanted.setdefault(path, set()).add(blob)
         folder = Path(tempfile.mkdtemp(prefix="memvault-purge-", dir=self.git_dir()))
         try:
+            for sha in keep:
+                (folder / f"keep-{sha}").touch()
             for commit, paths in self._holding(wanted).items():
                 (folder / commit).write_bytes(b"".join(os.fsencode(p) + b"\0" for p in paths))
             self.run(
@@ -1104,12 +1115,12 @@ class History:
                     "MEMVAULT_PURGED_AS": PURGED_NAME,
                 },
             )
+            refs = self.run("for-each-ref", "--format=%(refname)", "refs/original/").split()
+            for ref in refs:
+                self.run("update-ref", "-d", ref)
+            self.drop_unreachable()
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-        refs = self.run("for-each-ref", "--format=%(refname)", "refs/original/").split()
-        for ref in refs:
-            self.run("update-ref", "-d", ref)
-        self.drop_unreachable()
 
     def drop_unreachable(self, reflogs: Sequence[str] = ()) -> None:
         """Delete every object no ref reaches now, once the reflogs of ``reflogs`` (all of

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import frontmatter, recovery
+from . import frontmatter, recovery, stashes
 from .errors import InvalidInputError, MemvaultError
 from .history import PURGED_NAME, History
 from .models import Archival, ChangeEvent, Memory, WriteResult, memory_count
@@ -75,8 +75,9 @@ def _erase(
 
     # first: a worktree's index refers to the memories' blobs, and gc keeps what it refers to
     drop_worktrees(service)
-    versions, rewritten = _versions(service.history, names)
-    service.history.purge(versions, {path for _blob, path in versions})
+    with stashes.aside(service.history) as parts:  # the person's stash: purged, and kept
+        versions, rewritten = _versions(service.history, names)
+        service.history.purge(versions, {path for _blob, path in versions}, parts)
     trailers = service._trailers("purge", memory_id)
     # which commits held them: a sync refuses a side that still reaches one of these
     trailers[REWROTE] = " ".join(sorted(rewritten))

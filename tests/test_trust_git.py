@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+from memvault import stashes
 from memvault.config import Settings
 from memvault.doctor import run_checks
 from memvault.errors import GitError, InvalidInputError
@@ -345,6 +346,72 @@ def test_purge_finds_a_version_a_person_moved_and_rewrote_in_one_commit(
     assert MARKER.encode() not in git_objects(vault)
     assert old_path not in git(vault, "log", "--all", "--format=%B")
     assert not (vault / "people" / "health.md").exists()
+
+
+def stash_entries(vault: Path) -> list[tuple[str, str]]:
+    """The stash, newest first: (message, the changes it would bring back)."""
+    out = []
+    for message in git(vault, "stash", "list", "--format=%gs").splitlines():
+        n = len(out)
+        diff = git(vault, "stash", "show", "-p", "--include-untracked", f"stash@{{{n}}}")
+        out.append((message, "".join(x for x in diff.splitlines(True) if x[:1] in "+-")))
+    return out
+
+
+def test_a_purge_keeps_every_stash_entry_and_purges_the_memory_inside_them(
+    text_only: MemoryService,
+) -> None:
+    """Entries below the newest live only in refs/stash's reflog, which a purge forgets
+    before gc: they were all lost. A stashed edit of the purged memory is purged too."""
+    vault = text_only.vault.root
+    secret = text_only.remember(f"The alarm code is {MARKER}.", type="fact")
+    tea = text_only.remember("The user likes green tea.", type="preference")
+    assert secret.memory is not None and tea.memory is not None
+    (vault / "README.md").write_text((vault / "README.md").read_text() + "draft one\n")
+    git(vault, "stash", "push", "-q", "-m", "draft one")
+    with (vault / secret.memory.path).open("a") as f:
+        f.write(f"Also {MARKER} for the gate.\n")
+    git(vault, "stash", "push", "-q")  # git's own message, naming HEAD's subject
+    with (vault / tea.memory.path).open("a") as f:
+        f.write("Only in the morning.\n")
+    git(vault, "add", tea.memory.path)  # staged: the entry's index commit differs
+    (vault / "inbox" / "loose.md").write_text("an untracked thought\n")
+    git(vault, "stash", "push", "-q", "-u", "-m", "draft three")
+    before = stash_entries(vault)
+    assert [m for m, _ in before][::2] == ["On main: draft three", "On main: draft one"]
+    text_only.forget(secret.memory.id, mode="purge")
+    after = stash_entries(vault)
+    assert after[0] == before[0] and after[2] == before[2]
+    assert after[1] == (before[1][0], "")  # the entry stays; what it held of the memory goes
+    assert MARKER.encode() not in git_objects(vault)
+    assert git(vault, "for-each-ref", "refs/memvault/") == ""
+    git(vault, "stash", "apply", "-q", "--index", "stash@{0}")
+    assert git(vault, "status", "--porcelain").splitlines() == [
+        f"M  {tea.memory.path}",
+        "?? inbox/loose.md",
+    ]
+
+
+def test_a_purge_puts_back_the_stash_entries_a_killed_purge_left_aside(
+    text_only: MemoryService,
+) -> None:
+    vault = text_only.vault.root
+    old = text_only.remember(f"Old secret {MARKER}.", type="fact")
+    assert old.memory is not None
+    readme = vault / "README.md"
+    for n in (1, 2):
+        readme.write_text(readme.read_text() + f"draft {n}\n")
+        git(vault, "stash", "push", "-q", "-m", f"draft {n}")
+    entries = git(vault, "stash", "list", "--format=%H").split()[::-1]
+    for n, sha in enumerate(entries):  # what a purge killed half way leaves behind
+        git(vault, "update-ref", f"{stashes.ASIDE}{n:06d}", sha)
+    git(vault, "update-ref", "-d", "refs/stash")
+    readme.write_text(readme.read_text() + "draft 3\n")
+    git(vault, "stash", "push", "-q", "-m", "draft 3")  # stashed since
+    text_only.forget(old.memory.id, mode="purge")
+    messages = git(vault, "stash", "list", "--format=%gs").splitlines()
+    assert messages == ["On main: draft 2", "On main: draft 1", "On main: draft 3"]
+    assert git(vault, "for-each-ref", "refs/memvault/") == ""
 
 
 def test_purge_says_what_it_erased(text_only: MemoryService) -> None:
