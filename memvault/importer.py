@@ -106,6 +106,7 @@ def reason_of(exc: BaseException) -> str:
         ("over the limit", "too large"),
         ("memvault ignores", "ignored path"),
         ("has problems", "vault copy has problems"),
+        ("no import wrote", "vault has another file there"),
     ):
         if needle in text:
             return reason

@@ -5,13 +5,15 @@ Never harms, and can be repeated:
 - a file that cannot be read (not UTF-8, malformed frontmatter, binary, too large, an unsafe
   or ignored name, a symlink or FIFO) is skipped with a warning naming it; the rest imports;
 - each note maps to an existing memory by its frontmatter ``id``, else by the vault path it
-  would get; an unchanged note is left alone (also when the vault's copy was edited after the
-  import that wrote it: the source says what that import wrote), a changed one updates that
-  same file (its id and memvault's own keys kept, the source's body and keys written), a
-  new one is created;
+  would get when an import wrote the file there (a note a person or an agent saved at that
+  path is kept, and the imported one takes a free name, ``-2``...); an unchanged note is
+  left alone (also when the vault's copy was edited after the import that wrote it: the
+  source says what that import wrote), a changed one updates that same file (its id and
+  memvault's own keys kept, the source's body and keys written), a new one is created;
   an id that an earlier note of the import (a copy) or another memory holds is not matched
   twice: that note is matched by path, and a new memory for it gets an id of its own;
-- non-Markdown files the notes link or embed are copied to the same relative path;
+- non-Markdown files the notes link or embed are copied to the same relative path, unless
+  the vault has another file there that no import wrote (kept; the attachment is skipped);
 - everything is one commit (none when nothing changed); a failed import leaves no file.
 """
 
@@ -188,10 +190,24 @@ class _Run:
             if path in self.claimed:
                 continue
             if not os.path.lexists(self.vault.abspath(path)):
+                if n > 1:
+                    log.warning(
+                        "import: %s.md in the vault is not from an import: the note "
+                        "is imported as %s, the vault's file kept",
+                        base,
+                        path,
+                    )
                 return path, False
-            if given is None or self._derived_id(path):
+            if self._from_import(path) and (given is None or self._derived_id(path)):
                 return path, True
         raise InvalidInputError(f"{base}.md: no free name left for it in the vault")
+
+    def _from_import(self, path: str) -> bool:
+        """Whether an import wrote the vault's file at ``path`` (a re-import may update it);
+        a note a person or an agent saved there is never replaced by an import."""
+        if self.imported is None:
+            self.imported = self.history.last_by_op("import")
+        return path in self.imported
 
     def _derived_id(self, path: str) -> bool:
         """Whether the memory at ``path`` has no id of its own (it takes the source's)."""
@@ -230,11 +246,10 @@ class _Run:
         """Whether the last import that wrote ``path`` wrote what the source says now: the
         source did not change since, and the vault's copy was edited after it (by a person
         or memvault), which a re-import must not take back."""
-        if self.imported is None:
-            self.imported = self.history.last_by_op("import")
-        sha = self.imported.get(path)
-        if sha is None:
+        if not self._from_import(path):
             return False
+        assert self.imported is not None
+        sha = self.imported[path]
         (text,) = self.history.texts_at([(sha, path)])
         try:
             return text is not None and _same(frontmatter.parse(text), doc, defaults)
@@ -292,11 +307,14 @@ class _Run:
         validate.relpath("path", rel)
         data = importer.read_regular(root / rel, MAX_ATTACHMENT_BYTES)
         target = self.vault.abspath(rel)
-        old = None
         if os.path.lexists(target):
-            old = self.vault.read_regular(rel)
-            if old == data:
+            if self.vault.read_regular(rel) == data:
                 return
+            if not self._from_import(rel):
+                raise InvalidInputError(
+                    f"{rel}: the vault has another file there that no import wrote: kept it; "
+                    "rename one of them to import this one"
+                )
         self.vault.write(rel, data)
         self.written.append(rel)
         self.attachments.append(rel)

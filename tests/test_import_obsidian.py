@@ -279,3 +279,35 @@ def test_an_imported_obsidian_vault_keeps_what_the_person_wrote_through_memvault
     bom = text_only.get("bom.md")
     text_only.update(bom.id, content="Saved by an editor that writes a byte order mark. Edited.")
     assert (root / "bom.md").read_bytes().startswith("\ufeff".encode())
+
+
+def test_an_import_never_replaces_a_note_or_a_file_it_did_not_write(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    """Matching by path is for notes an earlier import wrote: a person's own note (or an
+    agent's) at the path an imported note wants was overwritten, and so was an image."""
+    root = text_only.root
+    (root / "projects").mkdir(exist_ok=True)
+    (root / "projects" / "car.md").write_text("# Car\n\nMy car is a red Volvo.\n")
+    (root / "attachments").mkdir()
+    (root / "attachments" / "car.png").write_bytes(IMAGE[:100])
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "the person's own car note and photo")
+    src = tmp_path / "src"
+    (src / "projects").mkdir(parents=True)
+    (src / "projects" / "car.md").write_text("# Car\n\nImported: a blue bike. ![[car.png]]\n")
+    (src / "attachments").mkdir()
+    (src / "attachments" / "car.png").write_bytes(IMAGE)
+    report = text_only.import_path(src)
+    assert (report.imported, report.updated) == (1, 0)
+    assert (root / "projects" / "car.md").read_text() == "# Car\n\nMy car is a red Volvo.\n"
+    assert "a blue bike" in (root / "projects" / "car-2.md").read_text()
+    assert (root / "attachments" / "car.png").read_bytes() == IMAGE[:100]
+    assert [(s.path, s.reason) for s in report.skipped] == [
+        ("attachments/car.png", "vault has another file there")
+    ]
+    (src / "projects" / "car.md").write_text("# Car\n\nImported: a green bike.\n")
+    again = text_only.import_path(src)  # what the import wrote, it updates
+    assert (again.imported, again.updated) == (0, 1)
+    assert "a green bike" in (root / "projects" / "car-2.md").read_text()
+    assert (root / "projects" / "car.md").read_text() == "# Car\n\nMy car is a red Volvo.\n"
