@@ -107,7 +107,8 @@ def import_path(
             run.check_something_imported(source)
             sha = service.history.commit(run.changed(), run.subject(source.name), trailers)
         except BaseException:
-            recovery.unstage(service.history, undo.restore())
+            undo.restore()
+            recovery.unstage(service.history, list(undo.before))
             raise
     written = [*run.new, *run.updated]
     service.sync_index(written, progress=progress)

@@ -60,13 +60,16 @@ def writing(
                         f"({exc.reason}): they stay in the vault and are committed when "
                         "memvault next opens it"
                     ) from exc
-                restored = undo.restore()
-                unstage(history, restored)
-                reindex(restored)
+                restored, touched = undo.restore(), list(undo.before)
+                unstage(history, touched)
+                reindex(touched)
+                kept = len(touched) - len(restored)
+                also = f" ({kept} saved again meanwhile, by an editor or a person, stay as saved)"
                 raise NotSavedError(
                     f"nothing was saved: git could not commit ({exc.reason}); the "
-                    f"{len(restored)} file(s) written are back as they were. Fix the cause "
-                    "(`memvault doctor` checks the repository) and retry"
+                    f"{len(restored)} file(s) written are back as they were"
+                    f"{also if kept else ''}. Fix the cause (`memvault doctor` checks the "
+                    "repository) and retry"
                 ) from exc
 
 

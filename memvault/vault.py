@@ -614,6 +614,9 @@ class Undo:
         done = []
         for rel, data in reversed(self.before.items()):
             path = self.vault.abspath(rel)
+            if not self._still_as_written(rel, path):
+                log.warning("%s was saved again since the write that failed: kept as it is", rel)
+                continue
             try:
                 if data is not None:
                     self.vault.write(rel, data)
@@ -623,6 +626,18 @@ class Undo:
             except OSError as exc:
                 log.error("could not put %s back as it was: %s", rel, exc)
         return done
+
+    def _still_as_written(self, rel: str, path: Path) -> bool:
+        """Whether ``rel`` holds what the write left there (an editor or a person may
+        have saved it since: putting the old bytes back would lose that save)."""
+        mine = self.vault.last_written(rel)
+        if mine is None:
+            return True
+        try:
+            now = content_hash(self.vault.read_regular(rel)) if os.path.lexists(path) else ""
+        except (OSError, UnsafePathError):
+            return False
+        return now == mine
 
 
 def _umask() -> int:

@@ -4,6 +4,7 @@ index in step, and an error that says nothing was saved and why (recovery.writin
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,48 @@ def test_what_a_write_replaces_is_kept_up_to_a_limit(vault_path: Path) -> None:
     assert (vault_path / "notes/a.md").read_text() == "changed"
     assert (vault_path / "notes/c.md").read_text() == "new"
     assert not (vault_path / "notes/d.md").exists()
+
+
+class SaveWhileGitWaits(logging.Handler):
+    """A person's editor saving ``path`` while memvault's commit waits on git's lock: run
+    from memvault's own retry log line, so it lands after the write and before the undo."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        super().__init__(logging.DEBUG)
+        self.path, self.text, self.saved = path, text, False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self.saved and "lock busy" in record.getMessage():
+            self.path.write_text(self.text, encoding="utf-8")
+            self.saved = True
+
+
+def test_a_failed_write_never_undoes_a_save_made_while_it_waited(
+    text_only: MemoryService,
+) -> None:
+    """The undo put the old bytes back over whatever was there: a person's save between
+    memvault's write and its failed commit was lost."""
+    bike = text_only.remember("The user's bike is black.", type="fact").memory
+    assert bike is not None
+    root, head = text_only.root, git(text_only.root, "rev-parse", "HEAD")
+    person = (root / bike.path).read_text(encoding="utf-8") + "\nSaved by the person.\n"
+    saver = SaveWhileGitWaits(root / bike.path, person)
+    history_log = logging.getLogger("memvault.history")
+    level, text_only.history.lock_retry_seconds = history_log.level, 0.3
+    branch = git(root, "symbolic-ref", "HEAD").strip()
+    (root / ".git" / f"{branch}.lock").write_text("")  # fresh: a live git's, not stale
+    history_log.addHandler(saver)
+    history_log.setLevel(logging.DEBUG)
+    try:
+        with pytest.raises(NotSavedError) as caught:
+            text_only.update(bike.id, content="The user's bike is green.")
+    finally:
+        history_log.removeHandler(saver)
+        history_log.setLevel(level)
+        (root / ".git" / f"{branch}.lock").unlink()
+    assert saver.saved
+    assert (root / bike.path).read_text(encoding="utf-8") == person
+    assert "1 saved again meanwhile" in str(caught.value)
+    assert git(root, "rev-parse", "HEAD") == head
+    assert git(root, "diff", "--cached", "--name-only") == ""  # memvault's version unstaged
+    assert found(text_only, "Saved by the person") == [bike.path]
