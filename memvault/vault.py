@@ -5,6 +5,7 @@ Knows nothing of git, the index or MCP.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import fnmatch
 import hashlib
@@ -407,7 +408,7 @@ class Vault:
         """
         path = self.abspath(rel)
         self._expect(rel, expected_hash)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        made = self._make_folders(path.parent)
         data = text.encode("utf-8") if isinstance(text, str) else text
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
@@ -429,8 +430,22 @@ class Vault:
         except BaseException:
             if os.path.exists(tmp):
                 os.unlink(tmp)
+            remove_empty(made)
             raise
         return digest
+
+    def _make_folders(self, folder: Path) -> list[Path]:
+        """Create ``folder`` and its missing parents; the ones created, outermost first
+        (a write taken back removes them again, when empty: see :class:`Undo`)."""
+        made: list[Path] = []
+        while not os.path.lexists(folder) and folder != self.root:
+            made.insert(0, folder)
+            folder = folder.parent
+        for each in made:
+            each.mkdir(exist_ok=True)
+        if self._undo is not None:
+            self._undo.folders += made
+        return made
 
     def _expect(self, rel: str, expected_hash: str | None) -> None:
         """Refuse when ``rel``'s content hash is not ``expected_hash`` ("": no file)."""
@@ -504,7 +519,7 @@ class Vault:
         target = self.abspath(dst)
         if target.exists():
             raise UnsafePathError(f"{dst} already exists: choose another path")
-        target.parent.mkdir(parents=True, exist_ok=True)
+        self._make_folders(target.parent)
         source = self.abspath(src)
         self._remember_write(src, "")
         self._remember_write(dst, content_hash(self.read_regular(src)))
@@ -592,6 +607,7 @@ class Undo:
     before: dict[str, bytes | None] = field(default_factory=dict)
     complete: bool = True  # False when something could not be kept (over the limit, unreadable)
     size: int = 0
+    folders: list[Path] = field(default_factory=list)  # created by the writes, outermost first
 
     def keep(self, rel: str) -> None:
         if rel in self.before or not self.complete:
@@ -625,6 +641,7 @@ class Undo:
                 done.append(rel)
             except OSError as exc:
                 log.error("could not put %s back as it was: %s", rel, exc)
+        remove_empty(self.folders)
         return done
 
     def _still_as_written(self, rel: str, path: Path) -> bool:
@@ -638,6 +655,13 @@ class Undo:
         except (OSError, UnsafePathError):
             return False
         return now == mine
+
+
+def remove_empty(folders: Sequence[Path]) -> None:
+    """Remove ``folders`` (outermost first) that are empty now, innermost first."""
+    for folder in reversed(folders):
+        with contextlib.suppress(OSError):  # not empty (someone saved there meanwhile)
+            folder.rmdir()
 
 
 def _umask() -> int:

@@ -146,3 +146,16 @@ def test_a_failed_write_never_undoes_a_save_made_while_it_waited(
     assert git(root, "rev-parse", "HEAD") == head
     assert git(root, "diff", "--cached", "--name-only") == ""  # memvault's version unstaged
     assert found(text_only, "Saved by the person") == [bike.path]
+
+
+def test_a_write_taken_back_leaves_no_folder_it_made(text_only: MemoryService) -> None:
+    """The file went, the new folders stayed: an empty `trips/2027/` in Obsidian's tree."""
+    root = text_only.root
+    before = files(root)
+    (root / "trips").mkdir()
+    (root / "trips" / "keep").mkdir()  # a person's empty folder: not the write's to remove
+    with broken_git_index(root), pytest.raises(NotSavedError):
+        text_only.remember("Flights to Lisbon are booked.", type="event", folder="trips/2027/may")
+    assert not (root / "trips" / "2027").exists()
+    assert (root / "trips" / "keep").is_dir()
+    assert files(root) == before
