@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 import click
 
 from . import __version__
-from .config import default_vault_path, load_settings
+from .config import default_vault_path, load_settings, serving_token
 from .errors import MemvaultError, explain_unexpected
 from .models import Access, Filters, MemoryInfo, Page, jsonable, sort_infos
 
@@ -1142,10 +1142,10 @@ def serve(
     ctx: Ctx, use_http: bool, host: str, port: int, token: str | None, create: bool, watch: bool
 ) -> None:
     """Serve the vault to MCP hosts (stdio by default) with the watcher running."""
-    from .server import serve as run_server
-
-    token = (token or "").strip() or None  # blank is no token
     with _errors(ctx):
+        token = serving_token(use_http, host, token)  # before the vault is created or opened
+        from .server import serve as run_server
+
         if create and not (ctx.vault / ".git").exists():
             from .template import create_vault
 

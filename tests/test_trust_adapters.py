@@ -356,7 +356,9 @@ def test_the_bearer_scheme_is_accepted_in_any_case(service: MemoryService, schem
 
 @pytest.mark.slow
 @pytest.mark.parametrize("token", ["", "   ", "\t\n"])
-def test_a_blank_token_does_not_allow_a_public_bind(vault_path: Path, token: str) -> None:
+def test_a_blank_token_does_not_allow_a_public_bind(tmp_path: Path, token: str) -> None:
+    """Refused before anything is made: the vault `serve --init` would create is not."""
+    vault_path = tmp_path / "new-vault"
     for how in (["--token", token], []):
         proc = subprocess.run(
             [
@@ -379,6 +381,7 @@ def test_a_blank_token_does_not_allow_a_public_bind(vault_path: Path, token: str
         )
         assert proc.returncode == 1, proc.stderr
         assert "without a token" in proc.stderr and "Traceback" not in proc.stderr
+        assert not vault_path.exists()
 
 
 def test_a_public_bind_with_a_token_serves_clients_by_any_name_and_loopback_stays_local(

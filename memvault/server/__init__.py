@@ -19,11 +19,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus
 
 from .. import __version__, lifecycle, syncing
+from ..config import serving_token
 from ..errors import LockTimeoutError, MemvaultError
 from ..service import MemoryService
 from ..text import warm_up
 from . import resources
-from .http import LOOPBACK
 from .notify import Notifier, register_legacy_subscriptions
 from .resources import note_uri
 from .tools import build_tools
@@ -78,12 +78,7 @@ def serve(
     ``announce`` gets where it serves ("stdio", or the URL once HTTP accepts connections),
     once the vault is open. A blank or whitespace-only token is no token.
     """
-    token = (token or "").strip() or None
-    if http and host not in LOOPBACK and not token:
-        raise MemvaultError(
-            f"refusing to serve HTTP on {host} without a token: pass --token or set "
-            "MEMVAULT_TOKEN (loopback addresses need none)"
-        )
+    token = serving_token(http, host, token)
     # Recovery waits for the vault's write lock, which another process may hold for long
     # (an import, a purge): it runs behind the server, which answers `initialize` soon.
     service = MemoryService.open(vault, recover=False)

@@ -12,6 +12,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
+from ..config import LOOPBACK
 from ..errors import MemvaultError
 
 log = logging.getLogger(__name__)
@@ -50,9 +51,6 @@ async def _reject(send: Any, status: int, message: bytes) -> None:
         }
     )
     await send({"type": "http.response.body", "body": message})
-
-
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def security(host: str, port: int, token: str | None = None) -> TransportSecuritySettings:
