@@ -180,6 +180,8 @@ def test_doctor_says_when_recall_is_full_text_only(vault_path: Path) -> None:
     (vault_path / ".memvault.toml").write_text('embedder = "st:/no/such/model"\n')
     code, out, _ = invoke(vault_path, "doctor")
     assert code == 1 and "embedder" in out and "full text only" in out
+    # said before importing sentence-transformers (5-20 s) only to learn the folder is missing
+    assert "no model folder at /no/such/model" in out
 
 
 def test_a_reader_that_stops_early_ends_the_listing_quietly(vault_path: Path) -> None:

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -158,6 +159,10 @@ class SentenceTransformerEmbedder(_Encoder):
     def __init__(self, model: str) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        where = Path(model).expanduser()
+        if model.startswith(("/", "./", "../", "~")) and not where.is_dir():
+            # said at once: importing sentence-transformers to find out takes 5-20 s
+            raise MemvaultError(f"no model folder at {where} (check the embedder setting)")
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
