@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 from mcp.types import ElicitRequestParams, ElicitResult
@@ -313,3 +314,26 @@ def test_yes_skips_the_question_and_a_script_is_never_asked(svc: MemoryService) 
     assert scripted.returncode == 0, scripted.stderr
     assert "are you sure" not in scripted.stderr
     assert not (svc.root / path).exists() and "locker was 32" not in git(svc.root, "log", "-p")
+
+
+def test_a_confirmation_nobody_answers_falls_back_to_the_token(
+    svc: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that takes the question and never answers kept the call (and a worker
+    thread) waiting for ever; after ELICIT_SECONDS it answers with a token instead."""
+    from memvault.server import tools
+
+    monkeypatch.setattr(tools, "ELICIT_SECONDS", 0.5)
+    memory_id = add(svc, "The user's old bike lock code is 2231.", type="fact")
+    asked: list[str] = []
+
+    async def never(_context: Any, params: ElicitRequestParams) -> ElicitResult:
+        asked.append(params.message)
+        await anyio.Event().wait()
+        raise AssertionError("unreachable")
+
+    result = forget(svc, {"id": memory_id, "mode": "delete"}, never)
+    assert asked and result["action"] == "needs_confirmation" and result["confirm"]
+    assert svc.get(memory_id).id == memory_id  # nothing deleted
+    done = forget(svc, {"id": memory_id, "mode": "delete", "confirm": result["confirm"]})
+    assert done["action"] == "deleted"

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import asdict, replace
 from typing import Annotated, Any, Literal, TypeVar
 
+import anyio
 import anyio.to_thread
 from mcp.server.elicitation import AcceptedElicitation
 from mcp.server.mcpserver import Context
@@ -89,6 +90,9 @@ from .surface import MemvaultTool
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# How long a confirmation asked through the client waits for the person (as long as the
+# token it falls back to stays valid); then the call answers with that token.
+ELICIT_SECONDS = confirming.TOKEN_TTL.total_seconds()
 
 # -- parameters (one line each) -------------------------------------------------------------
 Id = Annotated[str, Field(description="id or path")]
@@ -660,9 +664,16 @@ def _asker(ctx: Context | None) -> confirming.Asker | None:
 
 
 async def _elicit(ctx: Context, question: str) -> bool | None:
-    """True confirmed, False declined or cancelled, None the client could not ask."""
+    """True confirmed, False declined or cancelled, None the client could not ask (or
+    nobody answered within :data:`ELICIT_SECONDS`: a worker thread waits meanwhile)."""
     try:
-        answer = await ctx.elicit(question, Confirmation)
+        with anyio.fail_after(ELICIT_SECONDS):
+            answer = await ctx.elicit(question, Confirmation)
+    except TimeoutError:
+        log.warning(
+            "no answer to the confirmation within %.0f s: confirming by token", ELICIT_SECONDS
+        )
+        return None
     except Exception as exc:  # no back channel, or the client failed: confirm by token
         log.warning("could not ask through the client (%s): confirming by token", exc)
         return None
