@@ -1149,7 +1149,10 @@ def serve(
         if create and not (ctx.vault / ".git").exists():
             from .template import create_vault
 
-            create_vault(ctx.vault)
+            existed = ctx.vault.exists()
+            if create_vault(ctx.vault):  # said, so a mistyped --vault is seen in the host's log
+                made = "made the folder {} a vault" if existed else "created a new vault at {}"
+                click.echo(f"memvault: {made.format(ctx.vault)} (--no-init: refuse)", err=True)
         auth = " (bearer token required)" if use_http and token else ""
 
         def announce(where: str) -> None:

@@ -394,3 +394,19 @@ def test_http_on_a_port_in_use_or_out_of_range_says_what_to_do(vault_path: Path)
         check=False,
     )
     assert wrong.returncode == 2 and "--port" in wrong.stderr and "bug" not in wrong.stderr
+
+
+def test_serve_says_when_it_creates_the_vault(tmp_path: Path) -> None:
+    """A mistyped --vault in a host's config silently served a new, empty vault."""
+    typo = tmp_path / "valut"
+    proc = subprocess.run(
+        [sys.executable, *serve_args(typo, "--no-watch")],
+        input="",  # the host went away at once: the server ends
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0 and proc.stdout == "", proc.stderr
+    assert f"memvault: created a new vault at {typo}" in proc.stderr
+    assert (typo / ".git").is_dir()
