@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
-from . import interrupted
+from . import interrupted, stashes
 from .errors import GitError, NotSavedError, UnsafePathError
 from .history import History
 from .vault import STATE_DIR, Vault
@@ -96,6 +96,7 @@ def commit_leftovers(
 ) -> tuple[str | None, list[str]]:
     """Commit uncommitted safe paths: (last sha, the paths)."""
     interrupted.undo(vault, history)
+    stashes.put_back(history)  # the person's stash entries a killed purge left aside
     if history.unfinished():
         log.warning("a git merge or rebase is in progress in the vault: nothing recovered")
         return None, []

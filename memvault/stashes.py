@@ -6,7 +6,7 @@ would go with it. So each entry is set aside under a ref of its own while histor
 rewritten (the purge then reaches inside stashed work too, and ``gc`` keeps it), and put
 back afterwards, oldest first, in the same order and with its own message (the rewrite
 has already replaced purged names in it). A purge killed half way leaves the entries set
-aside; the next purge puts them back before anything else.
+aside; the vault's next opening (its recovery, under the write lock) puts them back.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def aside(history: History) -> Iterator[set[str]]:
     try:
         yield _set_aside(history)
     finally:
-        _put_back(history)
+        put_back(history)
 
 
 def _set_aside(history: History) -> set[str]:
@@ -38,7 +38,7 @@ def _set_aside(history: History) -> set[str]:
     delete ``refs/stash``, in one ref transaction. Returns the commits a stash entry is
     made of (the entry, its index and its untracked files): a rewrite must keep each even
     when its tree equals its parent's, or the entry would no longer be a stash."""
-    _put_back(history)
+    put_back(history)
     listed = history.run("reflog", "show", "--format=%H", STASH, "--", check=False).split()
     if not listed:  # no stash (git said so on stderr)
         return set()
@@ -53,7 +53,7 @@ def _set_aside(history: History) -> set[str]:
     return kept
 
 
-def _put_back(history: History) -> None:
+def put_back(history: History) -> None:
     """Store every entry set aside back on the stash, oldest first, each ref deleted as
     soon as its entry is stored (a kill in between leaves the newer ones aside, still in
     order for the next call)."""
