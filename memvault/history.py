@@ -655,17 +655,26 @@ class History:
 
     def last_by_op(self, op: str) -> dict[str, str]:
         """path -> the newest commit of HEAD's history with ``Memvault-Op: <op>`` that
-        changed it (one ``git log`` for every path)."""
+        changed it, for the files no other commit deleted or created anew since (a note a
+        person saved at a path an import once wrote is the person's). One ``git log``."""
         if self.head() is None:
             return {}
-        grep = f"--grep=^Memvault-Op: {re.escape(op)}$"
-        out = self.run("log", grep, "--format=%x01%H", "--name-only", "-z", "--no-renames")
+        fmt = "--format=%x01%H%x02%(trailers:key=Memvault-Op,valueonly,unfold)"
+        out = self.run("log", fmt, "--name-status", "-z", "--no-renames")
         found: dict[str, str] = {}
-        for record in out.split("\x01")[1:]:
-            sha, _, names = record.partition("\0")
-            for path in names.lstrip("\n").split("\0"):
-                if path:
-                    found.setdefault(path, sha.strip())
+        settled: set[str] = set()
+        for record in out.split("\x01")[1:]:  # newest first
+            head, _, rest = record.partition("\0")
+            sha, _, ops = head.partition("\x02")
+            fields = rest.lstrip("\n").split("\0")
+            for status, path in zip(fields[::2], fields[1::2], strict=False):
+                if not path or path in settled:
+                    continue
+                if op in ops.split():
+                    found[path] = sha
+                    settled.add(path)
+                elif status in ("A", "D"):  # created anew or deleted by another commit
+                    settled.add(path)
         return found
 
     def made_by_memvault(self) -> bool:

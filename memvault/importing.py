@@ -160,7 +160,7 @@ class _Run:
         has_id = raw_id is not None and ids.is_id(str(raw_id)) and str(raw_id) not in self.ids
         given = str(raw_id) if has_id and "id" not in item.defaults else None
         folder, name = guard.import_target(self.vault, item)
-        path, existing = self._match(given, folder, name)
+        path, existing = self._match(given, folder, name, lambda p: self._holds(p, doc, item))
         self.claimed.add(path)
         if has_id:
             self.ids.add(str(raw_id))
@@ -176,32 +176,51 @@ class _Run:
             self.new.append(path)
         self.notes.append((item, doc))
 
-    def _match(self, given: str | None, folder: str, name: str) -> tuple[str, bool]:
-        """(vault path, whether a memory there is this note): by id, else by path. The n-th
-        note wanting one path in this import gets its n-th free name (``-2``...)."""
+    def _match(
+        self, given: str | None, folder: str, name: str, holds: Callable[[str], bool]
+    ) -> tuple[str, bool]:
+        """(vault path, whether a memory there is this note): by id, else by path, where
+        an import wrote the file or it ``holds`` this note already. The n-th note wanting
+        one path in this import gets its n-th free name (``-2``...)."""
         if given is not None:
             for path in self.by_id.get(given, []):
                 if path not in self.claimed:
                     return path, True
             if given in self.by_id:
                 given = None  # its memory is another note's: this one is matched by path
-        base = f"{folder}/{name}" if folder else name
+        return self._by_path(given, f"{folder}/{name}" if folder else name, holds)
+
+    def _by_path(
+        self, given: str | None, base: str, holds: Callable[[str], bool]
+    ) -> tuple[str, bool]:
+        kept = None  # the first path taken by a file no import wrote
         for n in range(1, 10_000):
             path = f"{base}.md" if n == 1 else f"{base}-{n}.md"
             if path in self.claimed:
                 continue
             if not os.path.lexists(self.vault.abspath(path)):
-                if n > 1:
+                if kept:
                     log.warning(
-                        "import: %s.md in the vault is not from an import: the note "
-                        "is imported as %s, the vault's file kept",
-                        base,
+                        "import: %s is not from an import: kept, the note is imported as %s",
+                        kept,
                         path,
                     )
                 return path, False
             if self._from_import(path) and (given is None or self._derived_id(path)):
                 return path, True
+            if holds(path):
+                return path, True
+            kept = kept or path
         raise InvalidInputError(f"{base}.md: no free name left for it in the vault")
+
+    def _holds(self, path: str, doc: frontmatter.Document, item: ImportItem) -> bool:
+        """Whether the vault's file at ``path`` says what the note says (copied in by hand:
+        it is this note, unchanged, not a note to put beside it)."""
+        try:
+            current = frontmatter.parse(self.vault.read_bytes(path).decode("utf-8"))
+        except (MalformedMemoryError, UnsafePathError, OSError, UnicodeDecodeError):
+            return False
+        return _same(current, doc, item.defaults)
 
     def _from_import(self, path: str) -> bool:
         """Whether an import wrote the vault's file at ``path`` (a re-import may update it);

@@ -311,3 +311,57 @@ def test_an_import_never_replaces_a_note_or_a_file_it_did_not_write(
     assert (again.imported, again.updated) == (0, 1)
     assert "a green bike" in (root / "projects" / "car-2.md").read_text()
     assert (root / "projects" / "car.md").read_text() == "# Car\n\nMy car is a red Volvo.\n"
+
+
+def test_importing_notes_already_copied_in_by_hand_makes_no_twins(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    """Notes a person copied into the vault (committed by them or the watcher) are the same
+    notes: a first import of their folder leaves them alone instead of adding `-2` twins."""
+    src = tmp_path / "src"
+    (src / "projects").mkdir(parents=True)
+    (src / "projects" / "car.md").write_text("---\ntags: [car]\n---\n# Car\n\nA red Volvo.\n")
+    (src / "bike.md").write_text("# Bike\n\nA green bike.\n")
+    root = text_only.root
+    (root / "projects").mkdir(exist_ok=True)
+    for rel in ("projects/car.md", "bike.md"):
+        (root / rel).write_bytes((src / rel).read_bytes())
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "copied my notes in")
+    report = text_only.import_path(src)
+    assert (report.imported, report.updated, report.unchanged) == (0, 0, 2)
+    assert not (root / "bike-2.md").exists() and not (root / "projects" / "car-2.md").exists()
+
+
+def test_a_note_saved_where_an_imported_note_was_deleted_is_the_persons(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "car.md").write_text("# Car\n\nImported: a blue bike.\n")
+    text_only.import_path(src)
+    root = text_only.root
+    git(root, "rm", "-q", "car.md")
+    git(root, "commit", "-qm", "not mine")
+    (root / "car.md").write_text("# Car\n\nMY OWN: plate AB-123.\n")
+    git(root, "add", "car.md")
+    git(root, "commit", "-qm", "my own car note")
+    (src / "car.md").write_text("# Car\n\nImported: a green bike.\n")
+    report = text_only.import_path(src)
+    assert (report.imported, report.updated) == (1, 0)
+    assert "AB-123" in (root / "car.md").read_text()
+    assert "a green bike" in (root / "car-2.md").read_text()
+
+
+def test_two_notes_of_one_import_wanting_one_path_say_nothing_about_the_vault(
+    text_only: MemoryService, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    source = tmp_path / "two.jsonl"
+    lines = [
+        {"content": "Tea at five.", "title": "Tea"},
+        {"content": "Tea at six.", "title": "Tea"},
+    ]
+    source.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    with caplog.at_level(logging.WARNING, logger="memvault.importing"):
+        assert text_only.import_path(source).imported == 2
+    assert "not from an import" not in caplog.text
