@@ -6,7 +6,8 @@ would go with it. So each entry is set aside under a ref of its own while histor
 rewritten (the purge then reaches inside stashed work too, and ``gc`` keeps it), and put
 back afterwards, oldest first, in the same order and with its own message (the rewrite
 has already replaced purged names in it). A purge killed half way leaves the entries set
-aside; the vault's next opening (its recovery, under the write lock) puts them back.
+aside; the vault's next opening (its recovery, under the write lock) puts them back,
+below any entry stashed since.
 """
 
 from __future__ import annotations
@@ -39,12 +40,10 @@ def _set_aside(history: History) -> set[str]:
     made of (the entry, its index and its untracked files): a rewrite must keep each even
     when its tree equals its parent's, or the entry would no longer be a stash."""
     put_back(history)
-    listed = history.run("reflog", "show", "--format=%H", STASH, "--", check=False).split()
-    if not listed:  # no stash (git said so on stderr)
+    entries = _entries(history)
+    if not entries:
         return set()
-    entries = list(reversed(listed))
-    moves = [f"create {ASIDE}{n:06d} {sha}\n" for n, sha in enumerate(entries)]
-    history.run("update-ref", "--stdin", input_text="".join([*moves, f"delete {STASH}\n"]))
+    _move(history, entries, 0)
     made_of = history.run("rev-list", "--no-walk", "--parents", *set(entries)).splitlines()
     kept: set[str] = set()
     for line in filter(None, made_of):
@@ -54,12 +53,32 @@ def _set_aside(history: History) -> set[str]:
 
 
 def put_back(history: History) -> None:
-    """Store every entry set aside back on the stash, oldest first, each ref deleted as
-    soon as its entry is stored (a kill in between leaves the newer ones aside, still in
-    order for the next call)."""
-    refs = history.run("for-each-ref", "--format=%(refname) %(objectname)", ASIDE).split("\n")
-    for line in sorted(filter(None, refs)):
-        ref, sha = line.split(" ")
+    """Store every entry set aside back on the stash, oldest first, below any entry
+    stashed since. Crash-safe: entries stashed since are set aside after the others
+    first (one ref transaction), and the refs are deleted only once all are stored (a
+    kill in between stores some twice, never loses one)."""
+    listed = history.run("for-each-ref", "--format=%(refname) %(objectname)", ASIDE)
+    aside = sorted(tuple(line.split(" ")) for line in listed.splitlines() if line)
+    if not aside:
+        return
+    held, stashed = {sha for _, sha in aside}, _entries(history)
+    since = [sha for sha in stashed if sha not in held]  # the others: stored once already
+    if stashed:
+        _move(history, since, int(aside[-1][0].rsplit("/", 1)[1]) + 1)
+    for sha in [*(sha for _, sha in aside), *since]:
         subject = history.run("log", "-1", "--format=%s", sha).strip()
         history.run("stash", "store", "-q", "-m", subject, sha)
-        history.run("update-ref", "-d", ref, sha)
+    refs = history.run("for-each-ref", "--format=%(refname)", ASIDE).split()
+    history.run("update-ref", "--stdin", input_text="".join(f"delete {r}\n" for r in refs))
+
+
+def _entries(history: History) -> list[str]:
+    """The stash's entries, oldest first (none: git says so on stderr)."""
+    return history.run("reflog", "show", "--format=%H", STASH, "--", check=False).split()[::-1]
+
+
+def _move(history: History, entries: list[str], first: int) -> None:
+    """Hold ``entries`` by refs numbered from ``first`` and delete ``refs/stash``: one
+    ref transaction, so a kill leaves them either on the stash or aside."""
+    moves = [f"create {ASIDE}{first + n:06d} {sha}\n" for n, sha in enumerate(entries)]
+    history.run("update-ref", "--stdin", input_text="".join([*moves, f"delete {STASH}\n"]))

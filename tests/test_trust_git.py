@@ -392,9 +392,13 @@ def test_a_purge_keeps_every_stash_entry_and_purges_the_memory_inside_them(
     ]
 
 
+@pytest.mark.parametrize("stored", [0, 1])
 def test_the_stash_entries_a_killed_purge_left_aside_are_put_back_when_the_vault_opens(
-    vault_path: Path,
+    vault_path: Path, stored: int
 ) -> None:
+    """Killed after setting them aside (``stored`` 0), or half way through putting them
+    back (1: the oldest is on the stash again, its ref not yet deleted): every entry comes
+    back once, in order, below the one stashed since."""
     readme = vault_path / "README.md"
     for n in (1, 2):
         readme.write_text(readme.read_text() + f"draft {n}\n")
@@ -403,11 +407,13 @@ def test_the_stash_entries_a_killed_purge_left_aside_are_put_back_when_the_vault
     for n, sha in enumerate(entries):  # what a purge killed half way leaves behind
         git(vault_path, "update-ref", f"{stashes.ASIDE}{n:06d}", sha)
     git(vault_path, "update-ref", "-d", "refs/stash")
+    for sha in entries[:stored]:
+        git(vault_path, "stash", "store", "-q", "-m", "On main: draft 1", sha)
     readme.write_text(readme.read_text() + "draft 3\n")
     git(vault_path, "stash", "push", "-q", "-m", "draft 3")  # stashed since
     MemoryService.open(vault_path, Settings(embedder="none")).close()  # recovery runs
     messages = git(vault_path, "stash", "list", "--format=%gs").splitlines()
-    assert messages == ["On main: draft 2", "On main: draft 1", "On main: draft 3"]
+    assert messages == ["On main: draft 3", "On main: draft 2", "On main: draft 1"]
     assert git(vault_path, "for-each-ref", "refs/memvault/") == ""
 
 
