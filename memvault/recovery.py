@@ -63,14 +63,26 @@ def writing(
                 restored, touched = undo.restore(), list(undo.before)
                 unstage(history, touched)
                 reindex(touched)
-                kept = len(touched) - len(restored)
-                also = f" ({kept} saved again meanwhile, by an editor or a person, stay as saved)"
+                vault.unjournal(undo.kept)  # the person's saves: committed as theirs
                 raise NotSavedError(
                     f"nothing was saved: git could not commit ({exc.reason}); the "
                     f"{len(restored)} file(s) written are back as they were"
-                    f"{also if kept else ''}. Fix the cause (`memvault doctor` checks the "
-                    "repository) and retry"
+                    f"{_not_back(undo.kept, len(touched) - len(restored))}. Fix the cause "
+                    "(`memvault doctor` checks the repository) and retry"
                 ) from exc
+
+
+def _not_back(kept: list[str], missing: int) -> str:
+    """What a failed write's error adds about the files it did not put back."""
+    failed = missing - len(kept)
+    return "".join(
+        [
+            f"; {len(kept)} saved again meanwhile (an editor, a person) stay as saved"
+            if kept
+            else "",
+            f"; {failed} could not be put back (the log names them)" if failed else "",
+        ]
+    )
 
 
 def ready(vault: Vault, history: History, what: str) -> None:

@@ -397,6 +397,16 @@ class Vault:
         except OSError:
             return set()
 
+    def unjournal(self, paths: Sequence[str]) -> None:
+        """Take ``paths`` out of the write journal (files memvault no longer answers for)."""
+        if not paths:
+            return
+        kept, journal = self.journal_paths() - set(paths), self.state_dir / WRITE_JOURNAL
+        if kept:
+            journal.write_text("".join(f"{p}\n" for p in sorted(kept)), encoding="utf-8")
+        else:
+            journal.unlink(missing_ok=True)
+
     def clear_journal(self) -> None:
         (self.state_dir / WRITE_JOURNAL).unlink(missing_ok=True)
 
@@ -407,7 +417,7 @@ class Vault:
         ``expected_hash`` of ``""`` means the file must not exist yet. Returns the new hash.
         """
         path = self.abspath(rel)
-        self._expect(rel, expected_hash)
+        self.check_unchanged(rel, expected_hash)
         made = self._make_folders(path.parent)
         data = text.encode("utf-8") if isinstance(text, str) else text
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -422,7 +432,7 @@ class Vault:
             # A person may have saved while the temporary file was written and synced
             # (milliseconds): checked again at the last moment, so their save is refused
             # over, not replaced. A new file is linked in, which fails if one appeared.
-            self._expect(rel, expected_hash)
+            self.check_unchanged(rel, expected_hash)
             if expected_hash == "":
                 _link_new(tmp, path, rel)
             else:
@@ -447,7 +457,7 @@ class Vault:
             self._undo.folders += made
         return made
 
-    def _expect(self, rel: str, expected_hash: str | None) -> None:
+    def check_unchanged(self, rel: str, expected_hash: str | None) -> None:
         """Refuse when ``rel``'s content hash is not ``expected_hash`` ("": no file)."""
         if expected_hash is None:
             return
@@ -608,6 +618,7 @@ class Undo:
     complete: bool = True  # False when something could not be kept (over the limit, unreadable)
     size: int = 0
     folders: list[Path] = field(default_factory=list)  # created by the writes, outermost first
+    kept: list[str] = field(default_factory=list)  # saved again since: not put back
 
     def keep(self, rel: str) -> None:
         if rel in self.before or not self.complete:
@@ -625,36 +636,26 @@ class Undo:
         self.before[rel] = data
 
     def restore(self) -> list[str]:
-        """Put every path back as it was, newest first; the paths put back (a path that
-        cannot be is logged and left as the write made it)."""
+        """Put every path back as it was, newest first; the paths put back. A path saved
+        again since the write (an editor, a person) stays as saved, in :attr:`kept`; one
+        that cannot be put back is logged and left as the write made it."""
         done = []
         for rel, data in reversed(self.before.items()):
-            path = self.vault.abspath(rel)
-            if not self._still_as_written(rel, path):
-                log.warning("%s was saved again since the write that failed: kept as it is", rel)
-                continue
+            mine = self.vault.last_written(rel)  # what the write left there
             try:
                 if data is not None:
-                    self.vault.write(rel, data)
-                elif os.path.lexists(path):
+                    self.vault.write(rel, data, expected_hash=mine)  # refused over a save
+                elif os.path.lexists(self.vault.abspath(rel)):
+                    self.vault.check_unchanged(rel, mine)
                     self.vault.delete(rel)
                 done.append(rel)
-            except OSError as exc:
+            except StaleRevisionError:
+                self.kept.append(rel)
+                log.warning("%s was saved again since the write that failed: kept as it is", rel)
+            except (OSError, UnsafePathError) as exc:
                 log.error("could not put %s back as it was: %s", rel, exc)
         remove_empty(self.folders)
         return done
-
-    def _still_as_written(self, rel: str, path: Path) -> bool:
-        """Whether ``rel`` holds what the write left there (an editor or a person may
-        have saved it since: putting the old bytes back would lose that save)."""
-        mine = self.vault.last_written(rel)
-        if mine is None:
-            return True
-        try:
-            now = content_hash(self.vault.read_regular(rel)) if os.path.lexists(path) else ""
-        except (OSError, UnsafePathError):
-            return False
-        return now == mine
 
 
 def remove_empty(folders: Sequence[Path]) -> None:

@@ -143,6 +143,8 @@ def test_a_failed_write_never_undoes_a_save_made_while_it_waited(
     assert saver.saved
     assert (root / bike.path).read_text(encoding="utf-8") == person
     assert "1 saved again meanwhile" in str(caught.value)
+    assert "could not be put back" not in str(caught.value)
+    assert bike.path not in text_only.vault.journal_paths()  # committed as the person's
     assert git(root, "rev-parse", "HEAD") == head
     assert git(root, "diff", "--cached", "--name-only") == ""  # memvault's version unstaged
     assert found(text_only, "Saved by the person") == [bike.path]
