@@ -15,7 +15,8 @@ from typing import Any, NoReturn
 import click
 
 from . import __version__
-from .config import default_vault_path, load_settings, serving_token
+from .binding import serving_token
+from .config import default_vault_path, load_settings
 from .errors import MemvaultError, explain_unexpected
 from .models import Access, Filters, MemoryInfo, Page, jsonable, sort_infos
 

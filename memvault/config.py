@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import InvalidInputError, MemvaultError
+from .errors import InvalidInputError
 
 SETTINGS_FILE = ".memvault.toml"
 
@@ -252,18 +252,3 @@ def default_vault_path() -> Path:
         return Path(env).expanduser()
     data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(data_home) / "memvault" / "vault"
-
-
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
-
-
-def serving_token(http: bool, host: str, token: str | None) -> str | None:
-    """The bearer token to serve with (blank or whitespace is none). HTTP on any address
-    but loopback is refused without one: checked before anything is opened or created."""
-    token = (token or "").strip() or None
-    if http and host not in LOOPBACK and not token:
-        raise MemvaultError(
-            f"refusing to serve HTTP on {host} without a token: pass --token or set "
-            "MEMVAULT_TOKEN (loopback addresses need none)"
-        )
-    return token

@@ -19,7 +19,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus
 
 from .. import __version__, lifecycle, syncing
-from ..config import serving_token
+from ..binding import serving_token
 from ..errors import LockTimeoutError, MemvaultError
 from ..service import MemoryService
 from ..text import warm_up

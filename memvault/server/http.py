@@ -12,7 +12,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
-from ..config import LOOPBACK
+from ..binding import LOOPBACK
 from ..errors import MemvaultError
 
 log = logging.getLogger(__name__)
