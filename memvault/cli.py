@@ -824,6 +824,7 @@ def import_(ctx: Ctx, source: Path) -> None:
         service = _service(ctx)
         with click.progressbar(length=1, label="indexing", file=sys.stderr) as bar:
             result = service.import_path(source, progress=_progress(bar))
+        _say_embedded(service.index_status())  # a bulk import leaves vectors for later
     _emit(ctx, asdict(result), lambda: click.echo(result.summary()))
 
 

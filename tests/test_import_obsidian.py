@@ -16,6 +16,7 @@ from memvault import doctor, ids
 from memvault.cli import cli
 from memvault.errors import GitError, InvalidInputError
 from memvault.service import MemoryService
+from memvault.sync import EMBED_NOW
 
 from .helpers import REPO, commit_count, git, run_memvault
 
@@ -365,3 +366,17 @@ def test_two_notes_of_one_import_wanting_one_path_say_nothing_about_the_vault(
     with caplog.at_level(logging.WARNING, logger="memvault.importing"):
         assert text_only.import_path(source).imported == 2
     assert "not from an import" not in caplog.text
+
+
+def test_the_import_command_says_the_vectors_come_later(vault_path: Path, tmp_path: Path) -> None:
+    """A bulk import indexes text only; until `reindex` or a running server embeds them,
+    recall ranks the notes by text, which the person is told, not left to find out."""
+    source = tmp_path / "many.jsonl"
+    lines = [
+        {"content": f"Shelf {n} holds the winter tyres, set {n}."} for n in range(EMBED_NOW + 1)
+    ]
+    source.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    said = CliRunner().invoke(cli, ["--vault", str(vault_path), "import", str(source)])
+    assert said.exit_code == 0, said.output
+    assert f"embedded: 0 of {EMBED_NOW + 1} memories" in said.stderr
+    assert "memvault reindex" in said.stderr
