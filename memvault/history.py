@@ -32,7 +32,7 @@ if shutil.which("git") is None:
 
 import git
 
-from .errors import GitError, InvalidInputError, MemvaultError
+from .errors import GitError, InvalidInputError, MemvaultError, UntrustedRepositoryError
 from .ids import derived_id
 from .models import Commit
 
@@ -89,6 +89,10 @@ _INDEX_FILTER = (
     'f="$MEMVAULT_PURGE_DIR/$GIT_COMMIT"; if [ -f "$f" ]; then git rm -q --cached'
     ' --ignore-unmatch --pathspec-from-file="$f" --pathspec-file-nul; fi'
 )
+# git's refusal of a repository another user owns ("safe.directory"): every command fails,
+# also the ones whose failure would otherwise mean "no commits yet"
+_DUBIOUS = "detected dubious ownership in repository"
+_DUBIOUS_AT = re.compile(r"dubious ownership in repository at '([^'\n]+)'")
 _UNDER_WAY = (("MERGE_HEAD", "merge"), ("rebase-merge", "rebase"), ("rebase-apply", "rebase"))
 _MSG_FILTER = (
     'awk \'BEGIN { n = split(ENVIRON["MEMVAULT_PURGED"], names, "\\n") }'
@@ -353,7 +357,12 @@ class History:
                 )
         except git.exc.GitCommandNotFound as exc:
             raise MemvaultError(f"git could not be started ({exc}): install git and retry") from exc
-        return returncode, bytes(stdout), _text(os.fsencode(stderr))
+        text = _text(os.fsencode(stderr))
+        if returncode and _DUBIOUS in text:
+            found = _DUBIOUS_AT.search(text)
+            folder = found.group(1) if found else str(self.root)
+            raise UntrustedRepositoryError(cmd[1:], returncode, text, folder)
+        return returncode, bytes(stdout), text
 
     def git_dir(self) -> Path:
         """The repository's git folder: ``.git``, or in a linked worktree (a client's

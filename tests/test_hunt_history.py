@@ -1,0 +1,85 @@
+"""Reading history over hostile and real histories: a vault another user owns, people's
+merges, clocks that were wrong, shallow clones, reverts to versions a person broke."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memvault import changes
+from memvault.cli import cli
+from memvault.config import Settings
+from memvault.errors import UntrustedRepositoryError
+from memvault.service import MemoryService
+
+from .helpers import git
+
+PERSON = "Ada Person"
+
+
+@pytest.fixture
+def vault(vault_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MemoryService]:
+    git(vault_path, "config", "user.name", PERSON)
+    git(vault_path, "config", "user.email", "ada@example.org")
+    monkeypatch.setenv("MEMVAULT_EMBEDDER", "none")  # the command line's service too
+    service = MemoryService.open(vault_path, Settings(embedder="none"))
+    yield service
+    service.close()
+
+
+def person_commit(root: Path, message: str, *, env: dict[str, str] | None = None) -> str:
+    """Commit everything in the worktree as the person (optionally with git dates)."""
+    git(root, "add", "-A")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    subprocess.run(
+        ["git", "commit", "-q", "-m", message],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        env={**clean, **(env or {})},
+    )
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+def note(root: Path, rel: str, body: str, meta: str = "title: A note") -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"---\n{meta}\n---\n{body}\n", encoding="utf-8")
+
+
+def cli_run(root: Path, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["--vault", str(root), *args], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+# -- a vault another user owns -----------------------------------------------------------
+def test_log_and_changes_of_a_vault_git_distrusts_say_why_and_what_to_run(
+    vault: MemoryService,
+) -> None:
+    vault.remember("The deploy server is called hermes", tags=["infra"])
+    vault.history.base_env = {"GIT_TEST_ASSUME_DIFFERENT_OWNER": "1"}  # git's own switch
+    for read in (vault.log, lambda: changes.feed(vault)):
+        with pytest.raises(UntrustedRepositoryError) as caught:
+            read()
+        message = str(caught.value)
+        assert "another user" in message
+        assert f"git config --global --add safe.directory {vault.root}" in message
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs chown")
+def test_the_command_line_names_the_safe_directory_fix_for_a_folder_another_user_owns(
+    vault: MemoryService,
+) -> None:
+    vault.remember("The deploy server is called hermes", tags=["infra"])
+    for folder, _, files in os.walk(vault.root):
+        for name in [".", *files]:
+            os.chown(os.path.join(folder, name), 54321, 54321)
+    for command in (["log"], ["changes"], ["export"]):
+        code, out, err = cli_run(vault.root, *command)
+        assert code == 1, command
+        assert "safe.directory" in err and out == ""
