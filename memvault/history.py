@@ -974,9 +974,15 @@ class History:
         args = ["log", "-z", "--raw", "--numstat", "-M", "--root", "--no-abbrev", "--no-color"]
         args += ["--no-show-signature", f"--format={_DELTA_FORMAT}", f"--skip={skip}", f"-n{count}"]
         if since:
-            args.append(f"--since={since}")
+            args.append(f"{self._since_option()}={since}")
         out = self.run(*args, revs, "--")
         return [c for c in (_parse_deltas(r) for r in out.split(_RS)) if c]
+
+    def _since_option(self) -> str:
+        """git's ``--since`` stops the walk at the first commit dated before it, so one
+        commit made with a wrong clock (1970 on a board without a real-time clock) hides
+        every older one; ``--since-as-filter`` (git 2.38+) looks at them all."""
+        return "--since-as-filter" if self._git.version_info >= (2, 38) else "--since"
 
     def settled_by_merge(self, sha: str) -> dict[str, str]:
         """The files a merge commit holds in a version neither parent had (what the merge

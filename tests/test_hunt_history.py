@@ -3,6 +3,7 @@ merges, clocks that were wrong, shallow clones, reverts to versions a person bro
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import subprocess
 from collections.abc import Iterator
@@ -83,3 +84,17 @@ def test_the_command_line_names_the_safe_directory_fix_for_a_folder_another_user
         code, out, err = cli_run(vault.root, *command)
         assert code == 1, command
         assert "safe.directory" in err and out == ""
+
+
+# -- clocks that were wrong --------------------------------------------------------------
+def test_changes_since_a_time_reach_past_a_commit_made_with_a_clock_in_1970(
+    vault: MemoryService,
+) -> None:
+    first = vault.remember("The deploy server is called hermes", tags=["infra"]).memory
+    note(vault.root, "facts/board.md", "Written on a board without a real-time clock.")
+    epoch = "1970-01-01T00:00:01+00:00"
+    person_commit(vault.root, "board", env={"GIT_COMMITTER_DATE": epoch, "GIT_AUTHOR_DATE": epoch})
+    last = vault.remember("Ada drinks tea in the morning", tags=["habits"]).memory
+    yesterday = (dt.datetime.now(dt.UTC) - dt.timedelta(days=1)).isoformat()
+    found = [c.id for c in changes.feed(vault, since=yesterday).changes]
+    assert found == [last.id, first.id]  # the 1970 commit is older than asked: left out
