@@ -117,15 +117,15 @@ def _records(history: History, vault: Vault, commits: Sequence[Deltas]) -> list[
     out: list[Change] = []
     for commit, files in picked:
         out += _commit_changes(commit, files, texts)
-        if commit.trailers.get("Memvault-Op", "").strip() == "sync" and not files:
+        if commit.merge and not files:  # a sync's, or a person's who settled a conflict
             out += _settled(history, vault, commit)
     return out
 
 
 def _settled(history: History, vault: Vault, merge: Deltas) -> list[Change]:
-    """What a sync's merge commit settled itself (git's log shows no files for a merge):
-    ``conflict`` for a memory now holding both sides' texts, ``merged`` for one merged
-    field by field or line by line."""
+    """What a merge commit (a sync's, a person's) settled itself (git's log shows no
+    files for a merge): ``conflict`` for a memory now holding both sides' texts,
+    ``merged`` for one merged field by field or line by line, or by a person's hand."""
     found = {
         p: b for p, b in history.settled_by_merge(merge.sha).items() if vault.is_memory_path(p)
     }

@@ -125,6 +125,7 @@ class Deltas:
     author: str
     trailers: dict[str, str]
     files: tuple[Delta, ...]
+    merge: bool = False  # more than one parent: git's log lists no files of its own
 
 
 @dataclass(frozen=True)
@@ -845,7 +846,9 @@ class History:
         """Commits, newest first (of ``rev``'s history, else HEAD's); for one path,
         following renames, also a move git did not see as one (:meth:`_moved_unseen`)."""
         fmt = _RS + _US.join(["%H", "%aI", "%an", "%s", f"%(trailers:only,unfold,separator={_GS})"])
-        args = ["log", f"--format={fmt}", "--name-status", "-z"]
+        # --cc: a merge lists the files it holds in a version neither parent had (a
+        # person's resolution of a conflict), which plain --name-status leaves out
+        args = ["log", f"--format={fmt}", "--name-status", "--cc", "-z"]
         if limit:
             args.append(f"-n{limit}")
         if rev is not None:
@@ -855,6 +858,8 @@ class History:
         if self.head() is None:
             return []
         found = [c for c in (_parse_record(r, path) for r in self.run(*args).split(_RS)) if c]
+        if path is not None:  # --follow also lists merges that took one side's version
+            found = [c for c in found if c.path is not None]
         if path is not None and found and (not limit or len(found) < limit):
             earlier = self._moved_unseen(found[-1], found[-1].path or path)
             if earlier is not None:
@@ -1246,7 +1251,9 @@ def _is_git(arg: str) -> bool:
     return name == "git" or name.startswith("git-")
 
 
-_DELTA_FORMAT = _RS + _US.join(["%H", "%cI", "%an", f"%(trailers:only,unfold,separator={_GS})"])
+_DELTA_FORMAT = _RS + _US.join(
+    ["%H", "%cI", "%an", f"%(trailers:only,unfold,separator={_GS})", "%P"]
+)
 _NO_BLOB = "0" * 40
 
 
@@ -1297,7 +1304,8 @@ def _parse_deltas(record: str) -> Deltas | None:
     lines = _numstat(tokens[i:])
     counted = [(d, lines.get(d.path, (None, None))) for d in raw]
     files = tuple(replace(d, added=added, deleted=deleted) for d, (added, deleted) in counted)
-    return Deltas(fields[0], fields[1], fields[2], _parse_trailers(fields[3]), files)
+    merge = len(fields) > 4 and len(fields[4].split()) > 1
+    return Deltas(fields[0], fields[1], fields[2], _parse_trailers(fields[3]), files, merge)
 
 
 def _numstat(tokens: list[str]) -> dict[str, tuple[int | None, int | None]]:
@@ -1341,8 +1349,9 @@ def _parse_batch(out: bytes) -> dict[str, bytes]:
 
 def _parse_record(record: str, path: str | None) -> Commit | None:
     """One ``git log -z --name-status`` record: header, NUL-newline, name-status entries."""
-    head, _, rest = record.partition("\0\n")
-    fields = head.rstrip("\0").split(_US)
+    head, _, rest = record.partition("\0")
+    rest = rest.lstrip("\n\0")  # a merge's combined entries follow a NUL, not a newline
+    fields = head.split(_US)
     if len(fields) < 5:
         return None
     sha, date, author, subject, trailer_text = fields[:5]
@@ -1358,13 +1367,14 @@ def _parse_record(record: str, path: str | None) -> Commit | None:
     i = 0
     while i < len(names) - 1:
         status = names[i].strip()
-        if status[:1] in ("R", "C") and i + 2 < len(names):
+        combined = len(status) > 1 and not status[1:].isdigit()  # a merge's, one name
+        if status[:1] in ("R", "C") and not combined and i + 2 < len(names):
             renames.append((names[i + 1], names[i + 2]))
             files.append(names[i + 2])
             i += 3
         elif status:
             files.append(names[i + 1])
-            if status == "D":
+            if set(status) == {"D"}:
                 deleted.append(names[i + 1])
             i += 2
         else:

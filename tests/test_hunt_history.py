@@ -16,6 +16,7 @@ from memvault import changes
 from memvault.cli import cli
 from memvault.config import Settings
 from memvault.errors import UntrustedRepositoryError
+from memvault.reports import export
 from memvault.service import MemoryService
 
 from .helpers import git
@@ -98,3 +99,42 @@ def test_changes_since_a_time_reach_past_a_commit_made_with_a_clock_in_1970(
     yesterday = (dt.datetime.now(dt.UTC) - dt.timedelta(days=1)).isoformat()
     found = [c.id for c in changes.feed(vault, since=yesterday).changes]
     assert found == [last.id, first.id]  # the 1970 commit is older than asked: left out
+
+
+# -- a person's merges -------------------------------------------------------------------
+def resolved_by_hand(vault: MemoryService) -> tuple[str, str, str]:
+    """A memory both sides of a person's branch edited, the conflict settled by hand in
+    the merge commit: (path, the memory's id, the merge's sha)."""
+    memory = vault.remember("The deploy server is called hermes", tags=["infra"]).memory
+    path, root = vault.root / memory.path, vault.root
+    text = path.read_text(encoding="utf-8")
+    git(root, "checkout", "-q", "-b", "side")
+    path.write_text(text.replace("hermes", "zeus"), encoding="utf-8")
+    person_commit(root, "side: zeus")
+    git(root, "checkout", "-q", "main")
+    path.write_text(text.replace("hermes", "apollo"), encoding="utf-8")
+    person_commit(root, "main: apollo")
+    subprocess.run(["git", "merge", "-q", "side"], cwd=root, capture_output=True)  # conflicts
+    path.write_text(text.replace("hermes", "athena (settled by Ada)"), encoding="utf-8")
+    merge = person_commit(root, "merge side, settled by hand")
+    return memory.path, memory.id, merge
+
+
+def test_a_conflict_a_person_settled_in_a_merge_is_in_the_changes_feed(
+    vault: MemoryService,
+) -> None:
+    path, ident, merge = resolved_by_hand(vault)
+    newest = changes.feed(vault, limit=5).changes[0]
+    assert (newest.commit, newest.path, newest.id) == (merge[:10], path, ident)
+    assert (newest.op, newest.who, newest.name) == ("merged", "person", PERSON)
+
+
+def test_log_and_export_of_a_memory_show_the_merge_that_settled_it_by_hand(
+    vault: MemoryService,
+) -> None:
+    path, ident, merge = resolved_by_hand(vault)
+    assert [c.sha for c in vault.log(ident)][:1] == [merge]
+    exported = export(vault)
+    (history,) = [m["history"] for m in exported["memories"] if m["id"] == ident]
+    assert history[0]["commit"] == merge and "athena" in history[0]["text"]
+    assert len(history) == 4  # remember, both sides, the merge
