@@ -38,14 +38,17 @@ def resolve(service: MemoryService, as_of: str) -> str:
             moment += dt.timedelta(days=1, seconds=-1)
         sha = service.history.commit_before(moment.isoformat())
         if sha is None:
-            raise InvalidInputError(f"the vault has no history before {text}: pick a later time")
+            hint = service.history.shallow_hint()
+            raise InvalidInputError(
+                f"the vault has no history before {text}{hint}: pick a later time"
+            )
         return sha
     try:
         return service.history.resolve(text)
     except MemvaultError as exc:
         raise InvalidInputError(
             f"as_of {as_of!r} is neither a time (2026-11-30 or 2026-11-30T10:00) nor a "
-            "commit of this vault: pick one from `memvault log`"
+            f"commit of this vault{service.history.shallow_hint()}: pick one from `memvault log`"
         ) from exc
 
 

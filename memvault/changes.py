@@ -92,7 +92,8 @@ def _since(history: History, since: str | None, head: str) -> tuple[str | None, 
         return None, moment
     raise InvalidInputError(
         f"since={text!r} is neither a commit in this vault's history nor an ISO time "
-        "(a purge rewrites history, so cursors from before it no longer work): pass the "
+        f"(a purge rewrites history, so cursors from before it no longer work)"
+        f"{history.shallow_hint()}: pass the "
         "cursor of the last memory_changes, a time like 2026-11-30T18:00, or no since"
     )
 
@@ -104,6 +105,10 @@ def _after(time: str, moment: dt.datetime) -> bool:
 
 def _records(history: History, vault: Vault, commits: Sequence[Deltas]) -> list[Change]:
     """The memory changes of ``commits``, newest first (one ``cat-file`` for all of them)."""
+    # a shallow clone's first commit lists every file as new: what it holds, not what it
+    # changed, nor who wrote it; the feed stops there
+    boundary = history.shallow()
+    commits = [c for c in commits if c.sha not in boundary]
     picked = [(c, [m for d in c.files if (m := _as_memory(vault, d))]) for c in commits]
     wanted = [
         blob

@@ -60,6 +60,10 @@ STALE_LOCK_SECONDS_BLIND = 120.0
 """Where running processes cannot be seen (no /proc): only a much older lock counts."""
 PROC = Path("/proc")
 PURGED_NAME = "(purged)"
+SHALLOW_HINT = (
+    " (this vault is a shallow clone: its older history was never fetched; "
+    "`git fetch --unshallow` in the vault brings it)"
+)
 # A diff as git itself makes it, whatever a person's diff.external, textconv drivers or
 # diff.noprefix would show instead: what an agent or a reviewer reads is the same everywhere.
 GITS_OWN_DIFF = (
@@ -374,6 +378,19 @@ class History:
             if text.startswith("gitdir:"):
                 return (self.root / text.removeprefix("gitdir:").strip()).resolve()
         return dot_git
+
+    def shallow(self) -> frozenset[str]:
+        """The commits a shallow clone's history stops at (their parents were never
+        fetched); empty for a full clone."""
+        try:
+            text = (self.git_dir() / "shallow").read_text(encoding="ascii")
+        except (OSError, UnicodeDecodeError):
+            return frozenset()
+        return frozenset(line.strip() for line in text.splitlines() if line.strip())
+
+    def shallow_hint(self) -> str:
+        """What to add to "not in this history" in a shallow clone, else ""."""
+        return SHALLOW_HINT if self.shallow() else ""
 
     @contextmanager
     def temp_files(self, *texts: str) -> Iterator[list[str]]:
@@ -957,7 +974,9 @@ class History:
             raise MemvaultError(f"{rev!r} is not a revision: give a commit sha from `log`")
         out = self.run("rev-parse", "--verify", "-q", f"{rev}^{{commit}}", check=False).strip()
         if not out:
-            raise MemvaultError(f"unknown revision {rev!r}: pick one from `memvault log`")
+            raise MemvaultError(
+                f"unknown revision {rev!r}{self.shallow_hint()}: pick one from `memvault log`"
+            )
         return out
 
     # -- what changed, for the feed of changes -------------------------------------

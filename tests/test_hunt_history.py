@@ -15,7 +15,8 @@ from click.testing import CliRunner
 from memvault import changes
 from memvault.cli import cli
 from memvault.config import Settings
-from memvault.errors import UntrustedRepositoryError
+from memvault.asof import get
+from memvault.errors import MemvaultError, UntrustedRepositoryError
 from memvault.reports import export
 from memvault.service import MemoryService
 
@@ -138,3 +139,40 @@ def test_log_and_export_of_a_memory_show_the_merge_that_settled_it_by_hand(
     (history,) = [m["history"] for m in exported["memories"] if m["id"] == ident]
     assert history[0]["commit"] == merge and "athena" in history[0]["text"]
     assert len(history) == 4  # remember, both sides, the merge
+
+
+# -- shallow clones ----------------------------------------------------------------------
+@pytest.fixture
+def shallow(vault: MemoryService, tmp_path: Path) -> Iterator[MemoryService]:
+    """A clone with the last two commits of a vault that has three memories."""
+    for text in ("hermes runs Debian", "Ada drinks tea", "the office is in Leeds"):
+        vault.remember(text, tags=["t"])
+    clone = tmp_path / "clone"
+    url = f"file://{vault.root}"
+    subprocess.run(["git", "clone", "-q", "--depth", "2", url, str(clone)], check=True)
+    service = MemoryService.open(clone, Settings(embedder="none"))
+    yield service
+    service.close()
+
+
+def test_a_shallow_clones_first_commit_is_not_reported_as_creating_every_memory(
+    shallow: MemoryService,
+) -> None:
+    found = changes.feed(shallow, limit=50).changes
+    head = shallow.log(limit=1)[0].sha[:10]
+    assert [(c.op, c.commit, c.path) for c in found] == [
+        ("created", head, "inbox/the-office-is-in-leeds.md")
+    ]
+
+
+def test_reading_before_a_shallow_clones_history_says_to_unshallow(
+    shallow: MemoryService,
+) -> None:
+    memory = shallow.records()[0]
+    for read in (
+        lambda: shallow.revert(memory.id, "HEAD~2"),
+        lambda: get(shallow, memory.id, "2001-01-01"),
+        lambda: changes.feed(shallow, since="1234567"),
+    ):
+        with pytest.raises(MemvaultError, match="git fetch --unshallow"):
+            read()
