@@ -11,9 +11,9 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from . import importer, policy, validate
+from . import frontmatter, ids, importer, policy, validate
 from .config import Settings
-from .errors import InvalidInputError, SecretRefusedError, UnsafePathError
+from .errors import InvalidInputError, MemvaultError, SecretRefusedError, UnsafePathError
 from .fields import stem_path
 from .vault import Vault
 
@@ -59,6 +59,24 @@ def check_forget(mode: str, reason: str | None) -> None:
     if mode not in FORGET_MODES:
         raise InvalidInputError(f"mode must be one of {', '.join(FORGET_MODES)}, not {mode!r}")
     validate.reason(reason)
+
+
+def check_revert(rel: str, rel_then: str, data: bytes, rev: str) -> str | None:
+    """The version of ``rel`` (named ``rel_then`` at ``rev``) that a revert would write back:
+    refused where it is not a readable memory (not UTF-8, frontmatter that does not parse),
+    which would cost the memory its id and every field. Returns the id it holds, if any."""
+    try:
+        meta = frontmatter.parse(data.decode("utf-8")).meta
+    except (UnicodeDecodeError, MemvaultError) as exc:
+        why = "it is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else str(exc)
+        raise InvalidInputError(
+            f"{rel} as of {rev[:10]} is not a readable memory ({why.split(': fix')[0]}): "
+            "reverting to it would drop its id and fields; pick another revision from "
+            f"`memvault log {rel}`, or take that version by hand with "
+            f"`git show {rev[:10]}:{rel_then}`"
+        ) from exc
+    ident = str(meta.get("id") or "").strip()
+    return ident if ids.is_id(ident) else None
 
 
 def check_text(

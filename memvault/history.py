@@ -957,6 +957,15 @@ class History:
         data = self.blob_bytes(b for b in blobs if b)
         return [data[b].decode("utf-8", "replace") if b in data else None for b in blobs]
 
+    def file_bytes(self, rev: str, path: str) -> bytes:
+        """The file ``path`` of commit ``rev`` exactly as committed (line endings, bytes
+        that are not UTF-8): what a revert writes back."""
+        spec = f"{self._rev(rev)}:{path}"
+        code, out, err = self._execute_bytes(["git", "cat-file", "blob", spec], None, None)
+        if code:
+            raise GitError(["cat-file", "blob", spec], code, err)
+        return out
+
     def show(self, rev: str, path: str) -> str:
         return self.run("show", f"{self._rev(rev)}:{path}")
 

@@ -7,6 +7,7 @@ consolidation and ``reports`` for status, export and the aggregate views).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 from collections.abc import Callable, Iterable, Sequence
@@ -427,15 +428,15 @@ class MemoryService:
         with self._writing():
             path = self.history_path(id_or_path)
             sha_rev = self.history.resolve(rev)
-            old_text = self.history.show(sha_rev, self.history.path_at(path, sha_rev))
-            current = self.vault.abspath(path)
-            previous = None
-            if current.exists():
-                previous = self.vault.read(path).content_hash
-                expected: str | None = previous
-            else:
-                expected = ""
-            self.vault.write(path, old_text, expected_hash=expected)
+            path_then = self.history.path_at(path, sha_rev)
+            old_text = self.history.file_bytes(sha_rev, path_then)
+            ident = guard.check_revert(path, path_then, old_text, sha_rev)
+            if ident and not self.vault.abspath(path).exists():  # moved since by a person?
+                with contextlib.suppress(MemoryNotFoundError):  # then revert it where it is
+                    path = self._locate(ident)
+            exists = self.vault.abspath(path).exists()
+            previous = self.vault.read(path).content_hash if exists else None
+            self.vault.write(path, old_text, expected_hash=previous or "")
             restored = self.vault.read(path)
             sha = self.history.commit(
                 [path], f"revert: {path} to {sha_rev[:7]}", self._trailers("revert", restored.id)

@@ -16,7 +16,7 @@ from memvault import changes
 from memvault.cli import cli
 from memvault.config import Settings
 from memvault.asof import get
-from memvault.errors import MemvaultError, UntrustedRepositoryError
+from memvault.errors import InvalidInputError, MemvaultError, UntrustedRepositoryError
 from memvault.reports import export
 from memvault.service import MemoryService
 
@@ -176,3 +176,50 @@ def test_reading_before_a_shallow_clones_history_says_to_unshallow(
     ):
         with pytest.raises(MemvaultError, match="git fetch --unshallow"):
             read()
+
+
+# -- revert ------------------------------------------------------------------------------
+def test_revert_writes_back_a_persons_crlf_version_byte_for_byte(vault: MemoryService) -> None:
+    memory = vault.remember("Meeting notes with Bob about the budget", tags=["work"]).memory
+    path = vault.root / memory.path
+    crlf = path.read_bytes().replace(b"\n", b"\r\n")
+    path.write_bytes(crlf)
+    then = person_commit(vault.root, "saved on Windows")
+    path.write_bytes(crlf + b"Bob agreed.\n")
+    person_commit(vault.root, "more")
+    vault.revert(memory.id, then)
+    assert path.read_bytes() == crlf
+
+
+def test_revert_to_a_version_whose_frontmatter_a_person_broke_is_refused(
+    vault: MemoryService,
+) -> None:
+    memory = vault.remember("Ada likes green tea with honey", tags=["tea"]).memory
+    path = vault.root / memory.path
+    good = path.read_text(encoding="utf-8")
+    path.write_text(good.replace("tags:", "tags: [unclosed\nx:"), encoding="utf-8")
+    broken = person_commit(vault.root, "broken yaml")
+    path.write_text(good, encoding="utf-8")
+    head = person_commit(vault.root, "fixed")
+    with pytest.raises(InvalidInputError, match="not a readable memory") as caught:
+        vault.revert(memory.id, broken)
+    assert f"git show {broken[:10]}:{memory.path}" in str(caught.value)
+    assert path.read_text(encoding="utf-8") == good
+    assert git(vault.root, "rev-parse", "HEAD").strip() == head
+    assert git(vault.root, "status", "--porcelain") == ""
+
+
+def test_revert_by_the_path_a_person_since_moved_the_memory_from_reverts_it_where_it_is(
+    vault: MemoryService,
+) -> None:
+    memory = vault.remember("The office is in Leeds", tags=["work"]).memory
+    first = git(vault.root, "rev-parse", "HEAD").strip()
+    git(vault.root, "mv", memory.path, "facts/office.md")
+    moved = vault.root / "facts/office.md"
+    moved.write_text(moved.read_text(encoding="utf-8") + "Moved to York.\n", encoding="utf-8")
+    person_commit(vault.root, "moved and edited")
+    vault.sync_index()
+    result = vault.revert(memory.path, first)
+    assert result.memory.path == "facts/office.md"
+    assert not (vault.root / memory.path).exists()  # no second file with the same id
+    assert "York" not in moved.read_text(encoding="utf-8")
