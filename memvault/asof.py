@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import ids, validate
-from .errors import InvalidInputError, MalformedMemoryError, MemoryNotFoundError, MemvaultError
+from .errors import (
+    GitError,
+    InvalidInputError,
+    MalformedMemoryError,
+    MemoryNotFoundError,
+    MemvaultError,
+)
 from .index import text_doc
 from .index.fulltext import FullText
 from .index.rank import relevance
@@ -45,6 +51,8 @@ def resolve(service: MemoryService, as_of: str) -> str:
         return sha
     try:
         return service.history.resolve(text)
+    except (GitError, InvalidInputError):
+        raise  # git refused the vault; a short sha of several commits
     except MemvaultError as exc:
         raise InvalidInputError(
             f"as_of {as_of!r} is neither a time (2026-11-30 or 2026-11-30T10:00) nor a "

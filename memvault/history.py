@@ -981,20 +981,34 @@ class History:
     def _rev(self, rev: str) -> str:
         if not rev or rev.startswith("-"):
             raise MemvaultError(f"{rev!r} is not a revision: give a commit sha from `log`")
-        out = self.run("rev-parse", "--verify", "-q", f"{rev}^{{commit}}", check=False).strip()
+        out = self._verified(rev)
         if not out:
             raise MemvaultError(
                 f"unknown revision {rev!r}{self.shallow_hint()}: pick one from `memvault log`"
             )
         return out
 
+    def _verified(self, rev: str) -> str | None:
+        """The commit ``rev`` names, or None; a short sha that several commits start with
+        is refused as such (git's ``-q`` would make it read as unknown)."""
+        try:
+            return self.run("rev-parse", "--verify", f"{rev}^{{commit}}").strip() or None
+        except UntrustedRepositoryError:
+            raise
+        except GitError as exc:
+            if "is ambiguous" not in exc.stderr:
+                return None
+            raise InvalidInputError(
+                f"{rev!r} is the start of more than one commit's sha: give more of it "
+                "(`memvault log` shows 10 characters)"
+            ) from exc
+
     # -- what changed, for the feed of changes -------------------------------------
     def commit_of(self, rev: str) -> str | None:
         """The full sha of the commit ``rev`` names in this repository, else None."""
         if not rev or rev.startswith("-") or self.head() is None:
             return None
-        out = self.run("rev-parse", "--verify", "-q", f"{rev}^{{commit}}", check=False).strip()
-        return out or None
+        return self._verified(rev)
 
     def is_ancestor(self, sha: str, of: str) -> bool:
         """Whether commit ``sha`` is in the history of ``of`` (itself included)."""

@@ -223,3 +223,40 @@ def test_revert_by_the_path_a_person_since_moved_the_memory_from_reverts_it_wher
     assert result.memory.path == "facts/office.md"
     assert not (vault.root / memory.path).exists()  # no second file with the same id
     assert "York" not in moved.read_text(encoding="utf-8")
+
+
+# -- revisions ---------------------------------------------------------------------------
+def fast_imported(root: Path, count: int) -> list[str]:
+    """A person's repository of ``count`` commits, each editing one of ten notes, with fixed
+    names and dates (the same shas every run); its commits, newest first."""
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    stream = bytearray()
+    for i in range(count):
+        msg, text = f"edit {i}\n".encode(), f"---\ntitle: Note {i % 10}\n---\nRound {i}.\n"
+        stream += b"commit refs/heads/main\n"
+        stream += f"committer Ada <ada@example.org> {1_700_000_000 + 60 * i} +0000\n".encode()
+        stream += f"data {len(msg)}\n".encode() + msg
+        stream += f"M 100644 inline facts/note-{i % 10}.md\n".encode()
+        stream += f"data {len(text.encode())}\n{text}\n".encode()
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=root, input=bytes(stream), env=clean)
+    git(root, "reset", "-q", "--hard", "main")
+    return git(root, "rev-list", "HEAD").split()
+
+
+def test_a_short_sha_of_several_commits_is_called_ambiguous_not_unknown(tmp_path: Path) -> None:
+    shas = fast_imported(tmp_path / "vault", 800)
+    seen: dict[str, str] = {}
+    short = next(s[:4] for s in shas if seen.setdefault(s[:4], s) != s)
+    service = MemoryService.open(tmp_path / "vault", Settings(embedder="none"))
+    try:
+        for read in (
+            lambda: service.revert("facts/note-1.md", short),
+            lambda: get(service, "facts/note-1.md", short),
+            lambda: changes.feed(service, since=short),
+        ):
+            with pytest.raises(InvalidInputError, match="more than one commit"):
+                read()
+    finally:
+        service.close()
