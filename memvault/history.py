@@ -1101,6 +1101,15 @@ class History:
         )  # fmt: skip
         return list(dict.fromkeys(p for p in out.split("\0") if p.strip()))
 
+    def last_path_of(self, memory_id: str) -> str | None:
+        """The path where HEAD's history last added or removed the line ``id: memory_id``
+        (a memory deleted since: what its log and revert read), else None."""
+        if self.head() is None:
+            return None
+        out = self.run("log", "-1", "--no-renames", "--format=", "--name-only", "-z", "-E",
+                       f"-G^id:[[:space:]]*[\"']?{memory_id}([\"'[:space:]]|$)", "HEAD")  # fmt: skip
+        return next((p for p in out.split("\0") if p.strip()), None)
+
     def _holding(self, wanted: dict[str, set[str]]) -> dict[str, list[str]]:
         """For every commit of every ref: which of ``wanted``'s paths hold one of the blobs
         wanted there (one ``cat-file --batch-check`` for all commit:path pairs)."""

@@ -258,10 +258,9 @@ class MemoryService:
         try:
             return self._locate(id_or_path)
         except MemoryNotFoundError:
-            if ids.is_id(id_or_path):
-                raise
-            rel = ids.clean_relpath(id_or_path)
-            if self.history.knows(rel):
+            text = id_or_path.strip()
+            rel = self.history.last_path_of(text) if ids.is_id(text) else ids.clean_relpath(text)
+            if rel and self.history.knows(rel):
                 return rel
             raise
 

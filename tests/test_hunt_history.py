@@ -260,3 +260,12 @@ def test_a_short_sha_of_several_commits_is_called_ambiguous_not_unknown(tmp_path
                 read()
     finally:
         service.close()
+
+
+def test_log_and_revert_find_a_deleted_memory_by_its_id(vault: MemoryService) -> None:
+    memory = vault.remember("Carol's birthday is on 3 May", tags=["people"]).memory
+    before = git(vault.root, "rev-parse", "HEAD").strip()
+    vault.forget(memory.id, mode="delete", reason="tidy")
+    assert [c.sha for c in vault.log(memory.id)][1:] == [before]
+    restored = vault.revert(memory.id, before).memory
+    assert (restored.id, restored.path) == (memory.id, memory.path)
