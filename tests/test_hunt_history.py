@@ -269,3 +269,15 @@ def test_log_and_revert_find_a_deleted_memory_by_its_id(vault: MemoryService) ->
     assert [c.sha for c in vault.log(memory.id)][1:] == [before]
     restored = vault.revert(memory.id, before).memory
     assert (restored.id, restored.path) == (memory.id, memory.path)
+
+
+# -- export ------------------------------------------------------------------------------
+def test_export_to_a_folder_that_does_not_exist_blames_out_not_the_vault(
+    vault: MemoryService, tmp_path: Path
+) -> None:
+    vault.remember("The office is in Leeds", tags=["work"])
+    target = tmp_path / "missing" / "export.json"
+    code, out, err = cli_run(vault.root, "export", "--out", str(target))
+    assert code == 1 and out == ""
+    assert f"cannot write the export to {target}" in err and "--out" in err
+    assert "vault folder" not in err and not target.parent.exists()
