@@ -8,6 +8,7 @@ full text only (BM25 over a throw-away Whoosh index of that commit's files), and
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import tempfile
 from collections.abc import Callable
@@ -81,7 +82,11 @@ def get(service: MemoryService, id_or_path: str, as_of: str) -> Memory:
     if not ids.is_id(text):
         rel = ids.clean_relpath(text)
         rel = rel if rel.lower().endswith(".md") else rel + ".md"
-        blob = service.history.tree(sha).get(rel)
+        tree = service.history.tree(sha)
+        if rel not in tree:  # moved since: its name then
+            with contextlib.suppress(MemvaultError):
+                rel = service.history.path_at(rel, sha)
+        blob = tree.get(rel)
         data = service.history.blob_bytes([blob]).get(blob) if blob else None
         if data is not None:
             return replace(service.vault.parse_bytes(rel, data), edited=None)

@@ -281,3 +281,15 @@ def test_export_to_a_folder_that_does_not_exist_blames_out_not_the_vault(
     assert code == 1 and out == ""
     assert f"cannot write the export to {target}" in err and "--out" in err
     assert "vault folder" not in err and not target.parent.exists()
+
+
+# -- as of -------------------------------------------------------------------------------
+def test_show_as_of_by_todays_path_finds_a_memory_a_person_moved_since(
+    vault: MemoryService,
+) -> None:
+    memory = vault.remember("The office is in Leeds", tags=["work"]).memory
+    then = git(vault.root, "rev-parse", "HEAD").strip()
+    git(vault.root, "mv", memory.path, "facts/office.md")
+    person_commit(vault.root, "moved")
+    past = get(vault, "facts/office.md", then)
+    assert (past.id, past.path) == (memory.id, memory.path)
