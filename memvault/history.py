@@ -915,10 +915,13 @@ class History:
         return [c for c in (_parse_record(r, None) for r in self.run(*args).split(_RS)) if c]
 
     def commit_before(self, moment: str) -> str | None:
-        """The last commit made at or before ``moment`` (ISO time), or None."""
+        """The last commit made at or before ``moment`` (ISO time), or None: of HEAD's
+        first parents, what the vault's folder held then (a branch merged later, a sync's
+        other machine, had commits of its own at that time that the folder did not)."""
         if self.head() is None:
             return None
-        return self.run("rev-list", "-1", f"--before={moment}", "HEAD").strip() or None
+        out = self.run("rev-list", "-1", "--first-parent", f"--before={moment}", "HEAD")
+        return out.strip() or None
 
     def tree(self, rev: str) -> dict[str, str]:
         """Every file in the tree of commit ``rev``: path -> blob sha."""

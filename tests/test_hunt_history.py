@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from memvault import changes
 from memvault.cli import cli
 from memvault.config import Settings
-from memvault.asof import get
+from memvault.asof import get, records
 from memvault.errors import InvalidInputError, MemvaultError, UntrustedRepositoryError
 from memvault.reports import export
 from memvault.service import MemoryService
@@ -293,3 +293,27 @@ def test_show_as_of_by_todays_path_finds_a_memory_a_person_moved_since(
     person_commit(vault.root, "moved")
     past = get(vault, "facts/office.md", then)
     assert (past.id, past.path) == (memory.id, memory.path)
+
+
+def test_as_of_a_time_shows_the_vaults_folder_then_not_a_branch_merged_later(
+    vault: MemoryService,
+) -> None:
+    """Main: a note at 09:00. A person's branch: another at 10:00, merged at 12:00. As of
+    11:00 the vault held the first note only."""
+    root = vault.root
+
+    def at(hour: int) -> dict[str, str]:
+        when = f"2026-11-30T{hour:02}:00:00+00:00"
+        return {"GIT_COMMITTER_DATE": when, "GIT_AUTHOR_DATE": when}
+
+    git(root, "checkout", "-q", "-b", "side")
+    note(root, "facts/side.md", "Written on the side branch.", "title: Side")
+    person_commit(root, "side", env=at(10))
+    git(root, "checkout", "-q", "main")
+    note(root, "facts/main.md", "Written on main.", "title: Main")
+    person_commit(root, "main", env=at(9))
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    merge = ["git", "merge", "-q", "--no-ff", "-m", "merge side", "side"]
+    subprocess.run(merge, cwd=root, check=True, env={**clean, **at(12)})
+    held = {m.path for m in records(vault, "2026-11-30T11:00:00+00:00")}
+    assert "facts/main.md" in held and "facts/side.md" not in held
