@@ -41,7 +41,7 @@ def resolve(service: MemoryService, as_of: str) -> str:
     text = validate.point("as_of", as_of)
     moment = parse_time(text, naive_tz=service.clock().tzinfo or dt.UTC)
     if moment is not None:
-        if len(text) == 10:  # YYYY-MM-DD: the whole day
+        if _bare_date(text):  # 2026-11-30, 20261130: the whole day
             moment += dt.timedelta(days=1, seconds=-1)
         sha = service.history.commit_before(moment.isoformat())
         if sha is None:
@@ -59,6 +59,14 @@ def resolve(service: MemoryService, as_of: str) -> str:
             f"as_of {as_of!r} is neither a time (2026-11-30 or 2026-11-30T10:00) nor a "
             f"commit of this vault{service.history.shallow_hint()}: pick one from `memvault log`"
         ) from exc
+
+
+def _bare_date(text: str) -> bool:
+    try:
+        dt.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def memories(service: MemoryService, sha: str) -> list[Memory]:

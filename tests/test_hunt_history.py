@@ -317,3 +317,14 @@ def test_as_of_a_time_shows_the_vaults_folder_then_not_a_branch_merged_later(
     subprocess.run(merge, cwd=root, check=True, env={**clean, **at(12)})
     held = {m.path for m in records(vault, "2026-11-30T11:00:00+00:00")}
     assert "facts/main.md" in held and "facts/side.md" not in held
+
+
+@pytest.mark.parametrize("day", ["2026-11-30", "20261130"])
+def test_as_of_a_date_written_either_iso_way_means_the_end_of_that_day(
+    vault: MemoryService, day: str
+) -> None:
+    note(vault.root, "facts/afternoon.md", "Written in the afternoon.", "title: Afternoon")
+    when = "2026-11-30T15:00:00+00:00"
+    person_commit(vault.root, "afternoon", env={"GIT_COMMITTER_DATE": when})
+    vault.clock = lambda: dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+    assert "facts/afternoon.md" in {m.path for m in records(vault, day)}
