@@ -580,7 +580,9 @@ def revert(ctx: Ctx, id_or_path: str, rev: str) -> None:
     with _errors(ctx):
         result = _service(ctx).revert(id_or_path, rev)
     data = {**result.memory.summary(), "commit": result.commit, "action": result.action}
-    _emit(ctx, data, lambda: click.echo(f"reverted {result.memory.path} to {rev[:10]}"))
+    path, at = result.memory.path, rev[:10]
+    said = f"reverted {path} to {at}" if result.commit else f"{path} is already as at {at}"
+    _emit(ctx, data, lambda: click.echo(said))
 
 
 @cli.command()

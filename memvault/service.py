@@ -55,7 +55,7 @@ from .retrieval import Retrieval
 from .sync import IndexSync
 from .template import create_vault
 from .template import exclude_state_dir as _exclude_state_dir
-from .vault import Vault
+from .vault import Vault, content_hash
 
 log = logging.getLogger(__name__)
 
@@ -433,8 +433,10 @@ class MemoryService:
             if ident and not self.vault.abspath(path).exists():  # moved since by a person?
                 with contextlib.suppress(MemoryNotFoundError):  # then revert it where it is
                     path = self._locate(ident)
-            exists = self.vault.abspath(path).exists()
-            previous = self.vault.read(path).content_hash if exists else None
+            current = self.vault.read(path) if self.vault.abspath(path).exists() else None
+            previous = current.content_hash if current else None
+            if current and previous == content_hash(old_text):  # already so: left alone
+                return WriteResult(current, None, "unchanged", previous_revision=previous)
             self.vault.write(path, old_text, expected_hash=previous or "")
             restored = self.vault.read(path)
             sha = self.history.commit(

@@ -328,3 +328,16 @@ def test_as_of_a_date_written_either_iso_way_means_the_end_of_that_day(
     person_commit(vault.root, "afternoon", env={"GIT_COMMITTER_DATE": when})
     vault.clock = lambda: dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
     assert "facts/afternoon.md" in {m.path for m in records(vault, day)}
+
+
+def test_revert_to_the_version_the_file_already_holds_leaves_it_alone(
+    vault: MemoryService,
+) -> None:
+    memory = vault.remember("The office is in Leeds", tags=["work"]).memory
+    path = vault.root / memory.path
+    head, mtime = git(vault.root, "rev-parse", "HEAD").strip(), path.stat().st_mtime_ns
+    result = vault.revert(memory.id, head)
+    assert (result.commit, result.action) == (None, "unchanged")
+    assert path.stat().st_mtime_ns == mtime
+    code, out, _ = cli_run(vault.root, "revert", memory.id, head)
+    assert code == 0 and out.strip() == f"{memory.path} is already as at {head[:10]}"
