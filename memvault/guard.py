@@ -15,6 +15,7 @@ from . import frontmatter, ids, importer, policy, validate
 from .config import Settings
 from .errors import InvalidInputError, MemvaultError, SecretRefusedError, UnsafePathError
 from .fields import stem_path
+from .models import Memory
 from .vault import Vault
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,18 @@ def check_revert(rel: str, rel_then: str, data: bytes, rev: str) -> str | None:
         ) from exc
     ident = str(meta.get("id") or "").strip()
     return ident if ids.is_id(ident) else None
+
+
+def check_revert_over(rel: str, current: Memory | None, ident: str | None, rev: str) -> None:
+    """A revert never writes one memory's old text over another memory's file: a memory
+    deleted since, whose path a new memory took."""
+    own = str(current.meta.get("id") or "").strip() if current else ""
+    if ident and ids.is_id(own) and own != ident:
+        raise InvalidInputError(
+            f"{rel} now holds another memory ({own}) than it did at {rev[:10]} ({ident}): "
+            f"reverting would replace it; to bring {ident} back, save "
+            f"`git show {rev[:10]}:{rel}` as a new file"
+        )
 
 
 def check_text(

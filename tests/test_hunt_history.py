@@ -341,3 +341,18 @@ def test_revert_to_the_version_the_file_already_holds_leaves_it_alone(
     assert path.stat().st_mtime_ns == mtime
     code, out, _ = cli_run(vault.root, "revert", memory.id, head)
     assert code == 0 and out.strip() == f"{memory.path} is already as at {head[:10]}"
+
+
+def test_revert_of_a_deleted_memory_never_replaces_the_memory_now_at_its_path(
+    vault: MemoryService,
+) -> None:
+    gone = vault.remember("Carol's birthday is on 3 May", tags=["people"]).memory
+    then = git(vault.root, "rev-parse", "HEAD").strip()
+    vault.forget(gone.id, mode="delete", reason="tidy")
+    path = vault.root / gone.path
+    path.write_text("---\nid: 01HZZZZZZZZZZZZZZZZZZZZZZZ\ntitle: Dentist\n---\nDentist on Friday.\n")
+    head = person_commit(vault.root, "a new note where the old one was")
+    with pytest.raises(InvalidInputError, match="now holds another memory"):
+        vault.revert(gone.id, then)
+    assert "Dentist on Friday" in path.read_text(encoding="utf-8")
+    assert git(vault.root, "rev-parse", "HEAD").strip() == head
