@@ -1109,8 +1109,9 @@ class History:
         (a memory deleted since: what its log and revert read), else None."""
         if self.head() is None:
             return None
+        pattern = f"^id:[[:space:]]*[\"']?{memory_id}([\"'[:space:]]|$)"
         out = self.run("log", "-1", "--no-renames", "--format=", "--name-only", "-z", "-E",
-                       f"-G^id:[[:space:]]*[\"']?{memory_id}([\"'[:space:]]|$)", "HEAD")  # fmt: skip
+                       f"-G{pattern}", "HEAD")  # fmt: skip
         return next((p for p in out.split("\0") if p.strip()), None)
 
     def _holding(self, wanted: dict[str, set[str]]) -> dict[str, list[str]]:

@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from memvault import changes
+from memvault.asof import get, records
 from memvault.cli import cli
 from memvault.config import Settings
-from memvault.asof import get, records
 from memvault.errors import InvalidInputError, MemvaultError, UntrustedRepositoryError
 from memvault.reports import export
 from memvault.service import MemoryService
@@ -115,7 +115,8 @@ def resolved_by_hand(vault: MemoryService) -> tuple[str, str, str]:
     git(root, "checkout", "-q", "main")
     path.write_text(text.replace("hermes", "apollo"), encoding="utf-8")
     person_commit(root, "main: apollo")
-    subprocess.run(["git", "merge", "-q", "side"], cwd=root, capture_output=True)  # conflicts
+    merging = ["git", "merge", "-q", "side"]
+    subprocess.run(merging, cwd=root, capture_output=True, check=False)  # it conflicts
     path.write_text(text.replace("hermes", "athena (settled by Ada)"), encoding="utf-8")
     merge = person_commit(root, "merge side, settled by hand")
     return memory.path, memory.id, merge
@@ -133,7 +134,7 @@ def test_a_conflict_a_person_settled_in_a_merge_is_in_the_changes_feed(
 def test_log_and_export_of_a_memory_show_the_merge_that_settled_it_by_hand(
     vault: MemoryService,
 ) -> None:
-    path, ident, merge = resolved_by_hand(vault)
+    _, ident, merge = resolved_by_hand(vault)
     assert [c.sha for c in vault.log(ident)][:1] == [merge]
     exported = export(vault)
     (history,) = [m["history"] for m in exported["memories"] if m["id"] == ident]
@@ -240,7 +241,8 @@ def fast_imported(root: Path, count: int) -> list[str]:
         stream += f"M 100644 inline facts/note-{i % 10}.md\n".encode()
         stream += f"data {len(text.encode())}\n{text}\n".encode()
     clean = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    subprocess.run(["git", "fast-import", "--quiet"], cwd=root, input=bytes(stream), env=clean)
+    importing = ["git", "fast-import", "--quiet"]
+    subprocess.run(importing, cwd=root, input=bytes(stream), env=clean, check=True)
     git(root, "reset", "-q", "--hard", "main")
     return git(root, "rev-list", "HEAD").split()
 
@@ -350,7 +352,9 @@ def test_revert_of_a_deleted_memory_never_replaces_the_memory_now_at_its_path(
     then = git(vault.root, "rev-parse", "HEAD").strip()
     vault.forget(gone.id, mode="delete", reason="tidy")
     path = vault.root / gone.path
-    path.write_text("---\nid: 01HZZZZZZZZZZZZZZZZZZZZZZZ\ntitle: Dentist\n---\nDentist on Friday.\n")
+    path.write_text(
+        "---\nid: 01HZZZZZZZZZZZZZZZZZZZZZZZ\ntitle: Dentist\n---\nDentist on Friday.\n"
+    )
     head = person_commit(vault.root, "a new note where the old one was")
     with pytest.raises(InvalidInputError, match="now holds another memory"):
         vault.revert(gone.id, then)
