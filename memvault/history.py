@@ -39,6 +39,9 @@ from .models import Commit
 log = logging.getLogger(__name__)
 
 _RS, _US, _GS = "\x1e", "\x1f", "\x1d"
+# where a commit's record starts in a log: a separator a person's commit subject may hold
+# too (any control character goes), followed by the sha, which no subject comes before
+_RECORD_START = re.compile(_RS + "(?=[0-9a-f]{40}" + _US + ")")
 _FULL_SHA = re.compile(r"[0-9a-f]{40}")
 GC_AUTO_LOOSE = 6700  # git's gc.auto default: loose objects before an automatic pack
 _SUMMARY = re.compile(r"\[[^\]\n]* ([0-9a-f]{40})\] ")  # `git commit`'s first line
@@ -874,7 +877,7 @@ class History:
             args += ["--follow", "--", path]
         if self.head() is None:
             return []
-        found = [c for c in (_parse_record(r, path) for r in self.run(*args).split(_RS)) if c]
+        found = [c for c in (_parse_record(r, path) for r in _split(self.run(*args))) if c]
         if path is not None:  # --follow also lists merges that took one side's version
             found = [c for c in found if c.path is not None]
         if path is not None and found and (not limit or len(found) < limit):
@@ -912,7 +915,7 @@ class History:
         fmt = _RS + _US.join(["%H", "%aI", "%an", "%s", f"%(trailers:only,unfold,separator={_GS})"])
         args = ["log", "--reverse", "-M", f"--format={fmt}", "--name-status", "-z"]
         args.append(tip if since is None else f"{since}..{tip}")
-        return [c for c in (_parse_record(r, None) for r in self.run(*args).split(_RS)) if c]
+        return [c for c in (_parse_record(r, None) for r in _split(self.run(*args))) if c]
 
     def commit_before(self, moment: str) -> str | None:
         """The last commit made at or before ``moment`` (ISO time), or None: of HEAD's
@@ -1026,7 +1029,7 @@ class History:
         if since:
             args.append(f"{self._since_option()}={since}")
         out = self.run(*args, revs, "--")
-        return [c for c in (_parse_deltas(r) for r in out.split(_RS)) if c]
+        return [c for c in (_parse_deltas(r) for r in _split(out)) if c]
 
     def _since_option(self) -> str:
         """git's ``--since`` stops the walk at the first commit dated before it, so one
@@ -1324,6 +1327,22 @@ def _front_id(text: str | None) -> str | None:
     return found.group(1) if found else None
 
 
+def _split(log_output: str) -> list[str]:
+    """A log's records (formats starting with ``_RS`` and the sha)."""
+    return _RECORD_START.split(log_output)
+
+
+def _header(head: str, count: int) -> list[str] | None:
+    """The ``count`` fields of a record's header: the second last (a subject or trailers:
+    a person's text, which may hold the separator) takes what the others leave."""
+    first = head.split(_US, count - 2)
+    if len(first) < count - 1:
+        return None
+    *fixed, rest = first
+    middle, sep, last = rest.rpartition(_US)
+    return [*fixed, middle, last] if sep else None
+
+
 def _parse_trailers(text: str) -> dict[str, str]:
     trailers: dict[str, str] = {}
     for item in text.strip().split(_GS):
@@ -1338,8 +1357,8 @@ def _parse_deltas(record: str) -> Deltas | None:
     entries ``:mode mode blob blob STATUS NUL path [NUL path]`` and numstat entries
     ``added TAB deleted TAB path NUL`` (a rename: ``added TAB deleted TAB NUL old NUL new``)."""
     head, _, rest = record.partition("\0")
-    fields = head.split(_US)
-    if len(fields) < 4:
+    fields = _header(head, 5)  # sha, time, author, trailers (a person's text), parents
+    if fields is None:
         return None
     tokens = rest.removeprefix("\n").split("\0")
     raw: list[Delta] = []
@@ -1359,7 +1378,7 @@ def _parse_deltas(record: str) -> Deltas | None:
     lines = _numstat(tokens[i:])
     counted = [(d, lines.get(d.path, (None, None))) for d in raw]
     files = tuple(replace(d, added=added, deleted=deleted) for d, (added, deleted) in counted)
-    merge = len(fields) > 4 and len(fields[4].split()) > 1
+    merge = len(fields[4].split()) > 1
     return Deltas(fields[0], fields[1], fields[2], _parse_trailers(fields[3]), files, merge)
 
 
@@ -1406,10 +1425,10 @@ def _parse_record(record: str, path: str | None) -> Commit | None:
     """One ``git log -z --name-status`` record: header, NUL-newline, name-status entries."""
     head, _, rest = record.partition("\0")
     rest = rest.lstrip("\n\0")  # a merge's combined entries follow a NUL, not a newline
-    fields = head.split(_US)
-    if len(fields) < 5:
+    fields = _header(head, 5)
+    if fields is None:
         return None
-    sha, date, author, subject, trailer_text = fields[:5]
+    sha, date, author, subject, trailer_text = fields
     trailers: dict[str, str] = {}
     for item in trailer_text.strip().split(_GS):
         key, sep, value = item.partition(":")

@@ -360,3 +360,17 @@ def test_revert_of_a_deleted_memory_never_replaces_the_memory_now_at_its_path(
         vault.revert(gone.id, then)
     assert "Dentist on Friday" in path.read_text(encoding="utf-8")
     assert git(vault.root, "rev-parse", "HEAD").strip() == head
+
+
+# -- hostile commit messages -------------------------------------------------------------
+def test_a_commit_whose_subject_holds_control_characters_stays_in_the_log(
+    vault: MemoryService,
+) -> None:
+    memory = vault.remember("The office is in Leeds", tags=["work"]).memory
+    with (vault.root / memory.path).open("a", encoding="utf-8") as handle:
+        handle.write("Moved to York.\n")
+    subject = "evil \x1e subject \x1f with \x1d separators"
+    sha = person_commit(vault.root, subject)
+    for commits in (vault.log(), vault.log(memory.id)):
+        assert (commits[0].sha, commits[0].subject, commits[0].author) == (sha, subject, PERSON)
+    assert changes.feed(vault).changes[0].commit == sha[:10]
