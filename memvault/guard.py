@@ -62,10 +62,19 @@ def check_forget(mode: str, reason: str | None) -> None:
     validate.reason(reason)
 
 
-def check_revert(rel: str, rel_then: str, data: bytes, rev: str) -> str | None:
+def check_revert(
+    settings: Settings, rel: str, rel_then: str, data: bytes, rev: str
+) -> str | None:
     """The version of ``rel`` (named ``rel_then`` at ``rev``) that a revert would write back:
-    refused where it is not a readable memory (not UTF-8, frontmatter that does not parse),
-    which would cost the memory its id and every field. Returns the id it holds, if any."""
+    refused where it is not a readable memory (not UTF-8, frontmatter that does not parse,
+    over ``max_file_bytes``), which would cost the memory its id and every field, or its
+    place in the index. Returns the id it holds, if any."""
+    if len(data) > settings.max_file_bytes:
+        raise InvalidInputError(
+            f"{rel} as of {rev[:10]} is {len(data):,} bytes, over the max_file_bytes limit "
+            f"of {settings.max_file_bytes:,}: raise the limit to revert to it, or take that "
+            f"version by hand with `git show {rev[:10]}:{rel_then}`"
+        )
     try:
         meta = frontmatter.parse(data.decode("utf-8")).meta
     except (UnicodeDecodeError, MemvaultError) as exc:

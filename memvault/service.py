@@ -429,7 +429,7 @@ class MemoryService:
             sha_rev = self.history.resolve(rev)
             path_then = self.history.path_at(path, sha_rev)
             old_text = self.history.file_bytes(sha_rev, path_then)
-            ident = guard.check_revert(path, path_then, old_text, sha_rev)
+            ident = guard.check_revert(self.settings, path, path_then, old_text, sha_rev)
             if ident and not self.vault.abspath(path).exists():  # moved since by a person?
                 with contextlib.suppress(MemoryNotFoundError):  # then revert it where it is
                     path = self._locate(ident)

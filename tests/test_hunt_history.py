@@ -374,3 +374,24 @@ def test_a_commit_whose_subject_holds_control_characters_stays_in_the_log(
     for commits in (vault.log(), vault.log(memory.id)):
         assert (commits[0].sha, commits[0].subject, commits[0].author) == (sha, subject, PERSON)
     assert changes.feed(vault).changes[0].commit == sha[:10]
+
+
+def test_revert_to_a_version_over_the_size_limit_is_refused_before_any_file_changes(
+    vault_path: Path,
+) -> None:
+    service = MemoryService.open(vault_path, Settings(embedder="none", max_file_bytes=8_000))
+    try:
+        memory = service.remember("Meeting notes with Bob", tags=["work"]).memory
+        path = vault_path / memory.path
+        small = path.read_text(encoding="utf-8")
+        path.write_text(small + "padding line\n" * 800, encoding="utf-8")
+        big = person_commit(vault_path, "pasted a log")
+        path.write_text(small, encoding="utf-8")
+        head = person_commit(vault_path, "trimmed")
+        with pytest.raises(InvalidInputError, match="max_file_bytes"):
+            service.revert(memory.id, big)
+        assert path.read_text(encoding="utf-8") == small
+        assert git(vault_path, "status", "--porcelain") == ""
+        assert git(vault_path, "rev-parse", "HEAD").strip() == head
+    finally:
+        service.close()
