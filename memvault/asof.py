@@ -39,10 +39,8 @@ def resolve(service: MemoryService, as_of: str) -> str:
     """The commit ``as_of`` names: a revision, or the last commit at or before a time (a bare
     date means the end of that day, in the vault's local time)."""
     text = validate.point("as_of", as_of)
-    moment = parse_time(text, naive_tz=service.clock().tzinfo or dt.UTC)
+    moment = _moment(service, text)
     if moment is not None:
-        if _bare_date(text):  # 2026-11-30, 20261130: the whole day
-            moment += dt.timedelta(days=1, seconds=-1)
         sha = service.history.commit_before(moment.isoformat())
         if sha is None:
             hint = service.history.shallow_hint()
@@ -59,6 +57,15 @@ def resolve(service: MemoryService, as_of: str) -> str:
             f"as_of {as_of!r} is neither a time (2026-11-30 or 2026-11-30T10:00) nor a "
             f"commit of this vault{service.history.shallow_hint()}: pick one from `memvault log`"
         ) from exc
+
+
+def _moment(service: MemoryService, text: str) -> dt.datetime | None:
+    """The time ``text`` names (a bare date: the end of that day, 2026-11-30 or 20261130,
+    in the vault's local time), else None."""
+    moment = parse_time(text, naive_tz=service.clock().tzinfo or dt.UTC)
+    if moment is not None and _bare_date(text):
+        moment += dt.timedelta(days=1, seconds=-1)
+    return moment
 
 
 def _bare_date(text: str) -> bool:
@@ -108,10 +115,18 @@ def get(service: MemoryService, id_or_path: str, as_of: str) -> Memory:
     )
 
 
+def _then(service: MemoryService, as_of: str, sha: str, filters: Filters | None) -> Filters:
+    """``filters`` judging expiry at ``as_of`` (a time), or when commit ``sha`` was made:
+    what had lapsed by then, not by today."""
+    moment = _moment(service, validate.point("as_of", as_of))
+    moment = moment or parse_time(service.history.commit_time(sha))
+    return (filters or Filters()).at(moment) if moment else filters or Filters()
+
+
 def records(service: MemoryService, as_of: str, filters: Filters | None = None) -> list[MemoryInfo]:
     """The index records the vault would have had at ``as_of``, filtered."""
-    filters = filters or Filters()
     sha = resolve(service, as_of)
+    filters = _then(service, as_of, sha, filters)
     return [i for i in (m.info() for m in memories(service, sha)) if filters.accepts(i)]
 
 
@@ -127,7 +142,7 @@ def recall(
     """Full-text recall over the vault as of ``as_of`` (no vectors for the past)."""
     validate.query(query)
     sha = resolve(service, as_of)
-    filters = filters or Filters()
+    filters = _then(service, as_of, sha, filters)
     found = {m.id: m for m in memories(service, sha) if filters.accepts(m.info())}
     return full_text_hits(
         found, query, k, {"as_of": f"full text only, over the vault at commit {sha[:12]}"}

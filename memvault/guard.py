@@ -62,9 +62,7 @@ def check_forget(mode: str, reason: str | None) -> None:
     validate.reason(reason)
 
 
-def check_revert(
-    settings: Settings, rel: str, rel_then: str, data: bytes, rev: str
-) -> str | None:
+def check_revert(settings: Settings, rel: str, rel_then: str, data: bytes, rev: str) -> str | None:
     """The version of ``rel`` (named ``rel_then`` at ``rev``) that a revert would write back:
     refused where it is not a readable memory (not UTF-8, frontmatter that does not parse,
     over ``max_file_bytes``), which would cost the memory its id and every field, or its

@@ -926,6 +926,10 @@ class History:
         out = self.run("rev-list", "-1", "--first-parent", f"--before={moment}", "HEAD")
         return out.strip() or None
 
+    def commit_time(self, rev: str) -> str:
+        """When commit ``rev`` was made (committer date, ISO 8601)."""
+        return self.run("show", "-s", "--format=%cI", self._rev(rev)).strip()
+
     def tree(self, rev: str) -> dict[str, str]:
         """Every file in the tree of commit ``rev``: path -> blob sha."""
         out = self.run("ls-tree", "-r", "-z", "--full-tree", self._rev(rev))

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from memvault import changes
-from memvault.asof import get, records
+from memvault.asof import get, recall, records
 from memvault.cli import cli
 from memvault.config import Settings
 from memvault.errors import InvalidInputError, MemvaultError, UntrustedRepositoryError
@@ -395,3 +395,16 @@ def test_revert_to_a_version_over_the_size_limit_is_refused_before_any_file_chan
         assert git(vault_path, "rev-parse", "HEAD").strip() == head
     finally:
         service.close()
+
+
+@pytest.mark.parametrize("as_of", ["2026-10-20T12:00:00+00:00", "2026-10-20", "HEAD"])
+def test_as_of_judges_expiry_at_that_time_not_today(vault: MemoryService, as_of: str) -> None:
+    """A note that expired on 1 November was live on 20 October (and at the commit
+    of 15 October): a listing and a recall as of then show it."""
+    meta = "title: Parking\nexpires: 2026-11-01T00:00:00+00:00"
+    note(vault.root, "facts/parking.md", "Park on level 3 this month.", meta)
+    when = "2026-10-15T12:00:00+00:00"
+    person_commit(vault.root, "parking", env={"GIT_COMMITTER_DATE": when, "GIT_AUTHOR_DATE": when})
+    vault.clock = lambda: dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+    assert "facts/parking.md" in {m.path for m in records(vault, as_of)}
+    assert [h.path for h in recall(vault, "parking level", as_of)] == ["facts/parking.md"]
