@@ -869,7 +869,7 @@ class History:
         # --cc: a merge lists the files it holds in a version neither parent had (a
         # person's resolution of a conflict), which plain --name-status leaves out
         args = ["log", f"--format={fmt}", "--name-status", "--cc", "-z"]
-        if limit:
+        if limit and path is None:  # a file's log is cut after the merges are dropped
             args.append(f"-n{limit}")
         if rev is not None:
             args.append(rev)
@@ -885,7 +885,7 @@ class History:
             if earlier is not None:
                 left = limit - len(found) if limit else None
                 found += self.log(earlier, left, rev=f"{found[-1].sha}^")
-        return found
+        return found[:limit] if limit else found
 
     def _moved_unseen(self, commit: Commit, name: str) -> str | None:
         """The name the file ``name`` had before ``commit`` added it, where the commit moved
@@ -1217,7 +1217,9 @@ class History:
     # -- following one file -------------------------------------------------
     def knows(self, path: str) -> bool:
         """True when some commit touched ``path`` (a deleted file's history is still there)."""
-        return bool(self.log(path, limit=1))
+        if self.head() is None:
+            return False
+        return bool(self.run("log", "-1", "--format=%H", "--", path).strip())
 
     def exists_at(self, rev: str, path: str) -> bool:
         out = self.run("ls-tree", "--name-only", rev, "--", path, check=False)

@@ -408,3 +408,21 @@ def test_as_of_judges_expiry_at_that_time_not_today(vault: MemoryService, as_of:
     vault.clock = lambda: dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
     assert "facts/parking.md" in {m.path for m in records(vault, as_of)}
     assert [h.path for h in recall(vault, "parking level", as_of)] == ["facts/parking.md"]
+
+
+def test_log_of_a_file_with_a_limit_is_not_cut_short_by_a_merge_that_took_it_whole(
+    vault: MemoryService,
+) -> None:
+    root = vault.root
+    git(root, "checkout", "-q", "-b", "side")
+    note(root, "facts/side.md", "First words.", "title: Side")
+    first = person_commit(root, "side: add")
+    note(root, "facts/side.md", "Second words.", "title: Side")
+    second = person_commit(root, "side: edit")
+    git(root, "checkout", "-q", "main")
+    note(root, "facts/main.md", "On main.", "title: Main")
+    person_commit(root, "main: other file")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    merge = ["git", "merge", "-q", "--no-ff", "-m", "merge side", "side"]
+    subprocess.run(merge, cwd=root, check=True, env=clean, capture_output=True)
+    assert [c.sha for c in vault.log("facts/side.md", limit=2)] == [second, first]
