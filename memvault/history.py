@@ -1228,6 +1228,8 @@ class History:
     def path_at(self, path: str, rev: str) -> str:
         """The name the file now at ``path`` had at ``rev`` (following renames)."""
         sha = self.resolve(rev)
+        if self.exists_at(sha, path):  # the first name tried anyway: no followed log
+            return path
         for name in self.names_in_history(path):
             if self.exists_at(sha, name):
                 return name
