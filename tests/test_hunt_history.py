@@ -426,3 +426,16 @@ def test_log_of_a_file_with_a_limit_is_not_cut_short_by_a_merge_that_took_it_who
     merge = ["git", "merge", "-q", "--no-ff", "-m", "merge side", "side"]
     subprocess.run(merge, cwd=root, check=True, env=clean, capture_output=True)
     assert [c.sha for c in vault.log("facts/side.md", limit=2)] == [second, first]
+
+
+def test_a_cursor_from_before_a_persons_amend_is_refused_naming_the_amend(
+    vault: MemoryService,
+) -> None:
+    vault.remember("The office is in Leeds", tags=["work"])
+    cursor = changes.feed(vault).cursor
+    assert cursor is not None
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    amend = ["git", "commit", "-q", "--amend", "-m", "remember: the office"]
+    subprocess.run(amend, cwd=vault.root, check=True, env=clean, capture_output=True)
+    with pytest.raises(InvalidInputError, match="amend or rebase"):
+        changes.feed(vault, since=cursor)
