@@ -92,8 +92,8 @@ def _since(history: History, since: str | None, head: str) -> tuple[str | None, 
         return None, moment
     raise InvalidInputError(
         f"since={text!r} is neither a commit in this vault's history nor an ISO time "
-        "(a purge, or a person's amend or rebase, rewrites history: cursors from before it "
-        "no longer work)"
+        "(a purge rewrites history, as does a person's amend or rebase, so cursors from "
+        "before it no longer work)"
         f"{history.shallow_hint()}: pass the "
         "cursor of the last memory_changes, a time like 2026-11-30T18:00, or no since"
     )
