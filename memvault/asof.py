@@ -8,6 +8,7 @@ full text only (BM25 over a throw-away Whoosh index of that commit's files), and
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import tempfile
 from collections.abc import Callable
@@ -16,7 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import ids, validate
-from .errors import InvalidInputError, MalformedMemoryError, MemoryNotFoundError, MemvaultError
+from .errors import (
+    GitError,
+    InvalidInputError,
+    MalformedMemoryError,
+    MemoryNotFoundError,
+    MemvaultError,
+)
 from .index import text_doc
 from .index.fulltext import FullText
 from .index.rank import relevance
@@ -32,21 +39,41 @@ def resolve(service: MemoryService, as_of: str) -> str:
     """The commit ``as_of`` names: a revision, or the last commit at or before a time (a bare
     date means the end of that day, in the vault's local time)."""
     text = validate.point("as_of", as_of)
-    moment = parse_time(text, naive_tz=service.clock().tzinfo or dt.UTC)
+    moment = _moment(service, text)
     if moment is not None:
-        if len(text) == 10:  # YYYY-MM-DD: the whole day
-            moment += dt.timedelta(days=1, seconds=-1)
         sha = service.history.commit_before(moment.isoformat())
         if sha is None:
-            raise InvalidInputError(f"the vault has no history before {text}: pick a later time")
+            hint = service.history.shallow_hint()
+            raise InvalidInputError(
+                f"the vault has no history before {text}{hint}: pick a later time"
+            )
         return sha
     try:
         return service.history.resolve(text)
+    except (GitError, InvalidInputError):
+        raise  # git refused the vault; a short sha of several commits
     except MemvaultError as exc:
         raise InvalidInputError(
             f"as_of {as_of!r} is neither a time (2026-11-30 or 2026-11-30T10:00) nor a "
-            "commit of this vault: pick one from `memvault log`"
+            f"commit of this vault{service.history.shallow_hint()}: pick one from `memvault log`"
         ) from exc
+
+
+def _moment(service: MemoryService, text: str) -> dt.datetime | None:
+    """The time ``text`` names (a bare date: the end of that day, 2026-11-30 or 20261130,
+    in the vault's local time), else None."""
+    moment = parse_time(text, naive_tz=service.clock().tzinfo or dt.UTC)
+    if moment is not None and _bare_date(text):
+        moment += dt.timedelta(days=1, seconds=-1)
+    return moment
+
+
+def _bare_date(text: str) -> bool:
+    try:
+        dt.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def memories(service: MemoryService, sha: str) -> list[Memory]:
@@ -70,7 +97,11 @@ def get(service: MemoryService, id_or_path: str, as_of: str) -> Memory:
     if not ids.is_id(text):
         rel = ids.clean_relpath(text)
         rel = rel if rel.lower().endswith(".md") else rel + ".md"
-        blob = service.history.tree(sha).get(rel)
+        tree = service.history.tree(sha)
+        if rel not in tree:  # moved since: its name then
+            with contextlib.suppress(MemvaultError):
+                rel = service.history.path_at(rel, sha)
+        blob = tree.get(rel)
         data = service.history.blob_bytes([blob]).get(blob) if blob else None
         if data is not None:
             return replace(service.vault.parse_bytes(rel, data), edited=None)
@@ -84,10 +115,18 @@ def get(service: MemoryService, id_or_path: str, as_of: str) -> Memory:
     )
 
 
+def _then(service: MemoryService, as_of: str, sha: str, filters: Filters | None) -> Filters:
+    """``filters`` judging expiry at ``as_of`` (a time), or when commit ``sha`` was made:
+    what had lapsed by then, not by today."""
+    moment = _moment(service, validate.point("as_of", as_of))
+    moment = moment or parse_time(service.history.commit_time(sha))
+    return (filters or Filters()).at(moment) if moment else filters or Filters()
+
+
 def records(service: MemoryService, as_of: str, filters: Filters | None = None) -> list[MemoryInfo]:
     """The index records the vault would have had at ``as_of``, filtered."""
-    filters = filters or Filters()
     sha = resolve(service, as_of)
+    filters = _then(service, as_of, sha, filters)
     return [i for i in (m.info() for m in memories(service, sha)) if filters.accepts(i)]
 
 
@@ -103,7 +142,7 @@ def recall(
     """Full-text recall over the vault as of ``as_of`` (no vectors for the past)."""
     validate.query(query)
     sha = resolve(service, as_of)
-    filters = filters or Filters()
+    filters = _then(service, as_of, sha, filters)
     found = {m.id: m for m in memories(service, sha) if filters.accepts(m.info())}
     return full_text_hits(
         found, query, k, {"as_of": f"full text only, over the vault at commit {sha[:12]}"}

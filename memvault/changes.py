@@ -92,7 +92,9 @@ def _since(history: History, since: str | None, head: str) -> tuple[str | None, 
         return None, moment
     raise InvalidInputError(
         f"since={text!r} is neither a commit in this vault's history nor an ISO time "
-        "(a purge rewrites history, so cursors from before it no longer work): pass the "
+        "(a purge rewrites history, as does a person's amend or rebase, so cursors from "
+        "before it no longer work)"
+        f"{history.shallow_hint()}: pass the "
         "cursor of the last memory_changes, a time like 2026-11-30T18:00, or no since"
     )
 
@@ -104,6 +106,10 @@ def _after(time: str, moment: dt.datetime) -> bool:
 
 def _records(history: History, vault: Vault, commits: Sequence[Deltas]) -> list[Change]:
     """The memory changes of ``commits``, newest first (one ``cat-file`` for all of them)."""
+    # a shallow clone's first commit lists every file as new: what it holds, not what it
+    # changed, nor who wrote it; the feed stops there
+    boundary = history.shallow()
+    commits = [c for c in commits if c.sha not in boundary]
     picked = [(c, [m for d in c.files if (m := _as_memory(vault, d))]) for c in commits]
     wanted = [
         blob
@@ -117,15 +123,15 @@ def _records(history: History, vault: Vault, commits: Sequence[Deltas]) -> list[
     out: list[Change] = []
     for commit, files in picked:
         out += _commit_changes(commit, files, texts)
-        if commit.trailers.get("Memvault-Op", "").strip() == "sync" and not files:
+        if commit.merge and not files:  # a sync's, or a person's who settled a conflict
             out += _settled(history, vault, commit)
     return out
 
 
 def _settled(history: History, vault: Vault, merge: Deltas) -> list[Change]:
-    """What a sync's merge commit settled itself (git's log shows no files for a merge):
-    ``conflict`` for a memory now holding both sides' texts, ``merged`` for one merged
-    field by field or line by line."""
+    """What a merge commit (a sync's, a person's) settled itself (git's log shows no
+    files for a merge): ``conflict`` for a memory now holding both sides' texts,
+    ``merged`` for one merged field by field or line by line, or by a person's hand."""
     found = {
         p: b for p, b in history.settled_by_merge(merge.sha).items() if vault.is_memory_path(p)
     }

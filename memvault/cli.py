@@ -581,7 +581,9 @@ def revert(ctx: Ctx, id_or_path: str, rev: str) -> None:
     with _errors(ctx):
         result = _service(ctx).revert(id_or_path, rev)
     data = {**result.memory.summary(), "commit": result.commit, "action": result.action}
-    _emit(ctx, data, lambda: click.echo(f"reverted {result.memory.path} to {rev[:10]}"))
+    path, at = result.memory.path, rev[:10]
+    said = f"reverted {path} to {at}" if result.commit else f"{path} is already as at {at}"
+    _emit(ctx, data, lambda: click.echo(said))
 
 
 @cli.command()
@@ -1126,10 +1128,24 @@ def export(ctx: Ctx, out: Path | None) -> None:
         data = export_vault(_service(ctx, recover=False, embedder=False))
         text = json.dumps(data, ensure_ascii=False, indent=2)
         if out:
-            out.write_text(text + "\n", encoding="utf-8")
+            _write_export(out, text + "\n")
             click.echo(f"exported {len(data['memories'])} memories to {out}", err=True)
         else:
             click.echo(text)
+
+
+def _write_export(out: Path, text: str) -> None:
+    """``text`` to ``out`` whole or not at all (a temporary file beside it, then renamed)."""
+    temp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        temp.write_text(text, encoding="utf-8")
+        os.replace(temp, out)
+    except OSError as exc:
+        temp.unlink(missing_ok=True)
+        raise MemvaultError(
+            f"cannot write the export to {out} ({exc.strerror or exc}): give --out a file "
+            "in a folder that exists and that you can write to"
+        ) from exc
 
 
 @cli.command()

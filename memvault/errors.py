@@ -80,6 +80,23 @@ class GitError(MemvaultError):
         return first or (told or lines or [f"exit code {self.returncode}"])[0]
 
 
+class UntrustedRepositoryError(GitError):
+    """git refuses the vault's repository: another user owns the folder (git's
+    ``safe.directory`` check, "dubious ownership"). Raised for every git command, also
+    those whose failure would otherwise read as "no commits yet"."""
+
+    code = "untrusted_repository"
+
+    def __init__(self, args: list[str], returncode: int, stderr: str, folder: str) -> None:
+        super().__init__(args, returncode, stderr)
+        self.args = (
+            f"git refuses to read the repository at {folder}: the folder belongs to another "
+            "user (git's 'dubious ownership' check), so its history cannot be read. If you "
+            f"trust it, run `git config --global --add safe.directory {folder}` and retry, "
+            "or run memvault as the folder's owner",
+        )
+
+
 _BOILERPLATE = (
     "Could not read from remote repository",
     "Please make sure you have the correct access rights",

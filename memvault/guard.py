@@ -11,10 +11,11 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from . import importer, policy, validate
+from . import frontmatter, ids, importer, policy, validate
 from .config import Settings
-from .errors import InvalidInputError, SecretRefusedError, UnsafePathError
+from .errors import InvalidInputError, MemvaultError, SecretRefusedError, UnsafePathError
 from .fields import stem_path
+from .models import Memory
 from .vault import Vault
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,43 @@ def check_forget(mode: str, reason: str | None) -> None:
     if mode not in FORGET_MODES:
         raise InvalidInputError(f"mode must be one of {', '.join(FORGET_MODES)}, not {mode!r}")
     validate.reason(reason)
+
+
+def check_revert(settings: Settings, rel: str, rel_then: str, data: bytes, rev: str) -> str | None:
+    """The version of ``rel`` (named ``rel_then`` at ``rev``) that a revert would write back:
+    refused where it is not a readable memory (not UTF-8, frontmatter that does not parse,
+    over ``max_file_bytes``), which would cost the memory its id and every field, or its
+    place in the index. Returns the id it holds, if any."""
+    if len(data) > settings.max_file_bytes:
+        raise InvalidInputError(
+            f"{rel} as of {rev[:10]} is {len(data):,} bytes, over the max_file_bytes limit "
+            f"of {settings.max_file_bytes:,}: raise the limit to revert to it, or take that "
+            f"version by hand with `git show {rev[:10]}:{rel_then}`"
+        )
+    try:
+        meta = frontmatter.parse(data.decode("utf-8")).meta
+    except (UnicodeDecodeError, MemvaultError) as exc:
+        why = "it is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else str(exc)
+        raise InvalidInputError(
+            f"{rel} as of {rev[:10]} is not a readable memory ({why.split(': fix')[0]}): "
+            "reverting to it would drop its id and fields; pick another revision from "
+            f"`memvault log {rel}`, or take that version by hand with "
+            f"`git show {rev[:10]}:{rel_then}`"
+        ) from exc
+    ident = str(meta.get("id") or "").strip()
+    return ident if ids.is_id(ident) else None
+
+
+def check_revert_over(rel: str, current: Memory | None, ident: str | None, rev: str) -> None:
+    """A revert never writes one memory's old text over another memory's file: a memory
+    deleted since, whose path a new memory took."""
+    own = str(current.meta.get("id") or "").strip() if current else ""
+    if ident and ids.is_id(own) and own != ident:
+        raise InvalidInputError(
+            f"{rel} now holds another memory ({own}) than it did at {rev[:10]} ({ident}): "
+            f"reverting would replace it; to bring {ident} back, save "
+            f"`git show {rev[:10]}:{rel}` as a new file"
+        )
 
 
 def check_text(

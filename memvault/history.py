@@ -32,13 +32,16 @@ if shutil.which("git") is None:
 
 import git
 
-from .errors import GitError, InvalidInputError, MemvaultError
+from .errors import GitError, InvalidInputError, MemvaultError, UntrustedRepositoryError
 from .ids import derived_id
 from .models import Commit
 
 log = logging.getLogger(__name__)
 
 _RS, _US, _GS = "\x1e", "\x1f", "\x1d"
+# where a commit's record starts in a log: a separator a person's commit subject may hold
+# too (any control character goes), followed by the sha, which no subject comes before
+_RECORD_START = re.compile(_RS + "(?=[0-9a-f]{40}" + _US + ")")
 _FULL_SHA = re.compile(r"[0-9a-f]{40}")
 GC_AUTO_LOOSE = 6700  # git's gc.auto default: loose objects before an automatic pack
 _SUMMARY = re.compile(r"\[[^\]\n]* ([0-9a-f]{40})\] ")  # `git commit`'s first line
@@ -60,6 +63,10 @@ STALE_LOCK_SECONDS_BLIND = 120.0
 """Where running processes cannot be seen (no /proc): only a much older lock counts."""
 PROC = Path("/proc")
 PURGED_NAME = "(purged)"
+SHALLOW_HINT = (
+    " (this vault is a shallow clone: its older history was never fetched; "
+    "`git fetch --unshallow` in the vault brings it)"
+)
 # A diff as git itself makes it, whatever a person's diff.external, textconv drivers or
 # diff.noprefix would show instead: what an agent or a reviewer reads is the same everywhere.
 GITS_OWN_DIFF = (
@@ -89,6 +96,10 @@ _INDEX_FILTER = (
     'f="$MEMVAULT_PURGE_DIR/$GIT_COMMIT"; if [ -f "$f" ]; then git rm -q --cached'
     ' --ignore-unmatch --pathspec-from-file="$f" --pathspec-file-nul; fi'
 )
+# git's refusal of a repository another user owns ("safe.directory"): every command fails,
+# also the ones whose failure would otherwise mean "no commits yet"
+_DUBIOUS = "detected dubious ownership in repository"
+_DUBIOUS_AT = re.compile(r"dubious ownership in repository at '([^'\n]+)'")
 _UNDER_WAY = (("MERGE_HEAD", "merge"), ("rebase-merge", "rebase"), ("rebase-apply", "rebase"))
 _MSG_FILTER = (
     'awk \'BEGIN { n = split(ENVIRON["MEMVAULT_PURGED"], names, "\\n") }'
@@ -121,6 +132,7 @@ class Deltas:
     author: str
     trailers: dict[str, str]
     files: tuple[Delta, ...]
+    merge: bool = False  # more than one parent: git's log lists no files of its own
 
 
 @dataclass(frozen=True)
@@ -353,7 +365,12 @@ class History:
                 )
         except git.exc.GitCommandNotFound as exc:
             raise MemvaultError(f"git could not be started ({exc}): install git and retry") from exc
-        return returncode, bytes(stdout), _text(os.fsencode(stderr))
+        text = _text(os.fsencode(stderr))
+        if returncode and _DUBIOUS in text:
+            found = _DUBIOUS_AT.search(text)
+            folder = found.group(1) if found else str(self.root)
+            raise UntrustedRepositoryError(cmd[1:], returncode, text, folder)
+        return returncode, bytes(stdout), text
 
     def git_dir(self) -> Path:
         """The repository's git folder: ``.git``, or in a linked worktree (a client's
@@ -364,6 +381,19 @@ class History:
             if text.startswith("gitdir:"):
                 return (self.root / text.removeprefix("gitdir:").strip()).resolve()
         return dot_git
+
+    def shallow(self) -> frozenset[str]:
+        """The commits a shallow clone's history stops at (their parents were never
+        fetched); empty for a full clone."""
+        try:
+            text = (self.git_dir() / "shallow").read_text(encoding="ascii")
+        except (OSError, UnicodeDecodeError):
+            return frozenset()
+        return frozenset(line.strip() for line in text.splitlines() if line.strip())
+
+    def shallow_hint(self) -> str:
+        """What to add to "not in this history" in a shallow clone, else ""."""
+        return SHALLOW_HINT if self.shallow() else ""
 
     @contextmanager
     def temp_files(self, *texts: str) -> Iterator[list[str]]:
@@ -845,8 +875,10 @@ class History:
         """Commits, newest first (of ``rev``'s history, else HEAD's); for one path,
         following renames, also a move git did not see as one (:meth:`_moved_unseen`)."""
         fmt = _RS + _US.join(["%H", "%aI", "%an", "%s", f"%(trailers:only,unfold,separator={_GS})"])
-        args = ["log", f"--format={fmt}", "--name-status", "-z"]
-        if limit:
+        # --cc: a merge lists the files it holds in a version neither parent had (a
+        # person's resolution of a conflict), which plain --name-status leaves out
+        args = ["log", f"--format={fmt}", "--name-status", "--cc", "-z"]
+        if limit and path is None:  # a file's log is cut after the merges are dropped
             args.append(f"-n{limit}")
         if rev is not None:
             args.append(rev)
@@ -854,13 +886,15 @@ class History:
             args += ["--follow", "--", path]
         if self.head() is None:
             return []
-        found = [c for c in (_parse_record(r, path) for r in self.run(*args).split(_RS)) if c]
+        found = [c for c in (_parse_record(r, path) for r in _split(self.run(*args))) if c]
+        if path is not None:  # --follow also lists merges that took one side's version
+            found = [c for c in found if c.path is not None]
         if path is not None and found and (not limit or len(found) < limit):
             earlier = self._moved_unseen(found[-1], found[-1].path or path)
             if earlier is not None:
                 left = limit - len(found) if limit else None
                 found += self.log(earlier, left, rev=f"{found[-1].sha}^")
-        return found
+        return found[:limit] if limit else found
 
     def _moved_unseen(self, commit: Commit, name: str) -> str | None:
         """The name the file ``name`` had before ``commit`` added it, where the commit moved
@@ -890,13 +924,20 @@ class History:
         fmt = _RS + _US.join(["%H", "%aI", "%an", "%s", f"%(trailers:only,unfold,separator={_GS})"])
         args = ["log", "--reverse", "-M", f"--format={fmt}", "--name-status", "-z"]
         args.append(tip if since is None else f"{since}..{tip}")
-        return [c for c in (_parse_record(r, None) for r in self.run(*args).split(_RS)) if c]
+        return [c for c in (_parse_record(r, None) for r in _split(self.run(*args))) if c]
 
     def commit_before(self, moment: str) -> str | None:
-        """The last commit made at or before ``moment`` (ISO time), or None."""
+        """The last commit made at or before ``moment`` (ISO time), or None: of HEAD's
+        first parents, what the vault's folder held then (a branch merged later, a sync's
+        other machine, had commits of its own at that time that the folder did not)."""
         if self.head() is None:
             return None
-        return self.run("rev-list", "-1", f"--before={moment}", "HEAD").strip() or None
+        out = self.run("rev-list", "-1", "--first-parent", f"--before={moment}", "HEAD")
+        return out.strip() or None
+
+    def commit_time(self, rev: str) -> str:
+        """When commit ``rev`` was made (committer date, ISO 8601)."""
+        return self.run("show", "-s", "--format=%cI", self._rev(rev)).strip()
 
     def tree(self, rev: str) -> dict[str, str]:
         """Every file in the tree of commit ``rev``: path -> blob sha."""
@@ -935,6 +976,15 @@ class History:
         data = self.blob_bytes(b for b in blobs if b)
         return [data[b].decode("utf-8", "replace") if b in data else None for b in blobs]
 
+    def file_bytes(self, rev: str, path: str) -> bytes:
+        """The file ``path`` of commit ``rev`` exactly as committed (line endings, bytes
+        that are not UTF-8): what a revert writes back."""
+        spec = f"{self._rev(rev)}:{path}"
+        code, out, err = self._execute_bytes(["git", "cat-file", "blob", spec], None, None)
+        if code:
+            raise GitError(["cat-file", "blob", spec], code, err)
+        return out
+
     def show(self, rev: str, path: str) -> str:
         return self.run("show", f"{self._rev(rev)}:{path}")
 
@@ -950,18 +1000,34 @@ class History:
     def _rev(self, rev: str) -> str:
         if not rev or rev.startswith("-"):
             raise MemvaultError(f"{rev!r} is not a revision: give a commit sha from `log`")
-        out = self.run("rev-parse", "--verify", "-q", f"{rev}^{{commit}}", check=False).strip()
+        out = self._verified(rev)
         if not out:
-            raise MemvaultError(f"unknown revision {rev!r}: pick one from `memvault log`")
+            raise MemvaultError(
+                f"unknown revision {rev!r}{self.shallow_hint()}: pick one from `memvault log`"
+            )
         return out
+
+    def _verified(self, rev: str) -> str | None:
+        """The commit ``rev`` names, or None; a short sha that several commits start with
+        is refused as such (git's ``-q`` would make it read as unknown)."""
+        try:
+            return self.run("rev-parse", "--verify", f"{rev}^{{commit}}").strip() or None
+        except UntrustedRepositoryError:
+            raise
+        except GitError as exc:
+            if "is ambiguous" not in exc.stderr:
+                return None
+            raise InvalidInputError(
+                f"{rev!r} is the start of more than one commit's sha: give more of it "
+                "(`memvault log` shows 10 characters)"
+            ) from exc
 
     # -- what changed, for the feed of changes -------------------------------------
     def commit_of(self, rev: str) -> str | None:
         """The full sha of the commit ``rev`` names in this repository, else None."""
         if not rev or rev.startswith("-") or self.head() is None:
             return None
-        out = self.run("rev-parse", "--verify", "-q", f"{rev}^{{commit}}", check=False).strip()
-        return out or None
+        return self._verified(rev)
 
     def is_ancestor(self, sha: str, of: str) -> bool:
         """Whether commit ``sha`` is in the history of ``of`` (itself included)."""
@@ -974,9 +1040,15 @@ class History:
         args = ["log", "-z", "--raw", "--numstat", "-M", "--root", "--no-abbrev", "--no-color"]
         args += ["--no-show-signature", f"--format={_DELTA_FORMAT}", f"--skip={skip}", f"-n{count}"]
         if since:
-            args.append(f"--since={since}")
+            args.append(f"{self._since_option()}={since}")
         out = self.run(*args, revs, "--")
-        return [c for c in (_parse_deltas(r) for r in out.split(_RS)) if c]
+        return [c for c in (_parse_deltas(r) for r in _split(out)) if c]
+
+    def _since_option(self) -> str:
+        """git's ``--since`` stops the walk at the first commit dated before it, so one
+        commit made with a wrong clock (1970 on a board without a real-time clock) hides
+        every older one; ``--since-as-filter`` (git 2.38+) looks at them all."""
+        return "--since-as-filter" if self._git.version_info >= (2, 38) else "--since"
 
     def settled_by_merge(self, sha: str) -> dict[str, str]:
         """The files a merge commit holds in a version neither parent had (what the merge
@@ -1047,6 +1119,16 @@ class History:
             "-E", f"-G{pattern}",
         )  # fmt: skip
         return list(dict.fromkeys(p for p in out.split("\0") if p.strip()))
+
+    def last_path_of(self, memory_id: str) -> str | None:
+        """The path where HEAD's history last added or removed the line ``id: memory_id``
+        (a memory deleted since: what its log and revert read), else None."""
+        if self.head() is None:
+            return None
+        pattern = f"^id:[[:space:]]*[\"']?{memory_id}([\"'[:space:]]|$)"
+        out = self.run("log", "-1", "--no-renames", "--format=", "--name-only", "-z", "-E",
+                       f"-G{pattern}", "HEAD")  # fmt: skip
+        return next((p for p in out.split("\0") if p.strip()), None)
 
     def _holding(self, wanted: dict[str, set[str]]) -> dict[str, list[str]]:
         """For every commit of every ref: which of ``wanted``'s paths hold one of the blobs
@@ -1144,7 +1226,9 @@ class History:
     # -- following one file -------------------------------------------------
     def knows(self, path: str) -> bool:
         """True when some commit touched ``path`` (a deleted file's history is still there)."""
-        return bool(self.log(path, limit=1))
+        if self.head() is None:
+            return False
+        return bool(self.run("log", "-1", "--format=%H", "--", path).strip())
 
     def exists_at(self, rev: str, path: str) -> bool:
         out = self.run("ls-tree", "--name-only", rev, "--", path, check=False)
@@ -1153,6 +1237,8 @@ class History:
     def path_at(self, path: str, rev: str) -> str:
         """The name the file now at ``path`` had at ``rev`` (following renames)."""
         sha = self.resolve(rev)
+        if self.exists_at(sha, path):  # the first name tried anyway: no followed log
+            return path
         for name in self.names_in_history(path):
             if self.exists_at(sha, name):
                 return name
@@ -1240,7 +1326,9 @@ def _is_git(arg: str) -> bool:
     return name == "git" or name.startswith("git-")
 
 
-_DELTA_FORMAT = _RS + _US.join(["%H", "%cI", "%an", f"%(trailers:only,unfold,separator={_GS})"])
+_DELTA_FORMAT = _RS + _US.join(
+    ["%H", "%cI", "%an", f"%(trailers:only,unfold,separator={_GS})", "%P"]
+)
 _NO_BLOB = "0" * 40
 
 
@@ -1254,6 +1342,22 @@ def _front_id(text: str | None) -> str | None:
     head = text.split("\n---", 1)[0]
     found = _FRONT_ID.match(head + "\n")
     return found.group(1) if found else None
+
+
+def _split(log_output: str) -> list[str]:
+    """A log's records (formats starting with ``_RS`` and the sha)."""
+    return _RECORD_START.split(log_output)
+
+
+def _header(head: str, count: int) -> list[str] | None:
+    """The ``count`` fields of a record's header: the second last (a subject or trailers:
+    a person's text, which may hold the separator) takes what the others leave."""
+    first = head.split(_US, count - 2)
+    if len(first) < count - 1:
+        return None
+    *fixed, rest = first
+    middle, sep, last = rest.rpartition(_US)
+    return [*fixed, middle, last] if sep else None
 
 
 def _parse_trailers(text: str) -> dict[str, str]:
@@ -1270,8 +1374,8 @@ def _parse_deltas(record: str) -> Deltas | None:
     entries ``:mode mode blob blob STATUS NUL path [NUL path]`` and numstat entries
     ``added TAB deleted TAB path NUL`` (a rename: ``added TAB deleted TAB NUL old NUL new``)."""
     head, _, rest = record.partition("\0")
-    fields = head.split(_US)
-    if len(fields) < 4:
+    fields = _header(head, 5)  # sha, time, author, trailers (a person's text), parents
+    if fields is None:
         return None
     tokens = rest.removeprefix("\n").split("\0")
     raw: list[Delta] = []
@@ -1291,7 +1395,8 @@ def _parse_deltas(record: str) -> Deltas | None:
     lines = _numstat(tokens[i:])
     counted = [(d, lines.get(d.path, (None, None))) for d in raw]
     files = tuple(replace(d, added=added, deleted=deleted) for d, (added, deleted) in counted)
-    return Deltas(fields[0], fields[1], fields[2], _parse_trailers(fields[3]), files)
+    merge = len(fields[4].split()) > 1
+    return Deltas(fields[0], fields[1], fields[2], _parse_trailers(fields[3]), files, merge)
 
 
 def _numstat(tokens: list[str]) -> dict[str, tuple[int | None, int | None]]:
@@ -1335,11 +1440,12 @@ def _parse_batch(out: bytes) -> dict[str, bytes]:
 
 def _parse_record(record: str, path: str | None) -> Commit | None:
     """One ``git log -z --name-status`` record: header, NUL-newline, name-status entries."""
-    head, _, rest = record.partition("\0\n")
-    fields = head.rstrip("\0").split(_US)
-    if len(fields) < 5:
+    head, _, rest = record.partition("\0")
+    rest = rest.lstrip("\n\0")  # a merge's combined entries follow a NUL, not a newline
+    fields = _header(head, 5)
+    if fields is None:
         return None
-    sha, date, author, subject, trailer_text = fields[:5]
+    sha, date, author, subject, trailer_text = fields
     trailers: dict[str, str] = {}
     for item in trailer_text.strip().split(_GS):
         key, sep, value = item.partition(":")
@@ -1352,13 +1458,14 @@ def _parse_record(record: str, path: str | None) -> Commit | None:
     i = 0
     while i < len(names) - 1:
         status = names[i].strip()
-        if status[:1] in ("R", "C") and i + 2 < len(names):
+        combined = len(status) > 1 and not status[1:].isdigit()  # a merge's, one name
+        if status[:1] in ("R", "C") and not combined and i + 2 < len(names):
             renames.append((names[i + 1], names[i + 2]))
             files.append(names[i + 2])
             i += 3
         elif status:
             files.append(names[i + 1])
-            if status == "D":
+            if set(status) == {"D"}:
                 deleted.append(names[i + 1])
             i += 2
         else:

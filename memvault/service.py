@@ -7,6 +7,7 @@ consolidation and ``reports`` for status, export and the aggregate views).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 from collections.abc import Callable, Iterable, Sequence
@@ -54,7 +55,7 @@ from .retrieval import Retrieval
 from .sync import IndexSync
 from .template import create_vault
 from .template import exclude_state_dir as _exclude_state_dir
-from .vault import Vault
+from .vault import Vault, content_hash
 
 log = logging.getLogger(__name__)
 
@@ -257,10 +258,9 @@ class MemoryService:
         try:
             return self._locate(id_or_path)
         except MemoryNotFoundError:
-            if ids.is_id(id_or_path):
-                raise
-            rel = ids.clean_relpath(id_or_path)
-            if self.history.knows(rel):
+            text = id_or_path.strip()
+            rel = self.history.last_path_of(text) if ids.is_id(text) else ids.clean_relpath(text)
+            if rel and self.history.knows(rel):
                 return rel
             raise
 
@@ -427,15 +427,18 @@ class MemoryService:
         with self._writing():
             path = self.history_path(id_or_path)
             sha_rev = self.history.resolve(rev)
-            old_text = self.history.show(sha_rev, self.history.path_at(path, sha_rev))
-            current = self.vault.abspath(path)
-            previous = None
-            if current.exists():
-                previous = self.vault.read(path).content_hash
-                expected: str | None = previous
-            else:
-                expected = ""
-            self.vault.write(path, old_text, expected_hash=expected)
+            path_then = self.history.path_at(path, sha_rev)
+            old_text = self.history.file_bytes(sha_rev, path_then)
+            ident = guard.check_revert(self.settings, path, path_then, old_text, sha_rev)
+            if ident and not self.vault.abspath(path).exists():  # moved since by a person?
+                with contextlib.suppress(MemoryNotFoundError):  # then revert it where it is
+                    path = self._locate(ident)
+            current = self.vault.read(path) if self.vault.abspath(path).exists() else None
+            previous = current.content_hash if current else None
+            guard.check_revert_over(path, current, ident, sha_rev)
+            if current and previous == content_hash(old_text):  # already so: left alone
+                return WriteResult(current, None, "unchanged", previous_revision=previous)
+            self.vault.write(path, old_text, expected_hash=previous or "")
             restored = self.vault.read(path)
             sha = self.history.commit(
                 [path], f"revert: {path} to {sha_rev[:7]}", self._trailers("revert", restored.id)
