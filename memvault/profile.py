@@ -2,8 +2,8 @@
 
 The schema (``_schemas/profile.yaml``; a vault without one uses the shipped default) names
 each field, its type and, for enumerable fields, the allowed values. A field lives in
-``profile/<field>.md`` (``field:`` and ``value:`` in its frontmatter, a readable body), so
-git gives every field its own history, revert and purge, like any memory. A value is
+``profile/<field>.md`` (``field:`` and ``value:`` in its frontmatter, a readable body: a
+heading, the value, and whatever a person notes below it, which a set keeps), so git gives every field its own history, revert and purge, like any memory. A value is
 checked against the schema before anything touches the disk: a refused write leaves no
 file and no commit. Each set is one commit, ``profile: <field>``.
 """
@@ -328,6 +328,21 @@ def body_of(spec: FieldSpec, value: Any) -> str:
     return f"# {spec.heading}\n\n{text}\n"
 
 
+def notes_of(body: str) -> str:
+    """What a person wrote in a field file's body below the value: everything after the
+    heading and the value's paragraph (a set rewrites those two and keeps the rest)."""
+    lines, at = body.splitlines(), 0
+    while at < len(lines) and not lines[at].strip():
+        at += 1
+    if at < len(lines) and lines[at].startswith("# "):
+        at += 1
+    while at < len(lines) and not lines[at].strip():
+        at += 1
+    while at < len(lines) and lines[at].strip():  # the value: one line, or one per item
+        at += 1
+    return "\n".join(lines[at:]).strip("\n")
+
+
 # -- reading ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Entry:
@@ -517,14 +532,16 @@ def _write(
     source: str,
     existing: Memory | None,
 ) -> None:
-    """A new field file, or a minimal edit of the existing one (the person's keys kept)."""
+    """A new field file, or a minimal edit of the existing one (the person's keys and notes
+    kept)."""
     now = service.clock().replace(microsecond=0)
     changes = {"field": spec.name, "value": value, "source": source}
     if existing is not None:
         for key in (LIFECYCLE_KEY, "status"):  # archived by hand in place: set again, active
             if existing.meta.get(key) in UNSET_STATUSES:
                 changes[key] = "active"
-        service.vault.rewrite(existing, changes, body, now)
+        notes = notes_of(existing.body)  # the person's, below the value: kept
+        service.vault.rewrite(existing, changes, f"{body}\n{notes}\n" if notes else body, now)
         return
     meta = new_meta("fact", [FOLDER], CONFIDENCE, IMPORTANCE, now, source) | changes
     text = frontmatter.new_file(meta, body)
