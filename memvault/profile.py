@@ -5,7 +5,8 @@ each field, its type and, for enumerable fields, the allowed values. A field liv
 ``profile/<field>.md`` (``field:`` and ``value:`` in its frontmatter, a readable body: a
 heading, the value, and whatever a person notes below it, which a set keeps), so git gives
 every field its own history, revert and purge, like any memory. A value is checked against
-the schema before anything touches the disk: a refused write leaves no file and no commit. Each set is one commit, ``profile: <field>``.
+the schema before anything touches the disk: a refused write leaves no file and no commit.
+Each set is one commit, ``profile: <field>``.
 """
 
 from __future__ import annotations
