@@ -147,6 +147,7 @@ def build_context(
     if not topic:
         raise InvalidInputError("topic is empty: say what the context is for")
     validate.query(topic, "topic")
+    validate.text("topic", topic, one_line=True)  # echoed in the header: no NUL, no surrogate
     if not 1 <= budget_tokens <= MAX_BUDGET:
         raise InvalidInputError(
             f"budget_tokens must be between 1 and {MAX_BUDGET}, got {budget_tokens}"

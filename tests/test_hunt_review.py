@@ -8,9 +8,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from memvault import profile
+from memvault.cli import cli
 from memvault.config import Settings
+from memvault.context import build_context
+from memvault.errors import InvalidInputError
 from memvault.service import MemoryService
 
 from .helpers import commit_count, git
@@ -68,3 +72,23 @@ def test_a_list_fields_notes_survive_and_its_items_are_replaced(vault: MemorySer
         "# Allergies\n\n- penicillin\n- peanuts\n- latex\n\n"
         "The peanut one is severe: EpiPen in the bag.\n"
     )
+
+
+# -- context ----------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("topic", "said"),
+    [
+        ("tra\x00vel", "a NUL byte"),
+        ("tra\x1bvel", "control character"),
+        ("tra\udcffvel", "a lone surrogate"),
+    ],
+)
+def test_a_context_topic_with_a_character_no_one_could_read_is_refused_not_echoed(
+    vault: MemoryService, topic: str, said: str
+) -> None:
+    profile.set_field(vault, "location", "Lisbon")
+    with pytest.raises(InvalidInputError, match=f"topic contains {said}"):
+        build_context(vault, topic)
+    result = CliRunner().invoke(cli, ["--vault", str(vault.root), "context", topic])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.startswith("error: topic contains ")
