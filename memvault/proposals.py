@@ -39,6 +39,7 @@ from . import asof, ids, policy, purging
 from .config import Settings
 from .errors import (
     GitError,
+    MemvaultError,
     InvalidInputError,
     MalformedMemoryError,
     MemoryNotFoundError,
@@ -480,14 +481,31 @@ def accept(service: MemoryService, proposal_id: str) -> Decision:
         paths = [path for path, _ in plan]
         subject = f"accept: {proposal.subject} (proposal {proposal.id})"
         sha = _apply(service, plan, subject, trailers)
-        name = proposal.client
-        marker = {"Memvault-Op": "accepted", "Memvault-Accepted": proposal.key}
-        _follow(service, _worktree(service, _root(service, name), name), name, marker, proposal.key)
+        unrecorded = _record(service, proposal, sha)
     if paths:
         service.sync_index(paths)
         service.refresh_provenance()
         service.publish(_event(plan))
+    if unrecorded is not None:  # the vault's commit stands, indexed and announced
+        raise unrecorded
     return Decision(proposal, "accepted", sha, tuple(paths))
+
+
+def _record(service: MemoryService, proposal: Pending, sha: str | None) -> MemvaultError | None:
+    """Record the acceptance on the proposal's branch (step 2's follow, with a marker); what
+    to tell the person when git could not, after the vault took the proposal."""
+    name = proposal.client
+    marker = {"Memvault-Op": "accepted", "Memvault-Accepted": proposal.key}
+    try:
+        _follow(service, _worktree(service, _root(service, name), name), name, marker, proposal.key)
+    except GitError as exc:
+        done = f"commit {sha[:12]}" if sha else "it held the change already"
+        return MemvaultError(
+            f"proposal {proposal.id} is in the vault ({done}), but git could not mark it "
+            f"accepted on {BRANCHES}{name} ({exc.reason}), so `memvault review` still lists "
+            f"it: once git works again, `memvault review accept {proposal.id}` marks it"
+        )
+    return None
 
 
 def _apply(

@@ -10,16 +10,18 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memvault import profile
+from memvault import profile, proposals
 from memvault.cli import cli
 from memvault.config import Settings
 from memvault.context import build_context
-from memvault.errors import InvalidInputError
-from memvault.service import MemoryService
+from memvault.errors import InvalidInputError, MemvaultError
+from memvault.models import ChangeEvent
+from memvault.service import MemoryService, current_client
 
 from .helpers import commit_count, git
 
 PERSON = "Ada Person"
+BRANCH = "memvault/proposals/cursor"
 
 
 @pytest.fixture
@@ -35,6 +37,51 @@ def vault(vault_path: Path) -> Iterator[MemoryService]:
 def commit_by_hand(root: Path, message: str) -> None:
     git(root, "add", "-A")
     git(root, "commit", "--quiet", "-m", message)
+
+
+def propose_update(service: MemoryService, memory_id: str, content: str) -> proposals.Pending:
+    """``cursor`` proposes ``content`` for the memory: its one pending proposal."""
+    asking = current_client.set("cursor/2.0")
+    try:
+        with proposals.writer(service) as drafts:
+            assert drafts.update(memory_id, content=content).action == "proposed"
+    finally:
+        current_client.reset(asking)
+    (found,) = proposals.pending(service)
+    return found
+
+
+# -- review -----------------------------------------------------------------------------
+def test_an_acceptance_git_cannot_mark_on_the_branch_is_indexed_and_says_how_to_finish(
+    vault: MemoryService,
+) -> None:
+    made = vault.remember("The user owns a grey cat named Miso.", type="fact").memory
+    assert made is not None
+    waiting = propose_update(vault, made.id, "The user owns a grey cat named Tofu.")
+    events: list[ChangeEvent] = []
+    vault.listeners.append(events.append)
+    lock = vault.root / ".git" / "refs" / "heads" / f"{BRANCH}.lock"  # another git's, live
+    lock.write_text("")
+    vault.history.lock_retry_seconds = 0.0
+    try:
+        with pytest.raises(MemvaultError) as caught:
+            proposals.accept(vault, waiting.id)
+    finally:
+        lock.unlink()
+    message = str(caught.value)
+    assert f"proposal {waiting.id} is in the vault" in message
+    assert f"`memvault review accept {waiting.id}` marks it" in message
+    assert "Tofu" in vault.get(made.id).body  # the vault took it: one commit, as the person
+    assert git(vault.root, "log", "-1", "--format=%an %s").startswith(f"{PERSON} accept:")
+    assert [h.id for h in vault.recall("Tofu")] == [made.id]  # indexed, and announced
+    assert [e.changed for e in events] == [(made.path,)]
+    assert [p.id for p in proposals.pending(vault)] == [waiting.id]
+
+    again = proposals.accept(vault, waiting.id)  # now git can: marked, nothing to write
+
+    assert (again.action, again.commit, again.paths) == ("accepted", None, ())
+    assert proposals.pending(vault) == []
+    assert git(vault.root, "status", "--porcelain") == ""
 
 
 # -- the profile ------------------------------------------------------------------------
