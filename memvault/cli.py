@@ -1084,7 +1084,9 @@ def _decide(
 
 def _print_decisions(decisions: list[Any]) -> None:
     for d in decisions:
-        click.echo(f"{d.action} {d.proposal.id} ({d.proposal.subject}): {d.commit}")
+        # no commit: the vault held the change already (a person's edit, an interrupted accept)
+        done = d.commit or "the vault held it already, nothing to commit"
+        click.echo(f"{d.action} {d.proposal.id} ({d.proposal.subject}): {done}")
 
 
 @review.command()

@@ -4,6 +4,12 @@ the branch, a topic no one could read. Real vaults, real git, the real command l
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +24,7 @@ from memvault.errors import InvalidInputError, MemvaultError
 from memvault.models import ChangeEvent
 from memvault.service import MemoryService, current_client
 
-from .helpers import commit_count, git
+from .helpers import commit_count, git, run_memvault
 
 PERSON = "Ada Person"
 BRANCH = "memvault/proposals/cursor"
@@ -82,6 +88,76 @@ def test_an_acceptance_git_cannot_mark_on_the_branch_is_indexed_and_says_how_to_
     assert (again.action, again.commit, again.paths) == ("accepted", None, ())
     assert proposals.pending(vault) == []
     assert git(vault.root, "status", "--porcelain") == ""
+
+
+GIT_SHIM = """#!/bin/sh
+# git, but the commit whose message holds $SHIM_MATCH says so, then waits until it is killed
+prev=""
+for arg in "$@"; do
+  if [ "$prev" = "-F" ] && grep -q "$SHIM_MATCH" "$arg" 2>/dev/null; then hit=1; fi
+  case "$arg" in *"$SHIM_MATCH"*) hit=1 ;; esac
+  prev="$arg"
+done
+if [ -n "$hit" ] && [ "$1" != "log" ]; then echo ready > "$SHIM_READY"; read never < "$SHIM_BLOCK"; fi
+exec {git} "$@"
+"""
+
+
+def killed_in_commit(root: Path, tmp: Path, match: str, *args: str) -> None:
+    """The command line run with ``args``, SIGKILLed inside the git commit whose message
+    holds ``match`` (a git on PATH that blocks on a FIFO there)."""
+    shim = tmp / "shim"
+    shim.mkdir()
+    real_git = shutil.which("git")
+    assert real_git is not None
+    (shim / "git").write_text(GIT_SHIM.format(git=real_git))
+    (shim / "git").chmod(0o755)
+    ready, block = tmp / "ready", tmp / "block"
+    os.mkfifo(ready)
+    os.mkfifo(block)
+    env = {**os.environ, "PATH": f"{shim}:{os.environ['PATH']}", "MEMVAULT_EMBEDDER": "none"}
+    env |= {"SHIM_READY": str(ready), "SHIM_BLOCK": str(block), "SHIM_MATCH": match}
+    command = [sys.executable, "-m", "memvault.cli", "--vault", str(root), *args]
+    process = subprocess.Popen(command, env=env, start_new_session=True, stderr=subprocess.PIPE)
+    said: list[str] = []
+    waiting = threading.Thread(target=lambda: said.append(ready.read_text()), daemon=True)
+    waiting.start()
+    waiting.join(timeout=120)
+    if not said:  # never reached that commit: let the reader go and say why
+        process.kill()
+        ready.write_text("")
+        pytest.fail(f"never reached the commit: {process.communicate()[1]!r}")
+    os.killpg(process.pid, signal.SIGKILL)
+    process.communicate()
+
+
+@pytest.mark.parametrize("match", ["Memvault-Proposal:", "Memvault-Accepted:"])
+def test_an_accept_killed_in_its_vault_or_branch_commit_is_finished_by_accepting_again(
+    vault: MemoryService, tmp_path: Path, match: str
+) -> None:
+    made = vault.remember("The user lives in Lisbon.", type="fact").memory
+    assert made is not None
+    asking = current_client.set("cursor/2.0")
+    try:
+        with proposals.writer(vault) as drafts:
+            assert drafts.forget(made.id).action == "proposed"  # two files: a move
+    finally:
+        current_client.reset(asking)
+    (waiting,) = proposals.pending(vault)
+    vault.close()
+
+    killed_in_commit(vault.root, tmp_path, match, "review", "accept", waiting.id)
+    env = {"MEMVAULT_EMBEDDER": "none"}
+    again = run_memvault("--vault", str(vault.root), "review", "accept", waiting.id, env=env)
+
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith(f"accepted {waiting.id} (forget: {made.path} (archive)): ")
+    assert "None" not in again.stdout
+    assert not (vault.root / made.path).exists()
+    assert (vault.root / "archive" / made.path).is_file()
+    assert git(vault.root, "status", "--porcelain", "--untracked-files=all") == ""
+    listed = run_memvault("--vault", str(vault.root), "--json", "review", env=env)
+    assert listed.returncode == 0 and listed.stdout.strip() == "[]", listed.stderr
 
 
 # -- the profile ------------------------------------------------------------------------
