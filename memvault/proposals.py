@@ -564,6 +564,8 @@ def _plan(
                 moved[path] = vault.free_path(folder, name.removesuffix(".md"))
                 plan.append((moved[path], wanted))
                 continue
+            if current is None and status == "M" and _was_in_vault(history, path):
+                _refuse_lost(service, proposal, path, before[path], done, True, "change")
             raise StaleRevisionError(
                 f"{path} in the vault is not what proposal {proposal.id} changed (it changed "
                 "since, or an earlier proposal that made it is not accepted yet): accept that "
@@ -574,6 +576,12 @@ def _plan(
     for path in gone:
         _refuse_lost(service, proposal, path, before[path], done, bool(plan))
     return plan, moved
+
+
+def _was_in_vault(history: History, path: str) -> bool:
+    """Whether the vault ever held ``path`` (a person moved or deleted it since), rather than
+    only an earlier proposal not accepted yet."""
+    return bool(history.run("log", "-1", "--format=%h", "HEAD", "--", path).strip())
 
 
 def _renamed(subject: str, moved: dict[str, str]) -> str:
@@ -591,13 +599,15 @@ def _refuse_lost(
     was: bytes,
     done: set[str],
     more: bool,
+    then: str = "forget",
 ) -> None:
     """Refuse a proposal that removes ``path`` (was ``was``) when the person moved that
     memory since (it lives elsewhere in the vault, not where the proposal already put it),
     or deleted it while something of the proposal is left to write (``more``: an archive's
     copy in archive/ would bring it back). Each half of a move looks fine alone: the file
     to remove is gone, the one to add is new. A deletion the person made as proposed is
-    left alone: nothing to do."""
+    left alone: nothing to do. A proposal that changes ``path`` (``then``: "change") is
+    refused the same way, saying where the memory went."""
     vault = service.vault
     try:
         memory_id = vault.parse_bytes(path, was).id
@@ -606,7 +616,7 @@ def _refuse_lost(
     where = [p for p in vault.id_map().get(memory_id, []) if p not in done]
     if where:
         happened = f"was moved to {', '.join(where)} in the vault"
-        then = f" and forget it at {where[0]} by hand if you still want to"
+        then = f" and {then} it at {where[0]} by hand if you still want to"
     elif more:
         happened, then = "was deleted from the vault", "; the memory stays deleted"
     else:

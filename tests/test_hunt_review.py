@@ -20,7 +20,7 @@ from memvault import profile, proposals
 from memvault.cli import cli
 from memvault.config import Settings
 from memvault.context import build_context
-from memvault.errors import InvalidInputError, MemvaultError
+from memvault.errors import InvalidInputError, MemvaultError, StaleRevisionError
 from memvault.models import ChangeEvent
 from memvault.service import MemoryService, current_client
 
@@ -88,6 +88,35 @@ def test_an_acceptance_git_cannot_mark_on_the_branch_is_indexed_and_says_how_to_
     assert (again.action, again.commit, again.paths) == ("accepted", None, ())
     assert proposals.pending(vault) == []
     assert git(vault.root, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("by_hand", ["moved", "deleted"])
+def test_accepting_a_change_to_a_memory_the_person_moved_or_deleted_says_which_and_where(
+    vault: MemoryService, by_hand: str
+) -> None:
+    made = vault.remember("The user lives in Lisbon near the river.", type="fact").memory
+    assert made is not None
+    waiting = propose_update(vault, made.id, "The user lives in Porto near the river.")
+    if by_hand == "moved":
+        git(vault.root, "mv", made.path, "facts/home.md")
+    else:
+        git(vault.root, "rm", "--quiet", made.path)
+    commit_by_hand(vault.root, f"{by_hand} by hand")
+    before = commit_count(vault.root), sorted(vault.memory_paths())
+
+    with pytest.raises(StaleRevisionError) as caught:
+        proposals.accept(vault, waiting.id)
+
+    message = str(caught.value)
+    if by_hand == "moved":
+        assert f"{made.path} (memory {made.id}) was moved to facts/home.md" in message
+        assert "change it at facts/home.md by hand" in message
+    else:
+        assert f"{made.path} (memory {made.id}) was deleted from the vault" in message
+    assert f"`memvault review reject {waiting.id}`" in message
+    assert (commit_count(vault.root), sorted(vault.memory_paths())) == before
+    assert git(vault.root, "status", "--porcelain", "--untracked-files=all") == ""
+    assert [p.id for p in proposals.pending(vault)] == [waiting.id]
 
 
 GIT_SHIM = """#!/bin/sh
