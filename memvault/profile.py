@@ -258,14 +258,23 @@ def _choice(spec: FieldSpec, text: str) -> str:
 
 
 def _number(spec: FieldSpec, value: Any) -> int | float:
+    """A finite number; the error names the value as given (``1e999``, 400 digits), not
+    what it became."""
+    number = value
     if isinstance(value, str):
         try:
-            value = float(value.strip())
+            number = float(value.strip())
         except ValueError:
             raise _wrong(spec, value, "a number") from None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(number, bool) or not isinstance(number, int | float):
         raise _wrong(spec, value, "a number")
-    return int(value) if float(value).is_integer() and abs(value) < 2**53 else value
+    try:
+        finite = math.isfinite(number)
+    except OverflowError:  # an int past a float's range: from JSON, or written by hand
+        finite = False
+    if not finite:
+        raise _wrong(spec, value, "a number within ±1.7e308")
+    return int(number) if float(number).is_integer() and abs(number) < 2**53 else number
 
 
 def _bool(spec: FieldSpec, value: Any) -> bool:
@@ -292,7 +301,10 @@ def _takes(spec: FieldSpec) -> str:
 
 
 def _wrong(spec: FieldSpec, value: Any, takes: str) -> InvalidInputError:
-    shown = repr(value)
+    try:
+        shown = repr(value)
+    except ValueError:  # an int of more digits than Python will print
+        shown = "a number of thousands of digits"
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
     return InvalidInputError(f"{spec.name} takes {takes}, got {shown}")
 

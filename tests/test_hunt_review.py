@@ -226,6 +226,38 @@ def test_a_list_fields_notes_survive_and_its_items_are_replaced(vault: MemorySer
     )
 
 
+def test_a_number_too_large_for_a_float_is_refused_and_a_hand_written_one_leaves_the_rest(
+    vault: MemoryService,
+) -> None:
+    schema = vault.root / "_schemas" / "profile.yaml"
+    schema.write_text(
+        "fields:\n  height_cm:\n    type: number\n    description: height\n"
+        "  location:\n    type: string\n    description: where\n",
+        encoding="utf-8",
+    )
+    commit_by_hand(vault.root, "a schema by hand")
+    before = commit_count(vault.root)
+    for huge in (10**400, "9" * 400, 10**5000):  # JSON gives ints of any size
+        with pytest.raises(InvalidInputError, match="height_cm takes a number within"):
+            profile.set_field(vault, "height_cm", huge)
+    assert commit_count(vault.root) == before
+    assert not (vault.root / "profile" / "height_cm.md").exists()
+
+    profile.set_field(vault, "height_cm", "180")
+    profile.set_field(vault, "location", "Lisbon")
+    path = vault.root / "profile" / "height_cm.md"
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("value: 180", "value: " + "9" * 400),
+        encoding="utf-8",
+    )
+    commit_by_hand(vault.root, "a typo by hand")
+
+    found = profile.read(vault)  # the typo unsets its field; the others stay
+    assert [(e.field, e.value) for e in found.fields] == [("location", "Lisbon")]
+    assert "height_cm is unset: profile/height_cm.md holds a value" in found.problems[0]
+    assert "- location: Lisbon" in build_context(vault, "travel").text
+
+
 # -- context ----------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("topic", "said"),
