@@ -344,7 +344,7 @@ def body_of(spec: FieldSpec, value: Any) -> str:
 def notes_of(body: str) -> str:
     """What a person wrote in a field file's body below the value: everything after the
     heading and the value's paragraph (a set rewrites those two and keeps the rest)."""
-    lines, at = body.splitlines(), 0
+    lines, at = body.split("\n"), 0  # not splitlines: a person's \f or U+2028 stays
     while at < len(lines) and not lines[at].strip():
         at += 1
     if at < len(lines) and lines[at].startswith("# "):

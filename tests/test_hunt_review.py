@@ -226,6 +226,22 @@ def test_a_list_fields_notes_survive_and_its_items_are_replaced(vault: MemorySer
     )
 
 
+def test_notes_in_a_crlf_field_file_keep_their_line_separators_and_form_feeds(
+    vault: MemoryService,
+) -> None:
+    profile.set_field(vault, "location", "Lisbon")
+    path = vault.root / "profile" / "location.md"
+    notes = "Old town\u2028near the river\x0cpage two\n\nSecond note\n"
+    text = path.read_text(encoding="utf-8") + "\n" + notes
+    path.write_bytes(text.replace("\n", "\r\n").encode("utf-8"))
+    commit_by_hand(vault.root, "notes by hand, on Windows")
+
+    profile.set_field(vault, "location", "Madrid")
+
+    wanted = "# Location\n\nMadrid\n\n" + notes
+    assert path.read_bytes().endswith(wanted.replace("\n", "\r\n").encode("utf-8"))
+
+
 def test_a_number_too_large_for_a_float_is_refused_and_a_hand_written_one_leaves_the_rest(
     vault: MemoryService,
 ) -> None:
