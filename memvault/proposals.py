@@ -272,14 +272,19 @@ def _checkout(root: Path, settings: Settings) -> History:
 
 
 def _worktree(service: MemoryService, root: Path, name: str) -> History:
-    """The client's branch, checked out at ``root`` (created from the vault's HEAD)."""
-    if not (root / ".git").is_file():
-        history = service.history
-        # what a write left after a purge dropped the checkout: not a checkout, maybe erased text
+    """The client's branch, checked out at ``root`` (created from the vault's HEAD). A
+    checkout whose branch a person deleted (``git update-ref -d``, the ref file removed) goes
+    with it: its proposals were dropped, and it has no history to merge the vault into."""
+    history, branch = service.history, BRANCHES + name
+    kept = history.commit_of(f"refs/heads/{branch}") is not None
+    if not kept or not (root / ".git").is_file():
+        # what a write left after a purge dropped the checkout: not a checkout, maybe erased
+        # text; or something a person put there
+        if root.is_symlink() or root.is_file():
+            root.unlink()
         shutil.rmtree(root, ignore_errors=True)
         history.run("worktree", "prune")  # and the registration of a folder gone
-        branch = BRANCHES + name
-        if history.commit_of(f"refs/heads/{branch}"):
+        if kept:
             history.run("worktree", "add", "--quiet", str(root), branch)
         else:
             history.run("worktree", "add", "--quiet", "-b", branch, str(root), "HEAD")

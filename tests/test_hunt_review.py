@@ -119,6 +119,41 @@ def test_accepting_a_change_to_a_memory_the_person_moved_or_deleted_says_which_a
     assert [p.id for p in proposals.pending(vault)] == [waiting.id]
 
 
+@pytest.mark.parametrize("by_hand", ["branch deleted", "checkout replaced by a file"])
+def test_a_client_proposes_again_after_a_person_deleted_its_branch_or_checkout(
+    vault: MemoryService, by_hand: str
+) -> None:
+    made = vault.remember("The user owns a grey cat named Miso.", type="fact").memory
+    assert made is not None
+    propose_update(vault, made.id, "The user owns a grey cat named Tofu.")
+    checkout = vault.root / ".memvault" / "proposals" / "cursor"
+    if by_hand == "branch deleted":  # git branch -D refuses a checked-out branch; this does not
+        git(vault.root, "update-ref", "-d", f"refs/heads/{BRANCH}")
+        assert proposals.pending(vault) == []
+    else:
+        shutil.rmtree(checkout)
+        checkout.write_text("not a checkout", encoding="utf-8")
+    before = commit_count(vault.root)
+
+    asking = current_client.set("cursor/2.0")
+    try:
+        with proposals.writer(vault) as drafts:
+            made_now = drafts.remember("The user likes oolong tea a lot.", type="preference")
+    finally:
+        current_client.reset(asking)
+
+    assert made_now.action == "proposed"
+    subjects = [p.subject for p in proposals.pending(vault)]
+    if by_hand == "branch deleted":  # its proposals went with it; no "recover" of the vault
+        assert subjects == [f"remember: {made_now.memory.path}"]  # type: ignore[union-attr]
+    else:
+        assert subjects[-1] == f"remember: {made_now.memory.path}"  # type: ignore[union-attr]
+        assert len(subjects) == 2
+    assert (checkout / ".git").is_file()
+    assert commit_count(vault.root) == before
+    assert git(vault.root, "status", "--porcelain", "--untracked-files=all") == ""
+
+
 GIT_SHIM = """#!/bin/sh
 # git, but the commit whose message holds $SHIM_MATCH says so, then waits until it is killed
 prev=""
