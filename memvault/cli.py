@@ -660,23 +660,25 @@ def profile(ctx: Ctx, field: str | None, values: tuple[str, ...], reason: str | 
             value = values[0] if len(values) == 1 else list(values)
             result = profiles.set_field(service, field or "", value, reason, "user")
         elif field:
-            entry = profiles.get_field(service, field)
+            entry, problem = profiles.lookup(service, field)
         else:
             found = profiles.read(service)
     if values:
         data = {**result.memory.summary(), "commit": result.commit, "action": result.action}
         _emit(ctx, data, lambda: click.echo(f"{result.action} {result.memory.path}"))
     elif field:
-        _show_field(ctx, field, entry)
+        _show_field(ctx, field, entry, problem)
     else:
         _emit(ctx, asdict(found), lambda: _print_profile(found))
 
 
-def _show_field(ctx: Ctx, field: str, entry: Any) -> None:
-    """The value on stdout; an unset field prints nothing there and says so on stderr."""
+def _show_field(ctx: Ctx, field: str, entry: Any, problem: str | None) -> None:
+    """The value on stdout; an unset field prints nothing there and says so on stderr (and
+    why, when its file holds a value that does not count)."""
     if entry is None:
-        click.echo(f"{field} is not set: set it with `memvault profile {field} VALUE`", err=True)
-        _emit(ctx, {"field": field, "value": None}, lambda: None)
+        hint = f"{field} is not set: set it with `memvault profile {field} VALUE`"
+        click.echo(f"warning: {problem}" if problem else hint, err=True)
+        _emit(ctx, {"field": field, "value": None, "problem": problem}, lambda: None)
         return
     _emit(ctx, asdict(entry), lambda: click.echo(_profile_value(entry.value)))
 

@@ -396,8 +396,18 @@ def read(service: MemoryService) -> Profile:
 
 def get_field(service: MemoryService, field: str) -> Entry | None:
     """One field (None when it is not set); an unknown field is an error."""
+    return lookup(service, field)[0]
+
+
+def lookup(service: MemoryService, field: str) -> tuple[Entry | None, str | None]:
+    """One field (None when it is not set) and, when its file is there but does not count
+    (a value the schema refuses, a file that cannot be read), why; an unknown field is an
+    error."""
     spec = load_schema(service).spec(field)
-    return next((e for e in read(service).fields if e.field == spec.name), None)
+    ((_, memory, value, problem),) = stored(service.vault, [spec])
+    if memory is None:
+        return None, problem
+    return Entry(spec.name, value, memory.id, memory.path, memory.updated), None
 
 
 def checks(vault: Vault) -> list[Problem]:

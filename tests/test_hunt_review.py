@@ -277,6 +277,25 @@ def test_notes_in_a_crlf_field_file_keep_their_line_separators_and_form_feeds(
     assert path.read_bytes().endswith(wanted.replace("\n", "\r\n").encode("utf-8"))
 
 
+def test_showing_one_field_whose_file_holds_a_refused_value_says_why_not_just_unset(
+    vault: MemoryService,
+) -> None:
+    profile.set_field(vault, "units", "metric")
+    path = vault.root / "profile" / "units.md"
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("value: metric", "value: metrik"),
+        encoding="utf-8",
+    )
+    commit_by_hand(vault.root, "a typo by hand")
+
+    shown = CliRunner().invoke(cli, ["--vault", str(vault.root), "profile", "units"])
+
+    assert shown.exit_code == 0 and shown.stdout == ""
+    assert "profile/units.md holds a value the schema refuses" in shown.stderr
+    assert "got 'metrik'" in shown.stderr and "correct the file by hand" in shown.stderr
+    assert "units is not set: set it with" not in shown.stderr
+
+
 def test_a_number_too_large_for_a_float_is_refused_and_a_hand_written_one_leaves_the_rest(
     vault: MemoryService,
 ) -> None:
