@@ -149,6 +149,12 @@ def load_yaml(text: str, where: str) -> Any:
                     raise SchemaError(f"{where} is nested too deep: flatten it")
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
+        twice = _repeated_key(yaml.compose(text, Loader=loader))
+        if twice is not None:
+            raise SchemaError(
+                f"{where} names {twice.value!r} twice (again at line {twice.start_mark.line + 1})"
+                ": YAML would keep only the last one; merge the two by hand"
+            )
         return yaml.load(text, Loader=loader)  # a safe loader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -156,6 +162,23 @@ def load_yaml(text: str, where: str) -> Any:
         raise SchemaError(f"{where} is not valid YAML{line}: fix it by hand") from exc
     except (ValueError, OverflowError, RecursionError) as exc:
         raise SchemaError(f"{where} has a value YAML cannot read ({exc}): fix it") from exc
+
+
+def _repeated_key(node: yaml.Node | None) -> yaml.ScalarNode | None:
+    """The first key written a second time in one mapping, at any depth (the depth is
+    capped before this runs)."""
+    children: list[yaml.Node] = []
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                if key.value in seen:
+                    return key
+                seen.add(key.value)
+            children.append(value)
+    elif isinstance(node, yaml.SequenceNode):
+        children = list(node.value)
+    return next((k for k in map(_repeated_key, children) if k is not None), None)
 
 
 def default_schema() -> Schema:

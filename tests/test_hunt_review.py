@@ -20,7 +20,12 @@ from memvault import profile, proposals
 from memvault.cli import cli
 from memvault.config import Settings
 from memvault.context import build_context
-from memvault.errors import InvalidInputError, MemvaultError, StaleRevisionError
+from memvault.errors import (
+    InvalidInputError,
+    MemvaultError,
+    SchemaError,
+    StaleRevisionError,
+)
 from memvault.models import ChangeEvent
 from memvault.service import MemoryService, current_client
 
@@ -294,6 +299,28 @@ def test_showing_one_field_whose_file_holds_a_refused_value_says_why_not_just_un
     assert "profile/units.md holds a value the schema refuses" in shown.stderr
     assert "got 'metrik'" in shown.stderr and "correct the file by hand" in shown.stderr
     assert "units is not set: set it with" not in shown.stderr
+
+
+def test_a_schema_that_names_a_field_twice_is_refused_with_the_line_not_half_read(
+    vault: MemoryService,
+) -> None:
+    schema = vault.root / "_schemas" / "profile.yaml"
+    schema.write_text(
+        "fields:\n"
+        "  units:\n    type: enum\n    values: [metric, imperial]\n    description: units\n"
+        "  height_cm:\n    type: number\n    description: height\n"
+        "  units:\n    type: string\n    description: units, pasted again\n",
+        encoding="utf-8",
+    )
+    commit_by_hand(vault.root, "a schema by hand")
+    before = commit_count(vault.root)
+
+    with pytest.raises(SchemaError) as caught:
+        profile.set_field(vault, "units", "furlongs")  # the second `units` would take it
+
+    assert "names 'units' twice (again at line 9)" in str(caught.value)
+    assert commit_count(vault.root) == before and not (vault.root / "profile" / "units.md").exists()
+    assert "names 'units' twice" in profile.read(vault).problems[0]
 
 
 def test_a_number_too_large_for_a_float_is_refused_and_a_hand_written_one_leaves_the_rest(
