@@ -39,10 +39,10 @@ from . import asof, ids, policy, purging
 from .config import Settings
 from .errors import (
     GitError,
-    MemvaultError,
     InvalidInputError,
     MalformedMemoryError,
     MemoryNotFoundError,
+    MemvaultError,
     StaleRevisionError,
 )
 from .history import GITS_OWN_DIFF, History, format_message

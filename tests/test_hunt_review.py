@@ -167,7 +167,7 @@ for arg in "$@"; do
   case "$arg" in *"$SHIM_MATCH"*) hit=1 ;; esac
   prev="$arg"
 done
-if [ -n "$hit" ] && [ "$1" != "log" ]; then echo ready > "$SHIM_READY"; read never < "$SHIM_BLOCK"; fi
+if [ -n "$hit" ]; then echo ready > "$SHIM_READY"; read never < "$SHIM_BLOCK"; fi
 exec {git} "$@"
 """
 
