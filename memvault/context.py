@@ -1,7 +1,8 @@
 """Context assembly: what memory knows that bears on a topic, within a token budget.
 
 ``build_context`` puts together, in this order: the user's profile (always, whole: it is
-small, and an allergy must never be cut for room), the preferences that apply (recalled
+small, and an allergy must never be cut for room; a field file a typo keeps from counting
+is named in the header), the preferences that apply (recalled
 with the topic, then the most important ones), the memories relevant to the topic
 (recalled, then those one link away), and the recent episodes. Each memory appears once,
 as one line ending with its id in brackets so an agent can cite and update it. What
@@ -152,8 +153,9 @@ def build_context(
         raise InvalidInputError(
             f"budget_tokens must be between 1 and {MAX_BUDGET}, got {budget_tokens}"
         )
-    header = _header(topic)
-    profile_items = _profile_items(service)
+    found = profile.read(service)
+    header = _header(topic, found.problems)
+    profile_items = _profile_items(found)
     profile_section = _Section("profile", profile_items, list(profile_items), [])
     seen = {item.id for item in profile_items}
     now = service.clock()
@@ -179,10 +181,13 @@ def _share(free: int, prefs: _Section, memories: _Section, episodes: _Section) -
     memories.backfill(left)
 
 
-def _header(topic: str) -> str:
-    return (
-        f"# Memory on: {cut(topic, 200)}\n(cite the [ids]; fix with update_memory or set_profile)"
-    )
+def _header(topic: str, problems: Sequence[str] = ()) -> str:
+    """The title, and what keeps a profile field the person wrote from counting (a typo in
+    an allergies file must not read as "no allergies")."""
+    lines = [f"# Memory on: {cut(topic, 200)}"]
+    lines.append("(cite the [ids]; fix with update_memory or set_profile)")
+    lines += [f"Profile problem (tell the user): {cut(p, MAX_ITEM_CHARS)}" for p in problems]
+    return "\n".join(lines)
 
 
 def _render(header: str, sections: Sequence[ContextSection], budget: int) -> str:
@@ -210,8 +215,7 @@ def _tokens(name: str, items: Sequence[ContextItem]) -> int:
 
 
 # -- what goes in -----------------------------------------------------------------------------
-def _profile_items(service: MemoryService) -> list[ContextItem]:
-    found = profile.read(service)
+def _profile_items(found: profile.Profile) -> list[ContextItem]:
     return [
         _item(entry.id, entry.field, f"- {entry.field}: {profile.show(entry.value)} [{entry.id}]")
         for entry in found.fields

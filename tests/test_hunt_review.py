@@ -373,3 +373,21 @@ def test_a_context_topic_with_a_character_no_one_could_read_is_refused_not_echoe
     result = CliRunner().invoke(cli, ["--vault", str(vault.root), "context", topic])
     assert result.exit_code == 1 and result.stdout == ""
     assert result.stderr.startswith("error: topic contains ")
+
+
+def test_context_names_a_profile_field_a_typo_unset_so_no_allergy_reads_as_none(
+    vault: MemoryService,
+) -> None:
+    profile.set_field(vault, "health.allergies", "penicillin, peanuts")
+    profile.set_field(vault, "location", "Lisbon")
+    path = vault.root / "profile" / "health.allergies.md"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("peanuts]", "peanuts"), encoding="utf-8")  # YAML broken
+    commit_by_hand(vault.root, "a typo by hand")
+
+    found = build_context(vault, "dinner plans", budget_tokens=200)
+
+    assert "Profile problem (tell the user): health.allergies is unset" in found.text
+    assert "profile/health.allergies.md: frontmatter is not valid YAML" in found.text
+    assert "- location: Lisbon" in found.text
+    assert not found.over_budget and found.used_tokens <= 200
