@@ -25,6 +25,7 @@ from memvault.errors import (
     MemvaultError,
     SchemaError,
     StaleRevisionError,
+    UnsafePathError,
 )
 from memvault.models import ChangeEvent
 from memvault.service import MemoryService, current_client
@@ -321,6 +322,19 @@ def test_a_schema_that_names_a_field_twice_is_refused_with_the_line_not_half_rea
     assert "names 'units' twice (again at line 9)" in str(caught.value)
     assert commit_count(vault.root) == before and not (vault.root / "profile" / "units.md").exists()
     assert "names 'units' twice" in profile.read(vault).problems[0]
+
+
+def test_setting_a_field_whose_file_is_a_folder_says_it_is_a_folder(
+    vault: MemoryService,
+) -> None:
+    (vault.root / "profile" / "location.md").mkdir(parents=True)
+    before = commit_count(vault.root)
+    with pytest.raises(UnsafePathError) as caught:
+        profile.set_field(vault, "location", "Lisbon")
+    assert "profile/location.md is not a regular file (a folder)" in str(caught.value)
+    assert "FIFO" not in str(caught.value)
+    assert commit_count(vault.root) == before
+    assert not any((vault.root / "profile" / "location.md").iterdir())
 
 
 def test_a_number_too_large_for_a_float_is_refused_and_a_hand_written_one_leaves_the_rest(
