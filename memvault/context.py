@@ -1,8 +1,8 @@
 """Context assembly: what memory knows that bears on a topic, within a token budget.
 
 ``build_context`` puts together, in this order: the user's profile (always, whole: it is
-small, and an allergy must never be cut for room; a field file a typo keeps from counting
-is named in the header), the preferences that apply (recalled
+small, and an allergy must never be cut for room; a field whose file a typo keeps from
+counting is named in the header), the preferences that apply (recalled
 with the topic, then the most important ones), the memories relevant to the topic
 (recalled, then those one link away), and the recent episodes. Each memory appears once,
 as one line ending with its id in brackets so an agent can cite and update it. What
@@ -154,7 +154,7 @@ def build_context(
             f"budget_tokens must be between 1 and {MAX_BUDGET}, got {budget_tokens}"
         )
     found = profile.read(service)
-    header = _header(topic, found.problems)
+    header = _header(topic, found.broken)
     profile_items = _profile_items(found)
     profile_section = _Section("profile", profile_items, list(profile_items), [])
     seen = {item.id for item in profile_items}
@@ -181,12 +181,17 @@ def _share(free: int, prefs: _Section, memories: _Section, episodes: _Section) -
     memories.backfill(left)
 
 
-def _header(topic: str, problems: Sequence[str] = ()) -> str:
-    """The title, and what keeps a profile field the person wrote from counting (a typo in
-    an allergies file must not read as "no allergies")."""
+def _header(topic: str, broken: Sequence[str] = ()) -> str:
+    """The title, and the profile fields whose files a person must fix (a typo in the
+    allergies file must not read as "no allergies"; the value it holds is not shown)."""
     lines = [f"# Memory on: {cut(topic, 200)}"]
     lines.append("(cite the [ids]; fix with update_memory or set_profile)")
-    lines += [f"Profile problem (tell the user): {cut(p, MAX_ITEM_CHARS)}" for p in problems]
+    if broken:
+        lines.append(
+            f"Profile fields not read, their files in profile/ need fixing by hand "
+            f"(`memvault doctor` says why): {', '.join(broken)}. Ask the user; do not "
+            "assume they are empty."
+        )
     return "\n".join(lines)
 
 

@@ -396,6 +396,7 @@ class Profile:
     fields: tuple[Entry, ...]  # in the schema's order
     unset: tuple[str, ...]  # briefs of the fields not set: ``units (metric|imperial)``
     problems: tuple[str, ...] = ()
+    broken: tuple[str, ...] = ()  # the fields unset by a problem of their file
 
 
 def read(service: MemoryService) -> Profile:
@@ -406,15 +407,16 @@ def read(service: MemoryService) -> Profile:
     refuses (a person's edit by hand): that field is unset, so no agent acts on it.
     """
     schema, problems = _schema_or_default(service.vault)
-    entries, unset = [], []
+    entries, unset, broken = [], [], []
     for spec, memory, value, problem in stored(service.vault, schema.fields):
         if problem:
             problems.append(problem)
+            broken.append(spec.name)
         if memory is None:
             unset.append(spec.brief())
             continue
         entries.append(Entry(spec.name, value, memory.id, memory.path, memory.updated))
-    return Profile(tuple(entries), tuple(unset), tuple(problems))
+    return Profile(tuple(entries), tuple(unset), tuple(problems), tuple(broken))
 
 
 def get_field(service: MemoryService, field: str) -> Entry | None:

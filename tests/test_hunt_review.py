@@ -401,7 +401,7 @@ def test_context_names_a_profile_field_a_typo_unset_so_no_allergy_reads_as_none(
 
     found = build_context(vault, "dinner plans", budget_tokens=200)
 
-    assert "Profile problem (tell the user): health.allergies is unset" in found.text
-    assert "profile/health.allergies.md: frontmatter is not valid YAML" in found.text
+    assert "Profile fields not read, their files in profile/ need fixing by hand" in found.text
+    assert "(`memvault doctor` says why): health.allergies. Ask the user" in found.text
     assert "- location: Lisbon" in found.text
     assert not found.over_budget and found.used_tokens <= 200
