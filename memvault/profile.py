@@ -228,7 +228,12 @@ def check_value(spec: FieldSpec, value: Any) -> Any:
 def _check_list(spec: FieldSpec, value: Any) -> list[str]:
     """A list of text items; text is split into items (``penicillin, peanuts``)."""
     if isinstance(value, str):
-        value = split_items(value)
+        text, value = value, split_items(value)
+        if not value:  # "" from an empty shell variable must not say "none" over a list
+            raise InvalidInputError(
+                f"{spec.name} got no items in {text!r}: give the items, or to clear the "
+                f"field forget {path_of(spec.name)} (an empty list, [], says there are none)"
+            )
     if not isinstance(value, list | tuple):
         raise _wrong(spec, value, _takes(spec))
     if len(value) > MAX_ITEMS:

@@ -337,6 +337,27 @@ def test_setting_a_field_whose_file_is_a_folder_says_it_is_a_folder(
     assert not any((vault.root / "profile" / "location.md").iterdir())
 
 
+@pytest.mark.parametrize("typed", ["", " ", ", ;", "，、"])
+def test_list_text_with_no_items_is_refused_and_does_not_replace_the_list_with_none(
+    vault: MemoryService, typed: str
+) -> None:
+    profile.set_field(vault, "health.allergies", "penicillin, peanuts")
+    path = vault.root / "profile" / "health.allergies.md"
+    was, before = path.read_bytes(), commit_count(vault.root)
+
+    shown = CliRunner().invoke(  # `memvault profile health.allergies "$UNSET_VARIABLE"`
+        cli, ["--vault", str(vault.root), "profile", "health.allergies", typed]
+    )
+
+    assert shown.exit_code == 1, shown.stdout
+    assert "health.allergies got no items" in shown.stderr
+    assert "forget profile/health.allergies.md" in shown.stderr
+    assert path.read_bytes() == was and commit_count(vault.root) == before
+    kept = profile.get_field(vault, "health.allergies")
+    assert kept is not None and kept.value == ["penicillin", "peanuts"]
+    assert profile.set_field(vault, "health.allergies", []).memory.meta["value"] == []
+
+
 def test_a_number_too_large_for_a_float_is_refused_and_a_hand_written_one_leaves_the_rest(
     vault: MemoryService,
 ) -> None:
