@@ -473,14 +473,33 @@ def stored(
         except (MalformedMemoryError, UnsafePathError, OSError) as exc:
             yield spec, None, None, f"{spec.name} is unset: {exc}"
             continue
-        if memory.problems:
-            yield spec, None, None, f"{spec.name} is unset: {'; '.join(memory.problems)}"
-        elif memory.status in UNSET_STATUSES:
-            yield spec, None, None, None
-        elif "value" not in memory.meta:
-            yield spec, None, None, f"{spec.name} is unset: {path} has no `value:`; add one"
-        else:
-            yield (spec, *_checked(spec, path, memory))
+        yield (spec, *_judged(spec, path, memory))
+
+
+def _judged(spec: FieldSpec, path: str, memory: Memory) -> tuple[Memory | None, Any, str | None]:
+    """A field file's memory and value, or None and why it does not count (None too for an
+    archived or superseded one, which is simply unset)."""
+    if memory.problems:
+        return None, None, f"{spec.name} is unset: {'; '.join(memory.problems)}"
+    if memory.status in UNSET_STATUSES:
+        return None, None, None
+    if "value" not in memory.meta:
+        return None, None, f"{spec.name} is unset: {path} has no `value:`; add one"
+    return _checked(spec, path, memory)
+
+
+def refusal(vault: Vault, path: str, data: bytes) -> str | None:
+    """Why ``data`` written at ``path`` would not count as its field under the vault's
+    schema now (a proposal accepted after the schema changed); None when it would, or when
+    ``path`` is no field's file."""
+    spec = next((s for s in schema_in(vault).fields if path_of(s.name) == path), None)
+    if spec is None:
+        return None
+    try:
+        memory = vault.parse_bytes(path, data)
+    except MalformedMemoryError as exc:
+        return f"{spec.name} is unset: {exc}"
+    return _judged(spec, path, memory)[2]
 
 
 def _checked(spec: FieldSpec, path: str, memory: Memory) -> tuple[Memory | None, Any, str | None]:

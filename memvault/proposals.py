@@ -59,6 +59,7 @@ from .models import (
     sort_infos,
 )
 from .note import clean_tags, strip_title, title_from
+from .profile import SCHEMA_PATH, is_field_path, refusal
 from .retrieval import Retrieval
 from .service import MemoryService, current_client
 from .sync import IndexSync
@@ -564,6 +565,13 @@ def _plan(
                 gone.append(path)
             continue
         if current != before.get(path):
+            if status == "A" and is_field_path(path):  # a field's file is the field
+                raise StaleRevisionError(
+                    f"{path} was set in the vault since proposal {proposal.id} was made: "
+                    "nothing was accepted and the profile keeps its value. Reject it "
+                    f"(`memvault review reject {proposal.id}`) and set it by hand (`memvault "
+                    f"profile {path[len('profile/') : -len('.md')]} VALUE`) if you want it"
+                )
             if status == "A":  # another memory took the path meanwhile: keep both
                 folder, _, name = path.rpartition("/")
                 moved[path] = vault.free_path(folder, name.removesuffix(".md"))
@@ -580,7 +588,23 @@ def _plan(
         plan.append((path, wanted))
     for path in gone:
         _refuse_lost(service, proposal, path, before[path], done, bool(plan))
+    _refuse_unfit(service, proposal, plan)
     return plan, moved
+
+
+def _refuse_unfit(
+    service: MemoryService, proposal: Pending, plan: Sequence[tuple[str, bytes | None]]
+) -> None:
+    """Refuse a proposed profile field the vault's schema refuses now (it changed since):
+    the field would be written and read as unset."""
+    for path, data in plan:
+        problem = refusal(service.vault, path, data) if data and is_field_path(path) else None
+        if problem:
+            raise InvalidInputError(
+                f"proposal {proposal.id} sets a profile field the vault's schema refuses now "
+                f"({problem}): nothing was accepted. Reject it "
+                f"(`memvault review reject {proposal.id}`), or fix {SCHEMA_PATH} first"
+            )
 
 
 def _was_in_vault(history: History, path: str) -> bool:

@@ -160,6 +160,56 @@ def test_a_client_proposes_again_after_a_person_deleted_its_branch_or_checkout(
     assert git(vault.root, "status", "--porcelain", "--untracked-files=all") == ""
 
 
+def propose_field(service: MemoryService, field: str, value: str) -> proposals.Pending:
+    asking = current_client.set("cursor/2.0")
+    try:
+        with proposals.writer(service) as drafts:
+            assert profile.set_field(drafts, field, value, source="agent").commit
+    finally:
+        current_client.reset(asking)
+    (found,) = proposals.pending(service)
+    return found
+
+
+def test_accepting_a_field_the_person_set_meanwhile_is_refused_not_written_beside_it(
+    vault: MemoryService,
+) -> None:
+    waiting = propose_field(vault, "location", "Porto")
+    profile.set_field(vault, "location", "Lisbon")  # the person, meanwhile
+    before = commit_count(vault.root), sorted(vault.memory_paths())
+
+    with pytest.raises(StaleRevisionError) as caught:
+        proposals.accept(vault, waiting.id)
+
+    message = str(caught.value)
+    assert f"profile/location.md was set in the vault since proposal {waiting.id}" in message
+    assert "`memvault profile location VALUE`" in message
+    assert (commit_count(vault.root), sorted(vault.memory_paths())) == before  # no location-2
+    assert profile.get_field(vault, "location").value == "Lisbon"  # type: ignore[union-attr]
+    assert [p.id for p in proposals.pending(vault)] == [waiting.id]
+
+
+def test_accepting_a_field_the_schema_refuses_since_is_refused_with_what_to_do(
+    vault: MemoryService,
+) -> None:
+    waiting = propose_field(vault, "units", "metric")
+    schema = vault.root / "_schemas" / "profile.yaml"
+    text = schema.read_text(encoding="utf-8")
+    schema.write_text(text.replace("[metric, imperial]", "[si, imperial]"), encoding="utf-8")
+    commit_by_hand(vault.root, "units renamed by hand")
+    before = commit_count(vault.root)
+
+    with pytest.raises(InvalidInputError) as caught:
+        proposals.accept(vault, waiting.id)
+
+    message = str(caught.value)
+    assert "sets a profile field the vault's schema refuses now" in message
+    assert "units must be one of si, imperial, got 'metric'" in message
+    assert f"`memvault review reject {waiting.id}`" in message
+    assert commit_count(vault.root) == before
+    assert not (vault.root / "profile" / "units.md").exists()
+
+
 GIT_SHIM = """#!/bin/sh
 # git, but the commit whose message holds $SHIM_MATCH says so, then waits until it is killed
 prev=""
