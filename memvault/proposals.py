@@ -349,9 +349,13 @@ def _restore(
 
 def _recover(branch: History) -> None:
     """Commit what a crash left in the worktree, as a proposal (a person reviews it); a
-    merge a crash interrupted is dropped (the next follow makes it again)."""
+    merge a crash interrupted is dropped (the next follow makes it again), and so is a
+    reject's revert (git's REVERT_HEAD: the proposal still waits; rejecting it again does
+    it), never made a proposal of its own."""
     if branch.unfinished():
         branch.run("merge", "--abort", check=False)
+    if (branch.git_dir() / "REVERT_HEAD").exists():
+        branch.run("reset", "--hard", "--quiet", "HEAD")
     leftovers = branch.uncommitted()
     if leftovers:
         trailers = {"Memvault-Op": "recover"} | _proposal_key()

@@ -280,6 +280,27 @@ def test_an_accept_killed_in_its_vault_or_branch_commit_is_finished_by_accepting
     assert listed.returncode == 0 and listed.stdout.strip() == "[]", listed.stderr
 
 
+def test_a_reject_killed_in_its_commit_leaves_no_phantom_proposal_and_rejecting_again_works(
+    vault: MemoryService, tmp_path: Path
+) -> None:
+    made = vault.remember("The user owns a grey cat named Miso.", type="fact").memory
+    assert made is not None
+    waiting = propose_update(vault, made.id, "The user owns a grey cat named Tofu.")
+    vault.close()
+
+    killed_in_commit(vault.root, tmp_path, "Memvault-Rejected:", "review", "reject", waiting.id)
+    env = {"MEMVAULT_EMBEDDER": "none"}
+    again = run_memvault("--vault", str(vault.root), "review", "reject", waiting.id, env=env)
+
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith(f"rejected {waiting.id} ")
+    listed = run_memvault("--vault", str(vault.root), "--json", "review", env=env)
+    assert listed.returncode == 0 and listed.stdout.strip() == "[]", listed.stdout
+    assert "Miso" in (vault.root / made.path).read_text(encoding="utf-8")
+    checkout = vault.root / ".memvault" / "proposals" / "cursor"
+    assert git(checkout, "status", "--porcelain") == ""
+
+
 # -- the profile ------------------------------------------------------------------------
 def test_setting_a_field_keeps_the_notes_a_person_wrote_below_its_value(
     vault: MemoryService,
