@@ -419,16 +419,26 @@ def mine(service: MemoryService) -> tuple[bool, list[Pending]]:
 
 
 def _pending_of(history: History, name: str) -> list[Pending]:
+    found, done = _proposals_of(history, name)
+    return [p for p in found if p.key not in done]
+
+
+def _proposals_of(history: History, name: str) -> tuple[list[Pending], dict[str, str]]:
+    """The client's proposals on its branch, decided or not, and key -> accepted/rejected
+    of the decided ones."""
     branch = f"refs/heads/{BRANCHES}{name}"
     if history.commit_of(branch) is None or history.head() is None:
-        return []
-    done: set[str] = set()
+        return [], {}
+    done: dict[str, str] = {}
     found = []
     for commit in history.commits_since("HEAD", branch):  # merges list no files
         trailers = commit.trailers
-        done.update(
-            trailers[k] for k in ("Memvault-Accepted", "Memvault-Rejected") if k in trailers
-        )
+        for marker, decision in (
+            ("Memvault-Accepted", "accepted"),
+            ("Memvault-Rejected", "rejected"),
+        ):
+            if marker in trailers:
+                done[trailers[marker]] = decision
         key = trailers.get("Memvault-Proposed")
         if key:  # only proposals carry one (never a merge of the vault)
             op, memory = trailers.get("Memvault-Op", "?"), trailers.get("Memvault-Id")
@@ -436,7 +446,7 @@ def _pending_of(history: History, name: str) -> list[Pending]:
             paths = tuple(sorted({*commit.files, *(old for old, _ in commit.renames)}))
             sha, time, subject = commit.sha, commit.date, commit.subject
             found.append(Pending(sha[:12], name, sha, key, time, subject, op, memory, by, paths))
-    return [p for p in found if p.key not in done]
+    return found, done
 
 
 def _changes(history: History, commit: str) -> list[tuple[str, str]]:
@@ -460,9 +470,19 @@ def _find(service: MemoryService, proposal_id: str) -> Pending:
         return found[0]
     if not found:
         raise InvalidInputError(
-            f"no pending proposal {proposal_id!r}: `memvault review` lists them"
+            f"no pending proposal {proposal_id!r}{_decided(service, wanted)}: "
+            "`memvault review` lists those waiting"
         )
     raise InvalidInputError(f"{proposal_id!r} names several proposals: give more of the id")
+
+
+def _decided(service: MemoryService, wanted: str) -> str:
+    """`` (it was accepted already)`` when ``wanted`` names one decided proposal, else ""."""
+    said = set()
+    for name in clients(service) if wanted else ():
+        found, done = _proposals_of(service.history, name)
+        said |= {done[p.key] for p in found if p.commit.startswith(wanted) and p.key in done}
+    return f" (it was {said.pop()} already)" if len(said) == 1 else ""
 
 
 # -- accepting and rejecting -------------------------------------------------------------

@@ -210,6 +210,24 @@ def test_accepting_a_field_the_schema_refuses_since_is_refused_with_what_to_do(
     assert not (vault.root / "profile" / "units.md").exists()
 
 
+@pytest.mark.parametrize("decision", ["accept", "reject"])
+def test_deciding_a_proposal_twice_says_it_was_decided_already(
+    vault: MemoryService, decision: str
+) -> None:
+    made = vault.remember("The user owns a grey cat named Miso.", type="fact").memory
+    assert made is not None
+    waiting = propose_update(vault, made.id, "The user owns a grey cat named Tofu.")
+    decide = proposals.accept if decision == "accept" else proposals.reject
+    decide(vault, waiting.id)
+    before = commit_count(vault.root)
+
+    shown = CliRunner().invoke(cli, ["--vault", str(vault.root), "review", decision, waiting.id])
+
+    assert shown.exit_code == 1
+    assert f"no pending proposal '{waiting.id}' (it was {decision}ed already)" in shown.stderr
+    assert commit_count(vault.root) == before
+
+
 GIT_SHIM = """#!/bin/sh
 # git, but the commit whose message holds $SHIM_MATCH says so, then waits until it is killed
 prev=""
