@@ -26,6 +26,7 @@ missing name never turns proposal mode into direct writes.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import shutil
@@ -81,9 +82,15 @@ def client_name(client: str) -> str:
 
 
 def slug(client: str) -> str:
-    """The client's name as a branch and folder name: ``Claude Code/1.0`` -> ``claude-code``."""
-    text = re.sub(r"[^a-z0-9_-]+", "-", client_name(client).lower()).strip("-_")
-    return text[:60] or "client"
+    """The client's name as a branch and folder name: ``Claude Code/1.0`` -> ``claude-code``.
+    A name the slug would lose (``克劳德``, ``???``, past 60 letters) gets a hash of it too,
+    so two such clients never share a branch and see each other's proposals."""
+    name = client_name(client)
+    text = re.sub(r"[^a-z0-9_-]+", "-", name.lower()).strip("-_")
+    if text and len(text) <= 60 and name.isascii():  # punctuation may go: `Claude Code`
+        return text
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{text[:48].rstrip('-_') or 'client'}-{digest}"
 
 
 def proposing(settings: Settings, client: str | None) -> bool:

@@ -228,6 +228,30 @@ def test_deciding_a_proposal_twice_says_it_was_decided_already(
     assert commit_count(vault.root) == before
 
 
+def test_two_clients_with_names_a_slug_cannot_spell_never_share_a_branch(
+    vault: MemoryService,
+) -> None:
+    said = {}
+    for client, text in (
+        ("克劳德/1.0", "The user likes oolong tea."),
+        ("光标/2.0", "The user rows."),
+    ):
+        asking = current_client.set(client)
+        try:
+            with proposals.writer(vault) as drafts:
+                said[client] = drafts.remember(text, type="fact")
+        finally:
+            current_client.reset(asking)
+    for client, made in said.items():
+        asking = current_client.set(client)
+        try:
+            proposing, mine = proposals.mine(vault)
+        finally:
+            current_client.reset(asking)
+        assert proposing and [p.memory for p in mine] == [made.memory.id]  # type: ignore[union-attr]
+    assert len(proposals.clients(vault)) == 2
+
+
 GIT_SHIM = """#!/bin/sh
 # git, but the commit whose message holds $SHIM_MATCH says so, then waits until it is killed
 prev=""
