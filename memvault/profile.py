@@ -3,7 +3,7 @@
 The schema (``_schemas/profile.yaml``; a vault without one uses the shipped default) names
 each field, its type and, for enumerable fields, the allowed values. A field lives in
 ``profile/<field>.md`` (``field:`` and ``value:`` in its frontmatter, a readable body: a
-heading, the value, and whatever a person notes below it, which a set keeps), so git gives
+heading, the value, and whatever a person notes around it, which a set keeps), so git gives
 every field its own history, revert and purge, like any memory. A value is checked against
 the schema before anything touches the disk: a refused write leaves no file and no commit.
 Each set is one commit, ``profile: <field>``.
@@ -369,19 +369,29 @@ def body_of(spec: FieldSpec, value: Any) -> str:
     return f"# {spec.heading}\n\n{text}\n"
 
 
-def notes_of(body: str) -> str:
-    """What a person wrote in a field file's body below the value: everything after the
-    heading and the value's paragraph (a set rewrites those two and keeps the rest)."""
-    lines, at = body.split("\n"), 0  # not splitlines: a person's \f or U+2028 stays
-    while at < len(lines) and not lines[at].strip():
-        at += 1
-    if at < len(lines) and lines[at].startswith("# "):
-        at += 1
-    while at < len(lines) and not lines[at].strip():
-        at += 1
-    while at < len(lines) and lines[at].strip():  # the value: one line, or one per item
-        at += 1
-    return "\n".join(lines[at:]).strip("\n")
+def notes_of(body: str, shown: str = "") -> str:
+    """What a person wrote in a field file's body besides its heading and value: the value
+    is the paragraph that reads ``shown`` (the old value as :func:`body_of` wrote it), else
+    the first one. A set rewrites heading and value and keeps the rest, below the value."""
+    lines = body.split("\n")  # not splitlines: a person's \f or U+2028 stays
+    top = next((n for n, line in enumerate(lines) if line.strip()), len(lines))
+    if top < len(lines) and lines[top].startswith("# "):
+        top += 1
+    paragraphs, at = [], top  # (first line, after the last) of each paragraph
+    while at < len(lines):
+        if lines[at].strip():
+            end = next((n for n in range(at, len(lines)) if not lines[n].strip()), len(lines))
+            paragraphs.append((at, end))
+            at = end
+        else:
+            at += 1
+    if not paragraphs:
+        return ""
+    wanted = shown.strip("\n")
+    value = [p for p in paragraphs if "\n".join(lines[p[0] : p[1]]) == wanted] or paragraphs
+    start, end = value[0]
+    around = ("\n".join(part).strip("\n") for part in (lines[top:start], lines[end:]))
+    return "\n\n".join(part for part in around if part)
 
 
 # -- reading ----------------------------------------------------------------------------------
@@ -612,7 +622,8 @@ def _write(
         for key in (LIFECYCLE_KEY, "status"):  # archived by hand in place: set again, active
             if existing.meta.get(key) in UNSET_STATUSES:
                 changes[key] = "active"
-        notes = notes_of(existing.body)  # the person's, below the value: kept
+        shown = body_of(spec, plain(existing.meta.get("value"))).split("\n\n", 1)[-1]
+        notes = notes_of(existing.body, shown)  # the person's, around the value: kept
         service.vault.rewrite(existing, changes, f"{body}\n{notes}\n" if notes else body, now)
         return
     meta = new_meta("fact", [FOLDER], CONFIDENCE, IMPORTANCE, now, source) | changes

@@ -380,6 +380,22 @@ def test_a_list_fields_notes_survive_and_its_items_are_replaced(vault: MemorySer
     )
 
 
+def test_a_note_a_person_wrote_above_the_value_is_kept_and_the_old_value_is_not(
+    vault: MemoryService,
+) -> None:
+    profile.set_field(vault, "location", "Lisbon")
+    path = vault.root / "profile" / "location.md"
+    text = path.read_text(encoding="utf-8")
+    note = "Note: moving to Porto in May."
+    path.write_text(text.replace("# Location\n\n", f"# Location\n\n{note}\n\n"), "utf-8")
+    commit_by_hand(vault.root, "a note above the value")
+
+    profile.set_field(vault, "location", "Madrid")
+
+    body = path.read_text(encoding="utf-8").split("---\n", 2)[2]
+    assert body == f"# Location\n\nMadrid\n\n{note}\n"
+
+
 def test_notes_in_a_crlf_field_file_keep_their_line_separators_and_form_feeds(
     vault: MemoryService,
 ) -> None:
