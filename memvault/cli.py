@@ -1073,15 +1073,17 @@ def _decide(
             waiting = [p.id for p in proposals.pending(service, client)]
             # client by client: each one's oldest first to accept, newest first to reject
             ids = tuple(waiting if action == "accept" else reversed(waiting))
-        for proposal_id in ids:  # each its own commit: what is done stays done
-            decisions.append(decide(service, proposal_id))
-            if not ctx.json:
-                _print_decisions(decisions[-1:])
-    data = [
-        {"id": d.proposal.id, "action": d.action, "commit": d.commit, "paths": list(d.paths)}
-        for d in decisions
-    ]
-    _emit(ctx, data, lambda: None)
+        try:
+            for proposal_id in ids:  # each its own commit: what is done stays done
+                decisions.append(decide(service, proposal_id))
+                if not ctx.json:
+                    _print_decisions(decisions[-1:])
+        finally:  # and is said, in JSON too, when a later one is refused
+            data = [
+                {"id": d.proposal.id, "action": d.action, "commit": d.commit, "paths": [*d.paths]}
+                for d in decisions
+            ]
+            _emit(ctx, data, lambda: None)
 
 
 def _print_decisions(decisions: list[Any]) -> None:

@@ -4,6 +4,7 @@ the branch, a topic no one could read. Real vaults, real git, the real command l
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -250,6 +251,34 @@ def test_two_clients_with_names_a_slug_cannot_spell_never_share_a_branch(
             current_client.reset(asking)
         assert proposing and [p.memory for p in mine] == [made.memory.id]  # type: ignore[union-attr]
     assert len(proposals.clients(vault)) == 2
+
+
+def test_accept_all_in_json_reports_what_it_accepted_before_one_was_refused(
+    vault: MemoryService,
+) -> None:
+    cat = vault.remember("The user owns a grey cat named Miso.", type="fact").memory
+    desk = vault.remember("The user's desk is by the window.", type="fact").memory
+    assert cat is not None and desk is not None
+    first = propose_update(vault, cat.id, "The user owns a grey cat named Tofu.")
+    asking = current_client.set("cursor/2.0")
+    try:
+        with proposals.writer(vault) as drafts:
+            drafts.update(desk.id, content="The user's desk is by the door.")
+    finally:
+        current_client.reset(asking)
+    vault.update(desk.id, content="The user's desk is in the attic.")  # the person, meanwhile
+
+    shown = CliRunner().invoke(
+        cli, ["--vault", str(vault.root), "--json", "review", "accept", "--all"]
+    )
+
+    assert shown.exit_code == 1
+    assert "is not what proposal" in shown.stderr
+    done = json.loads(shown.stdout)
+    assert [(d["id"], d["action"], d["paths"]) for d in done] == [
+        (first.id, "accepted", [cat.path])
+    ]
+    assert "Tofu" in vault.get(cat.id).body
 
 
 GIT_SHIM = """#!/bin/sh
