@@ -663,23 +663,25 @@ def profile(ctx: Ctx, field: str | None, values: tuple[str, ...], reason: str | 
             value = values[0] if len(values) == 1 else list(values)
             result = profiles.set_field(service, field or "", value, reason, "user")
         elif field:
-            entry = profiles.get_field(service, field)
+            entry, problem = profiles.lookup(service, field)
         else:
             found = profiles.read(service)
     if values:
         data = {**result.memory.summary(), "commit": result.commit, "action": result.action}
         _emit(ctx, data, lambda: click.echo(f"{result.action} {result.memory.path}"))
     elif field:
-        _show_field(ctx, field, entry)
+        _show_field(ctx, field, entry, problem)
     else:
         _emit(ctx, asdict(found), lambda: _print_profile(found))
 
 
-def _show_field(ctx: Ctx, field: str, entry: Any) -> None:
-    """The value on stdout; an unset field prints nothing there and says so on stderr."""
+def _show_field(ctx: Ctx, field: str, entry: Any, problem: str | None) -> None:
+    """The value on stdout; an unset field prints nothing there and says so on stderr (and
+    why, when its file holds a value that does not count)."""
     if entry is None:
-        click.echo(f"{field} is not set: set it with `memvault profile {field} VALUE`", err=True)
-        _emit(ctx, {"field": field, "value": None}, lambda: None)
+        hint = f"{field} is not set: set it with `memvault profile {field} VALUE`"
+        click.echo(f"warning: {problem}" if problem else hint, err=True)
+        _emit(ctx, {"field": field, "value": None, "problem": problem}, lambda: None)
         return
     _emit(ctx, asdict(entry), lambda: click.echo(_profile_value(entry.value)))
 
@@ -1075,20 +1077,24 @@ def _decide(
             waiting = [p.id for p in proposals.pending(service, client)]
             # client by client: each one's oldest first to accept, newest first to reject
             ids = tuple(waiting if action == "accept" else reversed(waiting))
-        for proposal_id in ids:  # each its own commit: what is done stays done
-            decisions.append(decide(service, proposal_id))
-            if not ctx.json:
-                _print_decisions(decisions[-1:])
-    data = [
-        {"id": d.proposal.id, "action": d.action, "commit": d.commit, "paths": list(d.paths)}
-        for d in decisions
-    ]
-    _emit(ctx, data, lambda: None)
+        try:
+            for proposal_id in ids:  # each its own commit: what is done stays done
+                decisions.append(decide(service, proposal_id))
+                if not ctx.json:
+                    _print_decisions(decisions[-1:])
+        finally:  # and is said, in JSON too, when a later one is refused
+            data = [
+                {"id": d.proposal.id, "action": d.action, "commit": d.commit, "paths": [*d.paths]}
+                for d in decisions
+            ]
+            _emit(ctx, data, lambda: None)
 
 
 def _print_decisions(decisions: list[Any]) -> None:
     for d in decisions:
-        click.echo(f"{d.action} {d.proposal.id} ({d.proposal.subject}): {d.commit}")
+        # no commit: the vault held the change already (a person's edit, an interrupted accept)
+        done = d.commit or "the vault held it already, nothing to commit"
+        click.echo(f"{d.action} {d.proposal.id} ({d.proposal.subject}): {done}")
 
 
 @review.command()

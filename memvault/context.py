@@ -1,7 +1,8 @@
 """Context assembly: what memory knows that bears on a topic, within a token budget.
 
 ``build_context`` puts together, in this order: the user's profile (always, whole: it is
-small, and an allergy must never be cut for room), the preferences that apply (recalled
+small, and an allergy must never be cut for room; a field whose file a typo keeps from
+counting is named in the header), the preferences that apply (recalled
 with the topic, then the most important ones), the memories relevant to the topic
 (recalled, then those one link away), and the recent episodes. Each memory appears once,
 as one line ending with its id in brackets so an agent can cite and update it. What
@@ -147,12 +148,14 @@ def build_context(
     if not topic:
         raise InvalidInputError("topic is empty: say what the context is for")
     validate.query(topic, "topic")
+    validate.text("topic", topic, one_line=True)  # echoed in the header: no NUL, no surrogate
     if not 1 <= budget_tokens <= MAX_BUDGET:
         raise InvalidInputError(
             f"budget_tokens must be between 1 and {MAX_BUDGET}, got {budget_tokens}"
         )
-    header = _header(topic)
-    profile_items = _profile_items(service)
+    found = profile.read(service)
+    header = _header(topic, found.broken)
+    profile_items = _profile_items(found)
     profile_section = _Section("profile", profile_items, list(profile_items), [])
     seen = {item.id for item in profile_items}
     now = service.clock()
@@ -178,10 +181,18 @@ def _share(free: int, prefs: _Section, memories: _Section, episodes: _Section) -
     memories.backfill(left)
 
 
-def _header(topic: str) -> str:
-    return (
-        f"# Memory on: {cut(topic, 200)}\n(cite the [ids]; fix with update_memory or set_profile)"
-    )
+def _header(topic: str, broken: Sequence[str] = ()) -> str:
+    """The title, and the profile fields whose files a person must fix (a typo in the
+    allergies file must not read as "no allergies"; the value it holds is not shown)."""
+    lines = [f"# Memory on: {cut(topic, 200)}"]
+    lines.append("(cite the [ids]; fix with update_memory or set_profile)")
+    if broken:
+        lines.append(
+            f"Profile fields not read, their files in profile/ need fixing by hand "
+            f"(`memvault doctor` says why): {', '.join(broken)}. Ask the user; do not "
+            "assume they are empty."
+        )
+    return "\n".join(lines)
 
 
 def _render(header: str, sections: Sequence[ContextSection], budget: int) -> str:
@@ -209,8 +220,7 @@ def _tokens(name: str, items: Sequence[ContextItem]) -> int:
 
 
 # -- what goes in -----------------------------------------------------------------------------
-def _profile_items(service: MemoryService) -> list[ContextItem]:
-    found = profile.read(service)
+def _profile_items(found: profile.Profile) -> list[ContextItem]:
     return [
         _item(entry.id, entry.field, f"- {entry.field}: {profile.show(entry.value)} [{entry.id}]")
         for entry in found.fields

@@ -2,10 +2,11 @@
 
 The schema (``_schemas/profile.yaml``; a vault without one uses the shipped default) names
 each field, its type and, for enumerable fields, the allowed values. A field lives in
-``profile/<field>.md`` (``field:`` and ``value:`` in its frontmatter, a readable body), so
-git gives every field its own history, revert and purge, like any memory. A value is
-checked against the schema before anything touches the disk: a refused write leaves no
-file and no commit. Each set is one commit, ``profile: <field>``.
+``profile/<field>.md`` (``field:`` and ``value:`` in its frontmatter, a readable body: a
+heading, the value, and whatever a person notes around it, which a set keeps), so git gives
+every field its own history, revert and purge, like any memory. A value is checked against
+the schema before anything touches the disk: a refused write leaves no file and no commit.
+Each set is one commit, ``profile: <field>``.
 """
 
 from __future__ import annotations
@@ -148,6 +149,12 @@ def load_yaml(text: str, where: str) -> Any:
                     raise SchemaError(f"{where} is nested too deep: flatten it")
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
+        twice = _repeated_key(yaml.compose(text, Loader=loader))
+        if twice is not None:
+            raise SchemaError(
+                f"{where} names {twice.value!r} twice (again at line {twice.start_mark.line + 1})"
+                ": YAML would keep only the last one; merge the two by hand"
+            )
         return yaml.load(text, Loader=loader)  # a safe loader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -155,6 +162,23 @@ def load_yaml(text: str, where: str) -> Any:
         raise SchemaError(f"{where} is not valid YAML{line}: fix it by hand") from exc
     except (ValueError, OverflowError, RecursionError) as exc:
         raise SchemaError(f"{where} has a value YAML cannot read ({exc}): fix it") from exc
+
+
+def _repeated_key(node: yaml.Node | None) -> yaml.ScalarNode | None:
+    """The first key written a second time in one mapping, at any depth (the depth is
+    capped before this runs)."""
+    children: list[yaml.Node] = []
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                if key.value in seen:
+                    return key
+                seen.add(key.value)
+            children.append(value)
+    elif isinstance(node, yaml.SequenceNode):
+        children = list(node.value)
+    return next((k for k in map(_repeated_key, children) if k is not None), None)
 
 
 def default_schema() -> Schema:
@@ -204,7 +228,12 @@ def check_value(spec: FieldSpec, value: Any) -> Any:
 def _check_list(spec: FieldSpec, value: Any) -> list[str]:
     """A list of text items; text is split into items (``penicillin, peanuts``)."""
     if isinstance(value, str):
-        value = split_items(value)
+        text, value = value, split_items(value)
+        if not value:  # "" from an empty shell variable must not say "none" over a list
+            raise InvalidInputError(
+                f"{spec.name} got no items in {text!r}: give the items, or to clear the "
+                f"field forget {path_of(spec.name)} (an empty list, [], says there are none)"
+            )
     if not isinstance(value, list | tuple):
         raise _wrong(spec, value, _takes(spec))
     if len(value) > MAX_ITEMS:
@@ -257,14 +286,23 @@ def _choice(spec: FieldSpec, text: str) -> str:
 
 
 def _number(spec: FieldSpec, value: Any) -> int | float:
+    """A finite number; the error names the value as given (``1e999``, 400 digits), not
+    what it became."""
+    number = value
     if isinstance(value, str):
         try:
-            value = float(value.strip())
+            number = float(value.strip())
         except ValueError:
             raise _wrong(spec, value, "a number") from None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(number, bool) or not isinstance(number, int | float):
         raise _wrong(spec, value, "a number")
-    return int(value) if float(value).is_integer() and abs(value) < 2**53 else value
+    try:
+        finite = math.isfinite(number)
+    except OverflowError:  # an int past a float's range: from JSON, or written by hand
+        finite = False
+    if not finite:
+        raise _wrong(spec, value, "a number within ±1.7e308")
+    return int(number) if float(number).is_integer() and abs(number) < 2**53 else number
 
 
 def _bool(spec: FieldSpec, value: Any) -> bool:
@@ -291,7 +329,10 @@ def _takes(spec: FieldSpec) -> str:
 
 
 def _wrong(spec: FieldSpec, value: Any, takes: str) -> InvalidInputError:
-    shown = repr(value)
+    try:
+        shown = repr(value)
+    except ValueError:  # an int of more digits than Python will print
+        shown = "a number of thousands of digits"
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
     return InvalidInputError(f"{spec.name} takes {takes}, got {shown}")
 
@@ -328,6 +369,31 @@ def body_of(spec: FieldSpec, value: Any) -> str:
     return f"# {spec.heading}\n\n{text}\n"
 
 
+def notes_of(body: str, shown: str = "") -> str:
+    """What a person wrote in a field file's body besides its heading and value: the value
+    is the paragraph that reads ``shown`` (the old value as :func:`body_of` wrote it), else
+    the first one. A set rewrites heading and value and keeps the rest, below the value."""
+    lines = body.split("\n")  # not splitlines: a person's \f or U+2028 stays
+    top = next((n for n, line in enumerate(lines) if line.strip()), len(lines))
+    if top < len(lines) and lines[top].startswith("# "):
+        top += 1
+    paragraphs, at = [], top  # (first line, after the last) of each paragraph
+    while at < len(lines):
+        if lines[at].strip():
+            end = next((n for n in range(at, len(lines)) if not lines[n].strip()), len(lines))
+            paragraphs.append((at, end))
+            at = end
+        else:
+            at += 1
+    if not paragraphs:
+        return ""
+    wanted = shown.strip("\n")
+    value = [p for p in paragraphs if "\n".join(lines[p[0] : p[1]]) == wanted] or paragraphs
+    start, end = value[0]
+    around = ("\n".join(part).strip("\n") for part in (lines[top:start], lines[end:]))
+    return "\n\n".join(part for part in around if part)
+
+
 # -- reading ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Entry:
@@ -345,6 +411,7 @@ class Profile:
     fields: tuple[Entry, ...]  # in the schema's order
     unset: tuple[str, ...]  # briefs of the fields not set: ``units (metric|imperial)``
     problems: tuple[str, ...] = ()
+    broken: tuple[str, ...] = ()  # the fields unset by a problem of their file
 
 
 def read(service: MemoryService) -> Profile:
@@ -355,21 +422,32 @@ def read(service: MemoryService) -> Profile:
     refuses (a person's edit by hand): that field is unset, so no agent acts on it.
     """
     schema, problems = _schema_or_default(service.vault)
-    entries, unset = [], []
+    entries, unset, broken = [], [], []
     for spec, memory, value, problem in stored(service.vault, schema.fields):
         if problem:
             problems.append(problem)
+            broken.append(spec.name)
         if memory is None:
             unset.append(spec.brief())
             continue
         entries.append(Entry(spec.name, value, memory.id, memory.path, memory.updated))
-    return Profile(tuple(entries), tuple(unset), tuple(problems))
+    return Profile(tuple(entries), tuple(unset), tuple(problems), tuple(broken))
 
 
 def get_field(service: MemoryService, field: str) -> Entry | None:
     """One field (None when it is not set); an unknown field is an error."""
+    return lookup(service, field)[0]
+
+
+def lookup(service: MemoryService, field: str) -> tuple[Entry | None, str | None]:
+    """One field (None when it is not set) and, when its file is there but does not count
+    (a value the schema refuses, a file that cannot be read), why; an unknown field is an
+    error."""
     spec = load_schema(service).spec(field)
-    return next((e for e in read(service).fields if e.field == spec.name), None)
+    ((_, memory, value, problem),) = stored(service.vault, [spec])
+    if memory is None:
+        return None, problem
+    return Entry(spec.name, value, memory.id, memory.path, memory.updated), None
 
 
 def checks(vault: Vault) -> list[Problem]:
@@ -405,14 +483,33 @@ def stored(
         except (MalformedMemoryError, UnsafePathError, OSError) as exc:
             yield spec, None, None, f"{spec.name} is unset: {exc}"
             continue
-        if memory.problems:
-            yield spec, None, None, f"{spec.name} is unset: {'; '.join(memory.problems)}"
-        elif memory.status in UNSET_STATUSES:
-            yield spec, None, None, None
-        elif "value" not in memory.meta:
-            yield spec, None, None, f"{spec.name} is unset: {path} has no `value:`; add one"
-        else:
-            yield (spec, *_checked(spec, path, memory))
+        yield (spec, *_judged(spec, path, memory))
+
+
+def _judged(spec: FieldSpec, path: str, memory: Memory) -> tuple[Memory | None, Any, str | None]:
+    """A field file's memory and value, or None and why it does not count (None too for an
+    archived or superseded one, which is simply unset)."""
+    if memory.problems:
+        return None, None, f"{spec.name} is unset: {'; '.join(memory.problems)}"
+    if memory.status in UNSET_STATUSES:
+        return None, None, None
+    if "value" not in memory.meta:
+        return None, None, f"{spec.name} is unset: {path} has no `value:`; add one"
+    return _checked(spec, path, memory)
+
+
+def refusal(vault: Vault, path: str, data: bytes) -> str | None:
+    """Why ``data`` written at ``path`` would not count as its field under the vault's
+    schema now (a proposal accepted after the schema changed); None when it would, or when
+    ``path`` is no field's file."""
+    spec = next((s for s in schema_in(vault).fields if path_of(s.name) == path), None)
+    if spec is None:
+        return None
+    try:
+        memory = vault.parse_bytes(path, data)
+    except MalformedMemoryError as exc:
+        return f"{spec.name} is unset: {exc}"
+    return _judged(spec, path, memory)[2]
 
 
 def _checked(spec: FieldSpec, path: str, memory: Memory) -> tuple[Memory | None, Any, str | None]:
@@ -517,14 +614,17 @@ def _write(
     source: str,
     existing: Memory | None,
 ) -> None:
-    """A new field file, or a minimal edit of the existing one (the person's keys kept)."""
+    """A new field file, or a minimal edit of the existing one (the person's keys and notes
+    kept)."""
     now = service.clock().replace(microsecond=0)
     changes = {"field": spec.name, "value": value, "source": source}
     if existing is not None:
         for key in (LIFECYCLE_KEY, "status"):  # archived by hand in place: set again, active
             if existing.meta.get(key) in UNSET_STATUSES:
                 changes[key] = "active"
-        service.vault.rewrite(existing, changes, body, now)
+        shown = body_of(spec, plain(existing.meta.get("value"))).split("\n\n", 1)[-1]
+        notes = notes_of(existing.body, shown)  # the person's, around the value: kept
+        service.vault.rewrite(existing, changes, f"{body}\n{notes}\n" if notes else body, now)
         return
     meta = new_meta("fact", [FOLDER], CONFIDENCE, IMPORTANCE, now, source) | changes
     text = frontmatter.new_file(meta, body)

@@ -26,6 +26,7 @@ missing name never turns proposal mode into direct writes.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import shutil
@@ -42,6 +43,7 @@ from .errors import (
     InvalidInputError,
     MalformedMemoryError,
     MemoryNotFoundError,
+    MemvaultError,
     StaleRevisionError,
 )
 from .history import GITS_OWN_DIFF, History, format_message
@@ -58,6 +60,7 @@ from .models import (
     sort_infos,
 )
 from .note import clean_tags, strip_title, title_from
+from .profile import SCHEMA_PATH, is_field_path, refusal
 from .retrieval import Retrieval
 from .service import MemoryService, current_client
 from .sync import IndexSync
@@ -79,9 +82,15 @@ def client_name(client: str) -> str:
 
 
 def slug(client: str) -> str:
-    """The client's name as a branch and folder name: ``Claude Code/1.0`` -> ``claude-code``."""
-    text = re.sub(r"[^a-z0-9_-]+", "-", client_name(client).lower()).strip("-_")
-    return text[:60] or "client"
+    """The client's name as a branch and folder name: ``Claude Code/1.0`` -> ``claude-code``.
+    A name the slug would lose (``克劳德``, ``???``, past 60 letters) gets a hash of it too,
+    so two such clients never share a branch and see each other's proposals."""
+    name = client_name(client)
+    text = re.sub(r"[^a-z0-9_-]+", "-", name.lower()).strip("-_")
+    if text and len(text) <= 60 and name.isascii():  # punctuation may go: `Claude Code`
+        return text
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{text[:48].rstrip('-_') or 'client'}-{digest}"
 
 
 def proposing(settings: Settings, client: str | None) -> bool:
@@ -271,14 +280,19 @@ def _checkout(root: Path, settings: Settings) -> History:
 
 
 def _worktree(service: MemoryService, root: Path, name: str) -> History:
-    """The client's branch, checked out at ``root`` (created from the vault's HEAD)."""
-    if not (root / ".git").is_file():
-        history = service.history
-        # what a write left after a purge dropped the checkout: not a checkout, maybe erased text
+    """The client's branch, checked out at ``root`` (created from the vault's HEAD). A
+    checkout whose branch a person deleted (``git update-ref -d``, the ref file removed) goes
+    with it: its proposals were dropped, and it has no history to merge the vault into."""
+    history, branch = service.history, BRANCHES + name
+    kept = history.commit_of(f"refs/heads/{branch}") is not None
+    if not kept or not (root / ".git").is_file():
+        # what a write left after a purge dropped the checkout: not a checkout, maybe erased
+        # text; or something a person put there
+        if root.is_symlink() or root.is_file():
+            root.unlink()
         shutil.rmtree(root, ignore_errors=True)
         history.run("worktree", "prune")  # and the registration of a folder gone
-        branch = BRANCHES + name
-        if history.commit_of(f"refs/heads/{branch}"):
+        if kept:
             history.run("worktree", "add", "--quiet", str(root), branch)
         else:
             history.run("worktree", "add", "--quiet", "-b", branch, str(root), "HEAD")
@@ -342,9 +356,13 @@ def _restore(
 
 def _recover(branch: History) -> None:
     """Commit what a crash left in the worktree, as a proposal (a person reviews it); a
-    merge a crash interrupted is dropped (the next follow makes it again)."""
+    merge a crash interrupted is dropped (the next follow makes it again), and so is a
+    reject's revert (git's REVERT_HEAD: the proposal still waits; rejecting it again does
+    it), never made a proposal of its own."""
     if branch.unfinished():
         branch.run("merge", "--abort", check=False)
+    if (branch.git_dir() / "REVERT_HEAD").exists():
+        branch.run("reset", "--hard", "--quiet", "HEAD")
     leftovers = branch.uncommitted()
     if leftovers:
         trailers = {"Memvault-Op": "recover"} | _proposal_key()
@@ -408,16 +426,26 @@ def mine(service: MemoryService) -> tuple[bool, list[Pending]]:
 
 
 def _pending_of(history: History, name: str) -> list[Pending]:
+    found, done = _proposals_of(history, name)
+    return [p for p in found if p.key not in done]
+
+
+def _proposals_of(history: History, name: str) -> tuple[list[Pending], dict[str, str]]:
+    """The client's proposals on its branch, decided or not, and key -> accepted/rejected
+    of the decided ones."""
     branch = f"refs/heads/{BRANCHES}{name}"
     if history.commit_of(branch) is None or history.head() is None:
-        return []
-    done: set[str] = set()
+        return [], {}
+    done: dict[str, str] = {}
     found = []
     for commit in history.commits_since("HEAD", branch):  # merges list no files
         trailers = commit.trailers
-        done.update(
-            trailers[k] for k in ("Memvault-Accepted", "Memvault-Rejected") if k in trailers
-        )
+        for marker, decision in (
+            ("Memvault-Accepted", "accepted"),
+            ("Memvault-Rejected", "rejected"),
+        ):
+            if marker in trailers:
+                done[trailers[marker]] = decision
         key = trailers.get("Memvault-Proposed")
         if key:  # only proposals carry one (never a merge of the vault)
             op, memory = trailers.get("Memvault-Op", "?"), trailers.get("Memvault-Id")
@@ -425,7 +453,7 @@ def _pending_of(history: History, name: str) -> list[Pending]:
             paths = tuple(sorted({*commit.files, *(old for old, _ in commit.renames)}))
             sha, time, subject = commit.sha, commit.date, commit.subject
             found.append(Pending(sha[:12], name, sha, key, time, subject, op, memory, by, paths))
-    return [p for p in found if p.key not in done]
+    return found, done
 
 
 def _changes(history: History, commit: str) -> list[tuple[str, str]]:
@@ -449,9 +477,19 @@ def _find(service: MemoryService, proposal_id: str) -> Pending:
         return found[0]
     if not found:
         raise InvalidInputError(
-            f"no pending proposal {proposal_id!r}: `memvault review` lists them"
+            f"no pending proposal {proposal_id!r}{_decided(service, wanted)}: "
+            "`memvault review` lists those waiting"
         )
     raise InvalidInputError(f"{proposal_id!r} names several proposals: give more of the id")
+
+
+def _decided(service: MemoryService, wanted: str) -> str:
+    """`` (it was accepted already)`` when ``wanted`` names one decided proposal, else ""."""
+    said = set()
+    for name in clients(service) if wanted else ():
+        found, done = _proposals_of(service.history, name)
+        said |= {done[p.key] for p in found if p.commit.startswith(wanted) and p.key in done}
+    return f" (it was {said.pop()} already)" if len(said) == 1 else ""
 
 
 # -- accepting and rejecting -------------------------------------------------------------
@@ -480,14 +518,31 @@ def accept(service: MemoryService, proposal_id: str) -> Decision:
         paths = [path for path, _ in plan]
         subject = f"accept: {proposal.subject} (proposal {proposal.id})"
         sha = _apply(service, plan, subject, trailers)
-        name = proposal.client
-        marker = {"Memvault-Op": "accepted", "Memvault-Accepted": proposal.key}
-        _follow(service, _worktree(service, _root(service, name), name), name, marker, proposal.key)
+        unrecorded = _record(service, proposal, sha)
     if paths:
         service.sync_index(paths)
         service.refresh_provenance()
         service.publish(_event(plan))
+    if unrecorded is not None:  # the vault's commit stands, indexed and announced
+        raise unrecorded
     return Decision(proposal, "accepted", sha, tuple(paths))
+
+
+def _record(service: MemoryService, proposal: Pending, sha: str | None) -> MemvaultError | None:
+    """Record the acceptance on the proposal's branch (step 2's follow, with a marker); what
+    to tell the person when git could not, after the vault took the proposal."""
+    name = proposal.client
+    marker = {"Memvault-Op": "accepted", "Memvault-Accepted": proposal.key}
+    try:
+        _follow(service, _worktree(service, _root(service, name), name), name, marker, proposal.key)
+    except GitError as exc:
+        done = f"commit {sha[:12]}" if sha else "it held the change already"
+        return MemvaultError(
+            f"proposal {proposal.id} is in the vault ({done}), but git could not mark it "
+            f"accepted on {BRANCHES}{name} ({exc.reason}), so `memvault review` still lists "
+            f"it: once git works again, `memvault review accept {proposal.id}` marks it"
+        )
+    return None
 
 
 def _apply(
@@ -541,11 +596,20 @@ def _plan(
                 gone.append(path)
             continue
         if current != before.get(path):
+            if status == "A" and is_field_path(path):  # a field's file is the field
+                raise StaleRevisionError(
+                    f"{path} was set in the vault since proposal {proposal.id} was made: "
+                    "nothing was accepted and the profile keeps its value. Reject it "
+                    f"(`memvault review reject {proposal.id}`) and set it by hand (`memvault "
+                    f"profile {path[len('profile/') : -len('.md')]} VALUE`) if you want it"
+                )
             if status == "A":  # another memory took the path meanwhile: keep both
                 folder, _, name = path.rpartition("/")
                 moved[path] = vault.free_path(folder, name.removesuffix(".md"))
                 plan.append((moved[path], wanted))
                 continue
+            if current is None and status == "M" and _was_in_vault(history, path):
+                _refuse_lost(service, proposal, path, before[path], done, True, "change")
             raise StaleRevisionError(
                 f"{path} in the vault is not what proposal {proposal.id} changed (it changed "
                 "since, or an earlier proposal that made it is not accepted yet): accept that "
@@ -555,7 +619,29 @@ def _plan(
         plan.append((path, wanted))
     for path in gone:
         _refuse_lost(service, proposal, path, before[path], done, bool(plan))
+    _refuse_unfit(service, proposal, plan)
     return plan, moved
+
+
+def _refuse_unfit(
+    service: MemoryService, proposal: Pending, plan: Sequence[tuple[str, bytes | None]]
+) -> None:
+    """Refuse a proposed profile field the vault's schema refuses now (it changed since):
+    the field would be written and read as unset."""
+    for path, data in plan:
+        problem = refusal(service.vault, path, data) if data and is_field_path(path) else None
+        if problem:
+            raise InvalidInputError(
+                f"proposal {proposal.id} sets a profile field the vault's schema refuses now "
+                f"({problem}): nothing was accepted. Reject it "
+                f"(`memvault review reject {proposal.id}`), or fix {SCHEMA_PATH} first"
+            )
+
+
+def _was_in_vault(history: History, path: str) -> bool:
+    """Whether the vault ever held ``path`` (a person moved or deleted it since), rather than
+    only an earlier proposal not accepted yet."""
+    return bool(history.run("log", "-1", "--format=%h", "HEAD", "--", path).strip())
 
 
 def _renamed(subject: str, moved: dict[str, str]) -> str:
@@ -573,13 +659,15 @@ def _refuse_lost(
     was: bytes,
     done: set[str],
     more: bool,
+    then: str = "forget",
 ) -> None:
     """Refuse a proposal that removes ``path`` (was ``was``) when the person moved that
     memory since (it lives elsewhere in the vault, not where the proposal already put it),
     or deleted it while something of the proposal is left to write (``more``: an archive's
     copy in archive/ would bring it back). Each half of a move looks fine alone: the file
     to remove is gone, the one to add is new. A deletion the person made as proposed is
-    left alone: nothing to do."""
+    left alone: nothing to do. A proposal that changes ``path`` (``then``: "change") is
+    refused the same way, saying where the memory went."""
     vault = service.vault
     try:
         memory_id = vault.parse_bytes(path, was).id
@@ -588,7 +676,7 @@ def _refuse_lost(
     where = [p for p in vault.id_map().get(memory_id, []) if p not in done]
     if where:
         happened = f"was moved to {', '.join(where)} in the vault"
-        then = f" and forget it at {where[0]} by hand if you still want to"
+        then = f" and {then} it at {where[0]} by hand if you still want to"
     elif more:
         happened, then = "was deleted from the vault", "; the memory stays deleted"
     else:

@@ -169,9 +169,9 @@ class Vault:
                 "replace it with a regular file or remove it"
             )
         if not stat.S_ISREG(mode):
+            kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO, socket or device"
             raise UnsafePathError(
-                f"{rel} is not a regular file (a FIFO, socket or device): it is skipped; "
-                "remove or rename it"
+                f"{rel} is not a regular file ({kind}): it is skipped; remove or rename it"
             )
         return st
 
