@@ -89,6 +89,7 @@ class UntrustedRepositoryError(GitError):
 
     def __init__(self, args: list[str], returncode: int, stderr: str, folder: str) -> None:
         super().__init__(args, returncode, stderr)
+        self.folder = folder
         self.args = (
             f"git refuses to read the repository at {folder}: the folder belongs to another "
             "user (git's 'dubious ownership' check), so its history cannot be read. If you "

@@ -39,12 +39,13 @@ from .models import Commit
 log = logging.getLogger(__name__)
 
 _RS, _US, _GS = "\x1e", "\x1f", "\x1d"
+_SHA = r"(?:[0-9a-f]{40}|[0-9a-f]{64})"  # SHA-1, or SHA-256 (git init --object-format)
 # where a commit's record starts in a log: a separator a person's commit subject may hold
 # too (any control character goes), followed by the sha, which no subject comes before
-_RECORD_START = re.compile(_RS + "(?=[0-9a-f]{40}" + _US + ")")
-_FULL_SHA = re.compile(r"[0-9a-f]{40}")
+_RECORD_START = re.compile(_RS + f"(?={_SHA}" + _US + ")")
+_FULL_SHA = re.compile(_SHA)
 GC_AUTO_LOOSE = 6700  # git's gc.auto default: loose objects before an automatic pack
-_SUMMARY = re.compile(r"\[[^\]\n]* ([0-9a-f]{40})\] ")  # `git commit`'s first line
+_SUMMARY = re.compile(r"\[[^\]\n]* (" + _SHA + r")\] ")  # `git commit`'s first line
 # "cannot lock ref 'HEAD': is at X but expected Y": the ref moved (update-ref's check), which
 # no waiting changes: not a busy lock
 _MOVED = "but expected"

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 from .config import Settings
-from .errors import MemvaultError
+from .errors import MemvaultError, UntrustedRepositoryError
 from .history import History
 from .recovery import committable
 from .vault import IGNORE_FILE, STATE_DIR, Vault
@@ -64,7 +64,10 @@ def _warn_if_inside_a_repository(root: Path, settings: Settings) -> None:
     """A new vault inside another repository's work tree is a repository of its own, which
     the outer one sees as untracked files (or tracks twice): say so, once, at init."""
     outer = History(root.parent, settings.author_name, settings.author_email)
-    top = outer.run("rev-parse", "--show-toplevel", check=False, identity=False).strip()
+    try:
+        top = outer.run("rev-parse", "--show-toplevel", check=False, identity=False).strip()
+    except UntrustedRepositoryError as exc:  # another user's: the vault's own is still made
+        top = exc.folder
     if top:
         log.warning(
             "%s is inside the git repository at %s: the vault gets a repository of its own, "

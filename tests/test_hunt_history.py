@@ -4,6 +4,7 @@ merges, clocks that were wrong, shallow clones, reverts to versions a person bro
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import subprocess
 from collections.abc import Iterator
@@ -86,6 +87,24 @@ def test_the_command_line_names_the_safe_directory_fix_for_a_folder_another_user
         code, out, err = cli_run(vault.root, *command)
         assert code == 1, command
         assert "safe.directory" in err and out == ""
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs chown")
+def test_a_vault_is_made_inside_a_repository_another_user_owns(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Only to warn, init asks git whether the new folder lies in another repository;
+    git's refusal of that outer one stopped init half way (template files, no .git)."""
+    outer = tmp_path / "outer"
+    subprocess.run(["git", "init", "-q", str(outer)], check=True)
+    for folder, _, files in os.walk(outer / ".git"):
+        for name in [".", *files]:
+            os.chown(os.path.join(folder, name), 54321, 54321)
+    with caplog.at_level(logging.WARNING, logger="memvault.template"):
+        code, _, err = cli_run(outer / "vault", "init")
+    assert code == 0, err
+    assert f"inside the git repository at {outer}" in caplog.text
+    assert git(outer / "vault", "log", "--format=%s") == "init: memvault vault\n"
 
 
 # -- clocks that were wrong --------------------------------------------------------------
@@ -439,3 +458,27 @@ def test_a_cursor_from_before_a_persons_amend_is_refused_naming_the_amend(
     subprocess.run(amend, cwd=vault.root, check=True, env=clean, capture_output=True)
     with pytest.raises(InvalidInputError, match="amend or rebase"):
         changes.feed(vault, since=cursor)
+
+
+def test_log_and_changes_read_a_vault_whose_git_uses_sha256(tmp_path: Path) -> None:
+    """Records were found by a 40-hex sha after the separator: a SHA-256 repository's
+    log came out as one garbled commit, and `log FILE` failed."""
+    root = tmp_path / "s256"
+    subprocess.run(["git", "init", "-q", "--object-format=sha256", str(root)], check=True)
+    from memvault.template import create_vault
+
+    create_vault(root)
+    svc = MemoryService.open(root, Settings(embedder="none"))
+    try:
+        tea = svc.remember("The user drinks green tea.", type="preference").memory
+        assert tea is not None
+        svc.update(tea.id, content="The user drinks green tea, no sugar.")
+        subjects = [c.subject for c in svc.history.log()]
+        assert len(subjects) == 3 and subjects[-1].startswith("init")
+        assert len(svc.history.log(tea.path)) == 2
+        assert all(len(c.sha) == 64 for c in svc.history.log())
+        recent = changes.feed(svc)
+        assert [c.op for c in recent.changes] == ["edited", "created"]
+        assert recent.cursor is not None and len(recent.cursor) == 64
+    finally:
+        svc.close()
