@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -1141,13 +1142,24 @@ def export(ctx: Ctx, out: Path | None) -> None:
 
 
 def _write_export(out: Path, text: str) -> None:
-    """``text`` to ``out`` whole or not at all (a temporary file beside it, then renamed)."""
-    temp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    """``text`` to ``out``: a file whole or not at all (a temporary file beside it, then
+    renamed; a link's target is written and the link kept, the file's mode kept); a
+    device, FIFO or pipe (`/dev/stdout`, `>(gzip)`) is written to as it is."""
     try:
-        temp.write_text(text, encoding="utf-8")
-        os.replace(temp, out)
+        if out.exists() and not stat.S_ISREG(os.stat(out).st_mode):
+            with open(out, "w", encoding="utf-8") as stream:
+                stream.write(text)
+            return
+        target = out.resolve()
+        temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        try:
+            temp.write_text(text, encoding="utf-8")
+            if target.exists():
+                os.chmod(temp, stat.S_IMODE(os.stat(target).st_mode))
+            os.replace(temp, target)
+        finally:
+            temp.unlink(missing_ok=True)
     except OSError as exc:
-        temp.unlink(missing_ok=True)
         raise MemvaultError(
             f"cannot write the export to {out} ({exc.strerror or exc}): give --out a file "
             "in a folder that exists and that you can write to"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+import stat
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -302,6 +303,28 @@ def test_export_to_a_folder_that_does_not_exist_blames_out_not_the_vault(
     assert code == 1 and out == ""
     assert f"cannot write the export to {target}" in err and "--out" in err
     assert "vault folder" not in err and not target.parent.exists()
+
+
+def test_export_writes_through_a_link_into_a_pipe_and_keeps_a_files_mode(
+    vault: MemoryService, tmp_path: Path
+) -> None:
+    """Written beside and renamed over, the export replaced a link with a file, made a
+    0600 file 0644, and could not reach a pipe (`--out >(gzip > x)`)."""
+    vault.remember("The office is in Leeds", tags=["work"])
+    real, link = tmp_path / "real.json", tmp_path / "link.json"
+    real.write_text("old")
+    real.chmod(0o600)
+    link.symlink_to(real)
+    assert cli_run(vault.root, "export", "--out", str(link))[0] == 0
+    assert link.is_symlink() and "Leeds" in real.read_text()
+    assert stat.S_IMODE(real.stat().st_mode) == 0o600
+    read, write = os.pipe()
+    with os.fdopen(read, encoding="utf-8") as stream:
+        try:
+            code = cli_run(vault.root, "export", "--out", f"/dev/fd/{write}")[0]
+        finally:
+            os.close(write)
+        assert code == 0 and "Leeds" in stream.read()
 
 
 # -- as of -------------------------------------------------------------------------------
