@@ -369,29 +369,23 @@ def body_of(spec: FieldSpec, value: Any) -> str:
     return f"# {spec.heading}\n\n{text}\n"
 
 
-def notes_of(body: str, shown: str = "") -> str:
+def notes_of(body: str, shown: str) -> str:
     """What a person wrote in a field file's body besides its heading and value: the value
-    is the paragraph that reads ``shown`` (the old value as :func:`body_of` wrote it), else
-    the first one. A set rewrites heading and value and keeps the rest, below the value."""
+    is the paragraph that starts with ``shown`` (the old value as :func:`body_of` wrote it;
+    lines typed right below it are notes). Where no paragraph reads it (the value was
+    changed by hand in the frontmatter), every paragraph is kept: nothing is guessed away.
+    A set rewrites heading and value and keeps the rest, below the value."""
     lines = body.split("\n")  # not splitlines: a person's \f or U+2028 stays
     top = next((n for n, line in enumerate(lines) if line.strip()), len(lines))
     if top < len(lines) and lines[top].startswith("# "):
         top += 1
-    paragraphs, at = [], top  # (first line, after the last) of each paragraph
-    while at < len(lines):
-        if lines[at].strip():
-            end = next((n for n in range(at, len(lines)) if not lines[n].strip()), len(lines))
-            paragraphs.append((at, end))
-            at = end
-        else:
-            at += 1
-    if not paragraphs:
-        return ""
-    wanted = shown.strip("\n")
-    value = [p for p in paragraphs if "\n".join(lines[p[0] : p[1]]) == wanted] or paragraphs
-    start, end = value[0]
-    around = ("\n".join(part).strip("\n") for part in (lines[top:start], lines[end:]))
-    return "\n\n".join(part for part in around if part)
+    wanted = shown.strip("\n").split("\n")
+    for start in range(top, len(lines)):
+        opens = start == top or not lines[start - 1].strip()  # a paragraph's first line
+        if opens and lines[start : start + len(wanted)] == wanted:
+            around = (lines[top:start], lines[start + len(wanted) :])
+            return "\n\n".join(p for p in ("\n".join(a).strip("\n") for a in around) if p)
+    return "\n".join(lines[top:]).strip("\n")
 
 
 # -- reading ----------------------------------------------------------------------------------

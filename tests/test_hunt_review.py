@@ -425,6 +425,39 @@ def test_a_note_a_person_wrote_above_the_value_is_kept_and_the_old_value_is_not(
     assert body == f"# Location\n\nMadrid\n\n{note}\n"
 
 
+def test_a_note_typed_right_under_the_value_is_kept(vault: MemoryService) -> None:
+    """No blank line between value and note: the paragraph was not the value as written,
+    so the first paragraph was taken for it, and the note went with it."""
+    profile.set_field(vault, "location", "Lisbon")
+    path = vault.root / "profile" / "location.md"
+    note = "Near the river, third floor."
+    path.write_text(path.read_text(encoding="utf-8") + f"{note}\n", "utf-8")
+    commit_by_hand(vault.root, "a note under the value")
+
+    profile.set_field(vault, "location", "Madrid")
+
+    body = path.read_text(encoding="utf-8").split("---\n", 2)[2]
+    assert body == f"# Location\n\nMadrid\n\n{note}\n"
+
+
+def test_a_value_changed_by_hand_in_the_frontmatter_loses_no_paragraph(
+    vault: MemoryService,
+) -> None:
+    """The body still reads the value before the hand edit: no paragraph is the old value,
+    and the note above was taken for the value and dropped (the stale value kept)."""
+    profile.set_field(vault, "location", "Lisbon")
+    path = vault.root / "profile" / "location.md"
+    note = "Ask before changing: I travel a lot."
+    text = path.read_text(encoding="utf-8").replace("value: Lisbon", "value: Porto")
+    path.write_text(text.replace("# Location\n\n", f"# Location\n\n{note}\n\n"), "utf-8")
+    commit_by_hand(vault.root, "value changed by hand, a note above")
+
+    profile.set_field(vault, "location", "Madrid")
+
+    body = path.read_text(encoding="utf-8").split("---\n", 2)[2]
+    assert body == f"# Location\n\nMadrid\n\n{note}\n\nLisbon\n"
+
+
 def test_notes_in_a_crlf_field_file_keep_their_line_separators_and_form_feeds(
     vault: MemoryService,
 ) -> None:
