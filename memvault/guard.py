@@ -87,15 +87,17 @@ def check_revert(settings: Settings, rel: str, rel_then: str, data: bytes, rev: 
     return ident if ids.is_id(ident) else None
 
 
-def check_revert_over(rel: str, current: Memory | None, ident: str | None, rev: str) -> None:
+def check_revert_over(
+    rel: str, current: Memory | None, ident: str | None, rev: str, rel_then: str
+) -> None:
     """A revert never writes one memory's old text over another memory's file: a memory
-    deleted since, whose path a new memory took."""
+    deleted since, whose path a new memory took (``rel_then``: its path at ``rev``)."""
     own = str(current.meta.get("id") or "").strip() if current else ""
     if ident and ids.is_id(own) and own != ident:
         raise InvalidInputError(
-            f"{rel} now holds another memory ({own}) than it did at {rev[:10]} ({ident}): "
-            f"reverting would replace it; to bring {ident} back, save "
-            f"`git show {rev[:10]}:{rel}` as a new file"
+            f"{rel} holds memory {own} now; at {rev[:10]} it held {ident}, so reverting "
+            f"would replace {own}. To bring {ident} back, save "
+            f"`git show {rev[:10]}:{rel_then}` as a new file"
         )
 
 

@@ -435,7 +435,7 @@ class MemoryService:
                     path = self._locate(ident)
             current = self.vault.read(path) if self.vault.abspath(path).exists() else None
             previous = current.content_hash if current else None
-            guard.check_revert_over(path, current, ident, sha_rev)
+            guard.check_revert_over(path, current, ident, sha_rev, path_then)
             if current and previous == content_hash(old_text):  # already so: left alone
                 return WriteResult(current, None, "unchanged", previous_revision=previous)
             self.vault.write(path, old_text, expected_hash=previous or "")

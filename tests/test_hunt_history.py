@@ -398,10 +398,30 @@ def test_revert_of_a_deleted_memory_never_replaces_the_memory_now_at_its_path(
         "---\nid: 01HZZZZZZZZZZZZZZZZZZZZZZZ\ntitle: Dentist\n---\nDentist on Friday.\n"
     )
     head = person_commit(vault.root, "a new note where the old one was")
-    with pytest.raises(InvalidInputError, match="now holds another memory"):
+    with pytest.raises(InvalidInputError, match="holds memory 01HZZZZZZZZZZZZZZZZZZZZZZZ now"):
         vault.revert(gone.id, then)
     assert "Dentist on Friday" in path.read_text(encoding="utf-8")
     assert git(vault.root, "rev-parse", "HEAD").strip() == head
+
+
+def test_reverting_a_memory_moved_then_deleted_names_a_git_show_that_works(
+    vault: MemoryService,
+) -> None:
+    """The hint named today's path at the old revision, where the file was not."""
+    gone = vault.remember("Carol's birthday is on 3 May", tags=["people"]).memory
+    then = git(vault.root, "rev-parse", "HEAD").strip()
+    git(vault.root, "mv", gone.path, "facts/carol.md")
+    person_commit(vault.root, "moved")
+    git(vault.root, "rm", "-q", "facts/carol.md")
+    person_commit(vault.root, "deleted")
+    (vault.root / "facts" / "carol.md").write_text(
+        "---\nid: 01HZZZZZZZZZZZZZZZZZZZZZZZ\ntitle: Dentist\n---\nDentist on Friday.\n"
+    )
+    person_commit(vault.root, "another note at the path")
+    with pytest.raises(InvalidInputError) as caught:
+        vault.revert("facts/carol.md", then)
+    shown = str(caught.value).split("`git show ", 1)[1].split("`", 1)[0]
+    assert "Carol's birthday" in git(vault.root, "show", shown)
 
 
 # -- hostile commit messages -------------------------------------------------------------
