@@ -7,7 +7,6 @@ consolidation and ``reports`` for status, export and the aggregate views).
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import logging
 from collections.abc import Callable, Iterable, Sequence
@@ -17,7 +16,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import embedding, frontmatter, guard, ids, importing, policy, purging, recovery, validate
+from . import (
+    embedding,
+    frontmatter,
+    guard,
+    ids,
+    importing,
+    policy,
+    purging,
+    recovery,
+    reverting,
+    validate,
+)
 from . import fields as _fields
 from .access import ACCESS_FILE, AccessStats
 from .config import Settings, load_settings
@@ -55,7 +65,7 @@ from .retrieval import Retrieval
 from .sync import IndexSync
 from .template import create_vault
 from .template import exclude_state_dir as _exclude_state_dir
-from .vault import Vault, content_hash
+from .vault import Vault
 
 log = logging.getLogger(__name__)
 
@@ -423,29 +433,8 @@ class MemoryService:
         return WriteResult(fresh, sha, "archived" if mode == "archive" else "deleted")
 
     def revert(self, id_or_path: str, rev: str) -> WriteResult:
-        """Restore a memory's text as it was at ``rev``, as a new commit."""
-        with self._writing():
-            path = self.history_path(id_or_path)
-            sha_rev = self.history.resolve(rev)
-            path_then = self.history.path_at(path, sha_rev)
-            old_text = self.history.file_bytes(sha_rev, path_then)
-            ident = guard.check_revert(self.settings, path, path_then, old_text, sha_rev)
-            if ident and not self.vault.abspath(path).exists():  # moved since by a person?
-                with contextlib.suppress(MemoryNotFoundError):  # then revert it where it is
-                    path = self._locate(ident)
-            current = self.vault.read(path) if self.vault.abspath(path).exists() else None
-            previous = current.content_hash if current else None
-            guard.check_revert_over(path, current, ident, sha_rev, path_then)
-            if current and previous == content_hash(old_text):  # already so: left alone
-                return WriteResult(current, None, "unchanged", previous_revision=previous)
-            self.vault.write(path, old_text, expected_hash=previous or "")
-            restored = self.vault.read(path)
-            sha = self.history.commit(
-                [path], f"revert: {path} to {sha_rev[:7]}", self._trailers("revert", restored.id)
-            )
-        self.indexing.upsert([restored])
-        self._notify(ChangeEvent(changed=(path,), added=() if previous else (path,)), restored)
-        return WriteResult(restored, sha, "reverted", previous_revision=previous)
+        """Restore a memory's text as it was at ``rev``, as a new commit (see reverting)."""
+        return reverting.revert(self, id_or_path, rev)
 
     def import_path(
         self, source: Path, progress: Callable[[int, int], None] | None = None
