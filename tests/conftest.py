@@ -11,7 +11,7 @@ from memvault.config import Settings
 from memvault.service import MemoryService
 from memvault.template import create_vault
 
-from .helpers import Clock
+from .helpers import PERSON, Clock, git
 
 
 @pytest.fixture
@@ -46,5 +46,16 @@ def svc(vault_path: Path, clock: Clock) -> Iterator[MemoryService]:
     """Full text only (no model needed) with the test's clock."""
     service = MemoryService.open(vault_path, Settings(embedder="none"))
     service.clock = clock
+    yield service
+    service.close()
+
+
+@pytest.fixture
+def person_vault(vault_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MemoryService]:
+    """A text-only vault whose repository names a person (who edits files by hand)."""
+    git(vault_path, "config", "user.name", PERSON)
+    git(vault_path, "config", "user.email", "ada@example.org")
+    monkeypatch.setenv("MEMVAULT_EMBEDDER", "none")  # the command line's service too
+    service = MemoryService.open(vault_path, Settings(embedder="none"))
     yield service
     service.close()

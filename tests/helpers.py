@@ -26,6 +26,9 @@ from memvault.watcher import Watcher
 REPO = Path(__file__).resolve().parent.parent
 
 
+PERSON = "Ada Person"  # the person a vault's repository names (person_vault)
+
+
 def git(vault: Path, *args: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     out = subprocess.run(

@@ -7,7 +7,7 @@ import asyncio
 import json
 import os
 import subprocess
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,28 +18,19 @@ from mcp.types import Implementation
 
 from memvault import changes
 from memvault.cli import cli
-from memvault.config import Settings
 from memvault.errors import InvalidInputError
 from memvault.models import Change
 from memvault.server import build_server, note_uri
 from memvault.server.notify import changed_uris
 from memvault.service import MemoryService
 
-from .helpers import call_tool, commit_count, git, in_process, updated_listener, watching
+from .helpers import PERSON, call_tool, commit_count, git, in_process, updated_listener, watching
 from .helpers import tool as helpers_tool
-
-PERSON = "Ada Person"
 
 
 @pytest.fixture
-def vault(vault_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MemoryService]:
-    """A text-only vault whose repository names a person (who edits files by hand)."""
-    git(vault_path, "config", "user.name", PERSON)
-    git(vault_path, "config", "user.email", "ada@example.org")
-    monkeypatch.setenv("MEMVAULT_EMBEDDER", "none")  # the command line's service too
-    service = MemoryService.open(vault_path, Settings(embedder="none"))
-    yield service
-    service.close()
+def vault(person_vault: MemoryService) -> MemoryService:
+    return person_vault
 
 
 def mcp(

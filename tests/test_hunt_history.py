@@ -22,19 +22,12 @@ from memvault.errors import InvalidInputError, MemvaultError, UntrustedRepositor
 from memvault.reports import export
 from memvault.service import MemoryService
 
-from .helpers import git
-
-PERSON = "Ada Person"
+from .helpers import PERSON, git
 
 
 @pytest.fixture
-def vault(vault_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MemoryService]:
-    git(vault_path, "config", "user.name", PERSON)
-    git(vault_path, "config", "user.email", "ada@example.org")
-    monkeypatch.setenv("MEMVAULT_EMBEDDER", "none")  # the command line's service too
-    service = MemoryService.open(vault_path, Settings(embedder="none"))
-    yield service
-    service.close()
+def vault(person_vault: MemoryService) -> MemoryService:
+    return person_vault
 
 
 def person_commit(root: Path, message: str, *, env: dict[str, str] | None = None) -> str:
