@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
@@ -60,7 +61,7 @@ class Memory:
 
     @property
     def tags(self) -> tuple[str, ...]:
-        own = [tag for value in spelled(self.meta, "tags") for tag in as_str_list(value)]
+        own = [tag for value in spelled(self.meta, "tags") for tag in tag_list(value)]
         return tuple(dict.fromkeys([*own, *inline_tags(self.body)]))
 
     @property
@@ -614,6 +615,14 @@ def as_str_list(value: Any) -> list[str]:
     if isinstance(value, (list, tuple)):
         return [str(v).strip().lstrip("#") for v in value if v is not None and str(v).strip()]
     return [str(value)]
+
+
+def tag_list(value: Any) -> list[str]:
+    """Tags as Obsidian reads them: a list, or one text of names separated by commas or
+    spaces (``tags: travel work``: a tag holds no space)."""
+    if isinstance(value, str):
+        return [t for t in (part.lstrip("#") for part in re.split(r"[,\s]+", value)) if t]
+    return as_str_list(value)
 
 
 def as_unit(value: Any, default: float) -> float:

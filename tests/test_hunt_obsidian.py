@@ -154,6 +154,18 @@ def test_tags_and_aliases_count_in_any_spelling_obsidian_reads_and_stay_where_th
     assert service.get("People/Alice Smith.md").tags == ("person", "colleague")
 
 
+def test_tags_written_as_one_text_count_one_by_one_as_obsidian_reads_them(
+    text_only: MemoryService,
+) -> None:
+    """`tags: travel work` (a tag holds no space) was one tag, "travel work"; aliases,
+    which may hold spaces, stay whole."""
+    note = "---\ntags: travel work,family\naliases: Bob Lee\n---\n# Trip\n\nLisbon in May.\n"
+    (text_only.root / "trip.md").write_text(note, encoding="utf-8")
+    memory = text_only.get("trip.md")
+    assert memory.tags == ("travel", "work", "family")
+    assert memory.aliases == ("Bob Lee",)
+
+
 def test_a_note_over_the_size_limit_is_refused_as_a_resource_not_sent_whole(
     text_only: MemoryService,
 ) -> None:
