@@ -14,6 +14,7 @@ from . import profile, proposals, syncing, views
 from .errors import InvalidInputError, MemvaultError
 from .models import ChangeEvent, MemoryInfo, Status, jsonable
 from .note import strip_title, timestamp
+from .retrieval import CATCHING_UP
 
 if TYPE_CHECKING:
     from .service import MemoryService
@@ -82,7 +83,18 @@ def export(service: MemoryService) -> dict[str, Any]:
 
 # -- aggregate views ------------------------------------------------------------
 def aggregate(service: MemoryService, uri: str) -> str:
-    """The text of one aggregate resource, from the index records of active memories."""
+    """The text of one aggregate resource, from the index records of active memories;
+    while the index is still catching up with the files, its second line says so (an
+    empty list then is not an empty vault)."""
+    caught_up = service.ensure_synced(wait=False)
+    text = _aggregate(service, uri)
+    if caught_up:
+        return text
+    head, _, rest = text.partition("\n")
+    return f"{head}\n({CATCHING_UP}: this may be incomplete; read it again shortly)\n{rest}"
+
+
+def _aggregate(service: MemoryService, uri: str) -> str:
     active = service.records()
     if uri == INDEX:
         return views.index_view(active)

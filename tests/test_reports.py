@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+from pathlib import Path
 
 from memvault import reports
 from memvault.config import Settings
@@ -126,3 +128,36 @@ def test_status_and_list_take_indexed_files_from_the_index_without_reading_them(
     assert [m.type for m in text_only.list_memories().memories] == ["fact"]
     os.utime(path)  # now it looks changed: status reads it again
     assert reports.status(text_only).by_type == {"task": 1}
+
+
+class ReadWhileIndexing(logging.Handler):
+    """Reads the index resource from inside the first sync (on the log line of a file it
+    cannot index), as an MCP host does when it reads it while the server starts up."""
+
+    def __init__(self, service: MemoryService) -> None:
+        super().__init__(logging.INFO)
+        self.service, self.text = service, ""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self.text and "not indexed" in record.getMessage():
+            self.text = reports.aggregate(self.service, reports.INDEX)
+
+
+def test_the_index_resource_says_when_the_index_is_still_catching_up(vault_path: Path) -> None:
+    """It said "0 of 0 memories" while the first sync ran: an empty vault, to an agent."""
+    (vault_path / "scan.md").write_bytes(b"\x89PNG\x00\x00")  # a file the sync cannot index
+    (vault_path / "tea.md").write_text("# Tea\n\nThe user drinks green tea.\n")
+    service = MemoryService.open(vault_path, Settings(embedder="none"), recover=False)
+    reader = ReadWhileIndexing(service)
+    sync_log = logging.getLogger("memvault.sync")
+    level = sync_log.level
+    sync_log.addHandler(reader)
+    sync_log.setLevel(logging.INFO)
+    try:
+        after = reports.aggregate(service, reports.INDEX)  # runs the first sync itself
+    finally:
+        sync_log.removeHandler(reader)
+        sync_log.setLevel(level)
+        service.close()
+    assert reader.text.split("\n", 2)[1].startswith("(the index is still catching up")
+    assert "still catching up" not in after and "- [note] Tea" in after
