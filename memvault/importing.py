@@ -107,8 +107,7 @@ def import_path(
             run.check_something_imported(source)
             sha = service.history.commit(run.changed(), run.subject(source.name), trailers)
         except BaseException:
-            undo.restore()
-            recovery.unstage(service.history, list(undo.before))
+            recovery.take_back(vault, service.history, undo)
             raise
     written = [*run.new, *run.updated]
     service.sync_index(written, progress=progress)

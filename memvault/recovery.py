@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from . import interrupted, stashes
 from .errors import GitError, NotSavedError, UnsafePathError
 from .history import History
-from .vault import STATE_DIR, Vault
+from .vault import STATE_DIR, Undo, Vault
 
 log = logging.getLogger(__name__)
 
@@ -60,16 +60,24 @@ def writing(
                         f"({exc.reason}): they stay in the vault and are committed when "
                         "memvault next opens it"
                     ) from exc
-                restored, touched = undo.restore(), list(undo.before)
-                unstage(history, touched)
+                restored, touched = take_back(vault, history, undo), list(undo.before)
                 reindex(touched)
-                vault.unjournal(undo.kept)  # the person's saves: committed as theirs
                 raise NotSavedError(
                     f"nothing was saved: git could not commit ({exc.reason}); the "
                     f"{len(restored)} file(s) written are back as they were"
                     f"{_not_back(undo.kept, len(touched) - len(restored))}. Fix the cause "
                     "(`memvault doctor` checks the repository) and retry"
                 ) from exc
+
+
+def take_back(vault: Vault, history: History, undo: Undo) -> list[str]:
+    """Put back what a write that failed replaced (a file saved again since stays, and
+    leaves the write journal: it is committed as the person's), and unstage everything it
+    touched. The paths put back."""
+    restored = undo.restore()
+    unstage(history, list(undo.before))
+    vault.unjournal(undo.kept)
+    return restored
 
 
 def _not_back(kept: list[str], missing: int) -> str:
