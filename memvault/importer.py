@@ -7,12 +7,12 @@ import datetime as dt
 import json
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import frontmatter, ids, note, validate
+from . import frontmatter, ids, knowledge_graph, note, validate
 from .errors import InvalidInputError, MalformedMemoryError, UnsafePathError
 from .models import ImportSkip
 
@@ -136,7 +136,9 @@ def read_regular(path: Path, max_bytes: int) -> bytes:
 
 def from_jsonl(path: Path, now: dt.datetime) -> Iterator[ImportItem | ImportSkip]:
     """One memory per line: ``content`` (or text/body) plus any frontmatter keys; a skip
-    (naming the line) for each line that is not one."""
+    (naming the line) for each line that is not one. The lines of the MCP memory server's
+    knowledge graph (entities, relations) become one memory per entity, after the others."""
+    graph = knowledge_graph.Graph()
     for number, raw in enumerate(path.read_bytes().split(b"\n"), 1):
         where = f"{path.name}:{number}"
         try:
@@ -155,10 +157,40 @@ def from_jsonl(path: Path, now: dt.datetime) -> Iterator[ImportItem | ImportSkip
         if not isinstance(record, dict):
             yield _skip(where, "not an object", f"{path}:{number} must be a JSON object")
             continue
+        if knowledge_graph.is_record(record):
+            skipped = graph.add(record, where)
+            yield from [skipped] if skipped else []
+            continue
+        yield from _items([(record, where)], path.parent, now)
+    yield from _items(graph.records(), path.parent, now)
+
+
+def is_graph_file(path: Path) -> bool:
+    """Whether a ``.json`` file is the MCP memory server's graph written as JSON Lines (its
+    older ``memory.json``): its first line is an entity or a relation."""
+    if not path.is_file():  # a FIFO would block the read
+        return False
+    try:
+        with path.open("rb") as handle:
+            first = next((line for line in handle if line.strip()), b"")
+        record = json.loads(first)
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and knowledge_graph.is_record(record)
+
+
+def _items(
+    records: Iterable[tuple[dict[str, Any], str] | ImportSkip], folder: Path, now: dt.datetime
+) -> Iterator[ImportItem | ImportSkip]:
+    for entry in records:
+        if isinstance(entry, ImportSkip):
+            yield entry
+            continue
+        record, where = entry
         try:
-            yield _record_item(record, now, f"{path}:{number}")
+            yield _record_item(record, now, str(folder / where))
         except (InvalidInputError, UnsafePathError) as exc:
-            yield _skip(where, "invalid record", f"{path}:{number}: {exc}")
+            yield _skip(where, "invalid record", f"{folder / where}: {exc}")
 
 
 def _record_item(record: dict[str, Any], now: dt.datetime, where: str) -> ImportItem:

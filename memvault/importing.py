@@ -91,10 +91,15 @@ def import_path(
     if source.is_dir():
         found = importer.from_folder(source, vault.is_memory_path, max_bytes, vault.root)
         entries = list(found)
-    elif source.suffix.lower() in (".jsonl", ".ndjson"):
+    elif source.suffix.lower() in (".jsonl", ".ndjson") or (
+        source.suffix.lower() == ".json" and importer.is_graph_file(source)
+    ):
         entries = list(importer.from_jsonl(source, now))
     else:
-        raise InvalidInputError(f"{source} is neither a folder nor a .jsonl file")
+        raise InvalidInputError(
+            f"{source} is neither a folder nor a .jsonl file (nor the MCP memory server's "
+            "memory.json)"
+        )
     run = _Run(vault, service.history, source if source.is_dir() else None, now)
     for entry in entries:
         if isinstance(entry, ImportSkip):

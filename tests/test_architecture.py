@@ -25,6 +25,7 @@ INNER = [
     "fields",
     "policy",
     "facts",
+    "knowledge_graph",
     "vault",
     "history",
     "changes",
@@ -58,7 +59,7 @@ INNER = [
 FORBIDDEN = ("mcp", "click", "memvault.server", "memvault.cli", "uvicorn")
 PURE = ["frontmatter", "ids", "note", "links", "text", "models", "policy", "facts", "index/rank"]
 PURE += ["views"]
-PURE += ["merging"]
+PURE += ["merging", "knowledge_graph"]
 SERVER = sorted(f"server/{p.stem}" for p in (PACKAGE / "server").glob("*.py"))
 ADAPTERS = ["cli", "watcher", *SERVER]
 # What a pure module must not drag in, even indirectly: index engines, databases, numeric
@@ -78,7 +79,7 @@ HEAVY = (
     "yaml",
 )
 TRANSITIVELY_PURE = {"note": HEAVY, "text": HEAVY, "models": HEAVY, "policy": HEAVY}
-TRANSITIVELY_PURE |= {"facts": HEAVY, "links": HEAVY}
+TRANSITIVELY_PURE |= {"facts": HEAVY, "links": HEAVY, "knowledge_graph": HEAVY}
 TRANSITIVELY_PURE |= {"views": HEAVY, "ids": HEAVY, "frontmatter": HEAVY[:-1]}
 SERVICE_PARTS = ("index", "vault", "history", "indexing", "retrieval")
 

@@ -1,0 +1,157 @@
+"""The official MCP memory server's ``memory.jsonl`` (its knowledge graph) as memories. Pure.
+
+Its lines are entities (``{"type": "entity", "name", "entityType", "observations": [...]}``)
+and relations (``{"type": "relation", "from", "to", "relationType"}``). Each entity becomes
+one memory, a ``fact`` titled with its name, in ``people/`` when it is a person and in
+``entities/`` otherwise. The file is named after the entity, so a wikilink by its name
+finds it in Obsidian as in memvault. Its observations are a list. Its relations are list
+items such as ``- works_at [[Anthropic]]`` under ``Relations:``, which ``related`` and
+``build_context`` follow. A relation from an entity the file does not hold is skipped and
+named, because there is no memory to write it in.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import ids
+from .errors import UnsafePathError
+from .models import ImportSkip
+
+PEOPLE = frozenset({"person", "people", "human", "user", "contact"})
+_UNSAFE_NAME = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f\x7f]')  # what Obsidian refuses in a name
+_UNSAFE_LABEL = re.compile(r"[\[\]|#^\r\n]")
+_MAX_STEM = 100
+
+
+@dataclass
+class _Entity:
+    name: str
+    kind: str
+    where: str
+    observations: list[str] = field(default_factory=list)
+    relations: list[tuple[str, str]] = field(default_factory=list)  # (relation, target)
+
+
+def is_record(record: dict[str, Any]) -> bool:
+    """Whether a JSONL object is a line of the memory server's graph, not a memory."""
+    if any(key in record for key in ("content", "text", "body")):
+        return False
+    kind = record.get("type")
+    return (kind == "entity" and "name" in record) or (
+        kind == "relation" and "from" in record and "to" in record
+    )
+
+
+class Graph:
+    """The entities and relations of one file, gathered line by line, then one memory
+    record (the keys a memvault JSONL line has) per entity."""
+
+    def __init__(self) -> None:
+        self._entities: dict[str, _Entity] = {}
+        self._relations: list[tuple[str, str, str, str]] = []  # from, relation, to, where
+
+    def add(self, record: dict[str, Any], where: str) -> ImportSkip | None:
+        """Take one line; a skip naming it when it cannot be read."""
+        if record["type"] == "relation":
+            source, relation, target = (
+                _one_line(p) if isinstance(p, str) else ""
+                for p in (record.get("from"), record.get("relationType"), record.get("to"))
+            )
+            if not (source and relation and target):
+                return _skip(where, "from, relationType and to must be names")
+            self._relations.append((source, relation, target, where))
+            return None
+        name, kind = record.get("name"), record.get("entityType", "")
+        observations = record.get("observations", [])
+        if not isinstance(name, str) or not _one_line(name) or not isinstance(kind, str):
+            return _skip(where, "an entity needs a name and an entityType")
+        if not isinstance(observations, list):
+            return _skip(where, "observations must be a list")
+        entity = self._entities.setdefault(name, _Entity(_one_line(name), kind.strip(), where))
+        entity.observations += [" ".join(str(o).split()) for o in observations if str(o).strip()]
+        return None
+
+    def records(self) -> Iterator[tuple[dict[str, Any], str] | ImportSkip]:
+        """One memory record per entity (with where it came from), and a skip per relation
+        whose ``from`` entity the file does not hold."""
+        for source, relation, target, where in self._relations:
+            entity = self._entities.get(source)
+            if entity is None:
+                why = f"the relation's entity {source!r} is not in the file"
+                yield ImportSkip(where, "unknown entity", f"{where}: {why}")
+            else:
+                entity.relations.append((relation, target))
+        stems = _stems(self._entities.values())
+        for entity in self._entities.values():
+            yield _record(entity, stems), entity.where
+
+
+def _record(entity: _Entity, stems: dict[str, str]) -> dict[str, Any]:
+    stem = stems[entity.name]
+    lines = [f"Entity type: {entity.kind}"] if entity.kind else []
+    if entity.observations:
+        lines += ["", *(f"- {o}" for o in entity.observations)]
+    if entity.relations:
+        lines += ["", "Relations:"]
+        lines += [f"- {rel} {_link(target, stems)}" for rel, target in entity.relations]
+    record: dict[str, Any] = {
+        "title": entity.name,
+        "content": "\n".join(lines).strip() or entity.name,
+        "type": "fact",
+        "path": f"{_folder(entity.kind)}/{stem}.md",
+    }
+    if entity.kind:
+        record["tags"] = [ids.slugify(entity.kind)]
+        record["entity_type"] = entity.kind
+    if stem != entity.name:
+        record["aliases"] = [entity.name]
+    return record
+
+
+def _stems(entities: Any) -> dict[str, str]:
+    """A file name per entity: its name where Obsidian allows it, and never one name for two
+    entities of one folder (case aside, as on macOS)."""
+    taken: set[tuple[str, str]] = set()
+    stems: dict[str, str] = {}
+    for entity in entities:
+        base, number = _stem(entity.name), 1
+        stem = base
+        while (_folder(entity.kind), stem.casefold()) in taken:
+            number += 1
+            stem = f"{base} {number}"
+        taken.add((_folder(entity.kind), stem.casefold()))
+        stems[entity.name] = stem
+    return stems
+
+
+def _stem(name: str) -> str:
+    stem = " ".join(_UNSAFE_NAME.sub(" ", unicodedata.normalize("NFC", name)).split())
+    stem = stem.strip(". ")[:_MAX_STEM].strip(". ")
+    try:
+        ids.clean_relpath(f"entities/{stem}.md")
+    except UnsafePathError:
+        return ids.slugify(name)
+    return stem or ids.slugify(name)
+
+
+def _link(target: str, stems: dict[str, str]) -> str:
+    stem = stems.get(target) or _stem(target)
+    label = " ".join(_UNSAFE_LABEL.sub(" ", target).split())
+    return f"[[{stem}]]" if stem == target else f"[[{stem}|{label}]]"
+
+
+def _folder(kind: str) -> str:
+    return "people" if kind.strip().casefold() in PEOPLE else "entities"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _skip(where: str, why: str) -> ImportSkip:
+    return ImportSkip(where, "invalid record", f"{where}: {why}")
