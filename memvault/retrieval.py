@@ -12,7 +12,7 @@ from .access import AccessStats
 from .errors import InvalidInputError, MalformedMemoryError, MemoryNotFoundError, UnsafePathError
 from .index import SearchHit, SearchQuery
 from .links import Records
-from .models import EVERY, Filters, Hit, Similar, lapsed, validity
+from .models import EVERY, Filters, Hit, Memory, Similar, lapsed, validity
 from .note import clean_tags, snippet, strip_title, title_from
 from .sync import IndexSync
 from .vault import Vault
@@ -88,11 +88,22 @@ class Retrieval:
         index = self.indexing.index
         now = self.clock()
         search = SearchQuery(query, k, (filters or Filters()).at(now), mode)
-        hits = index.search(search, now, usage=self.access.of if self.access else None)
+        usage = self.access.of if self.access else None
+        hits = index.search(search, now, usage=usage, texts=self._memories)
         if not ready:
             note = "index still catching up with the files; results may be incomplete"
             hits = [replace(h, why={**h.why, "index": note}) for h in hits]
         return hits
+
+    def _memories(self, paths: list[str]) -> dict[str, Memory]:
+        """The memories at these paths that can still be read (by path, in order)."""
+        out = {}
+        for path in paths:
+            try:
+                out[path] = self.vault.read(path)
+            except (MemoryNotFoundError, MalformedMemoryError, UnsafePathError):
+                continue
+        return out
 
     def recall(
         self, query: str, k: int = 8, filters: Filters | None = None, mode: str = "hybrid"

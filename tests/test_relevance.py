@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 from pathlib import Path
 
@@ -259,3 +260,36 @@ def test_a_fact_whose_validity_ended_says_so_in_recall_and_context(
     text_only.clock = lambda: dt.datetime(2026, 7, 1, 9, 0, tzinfo=dt.UTC)
     early = {h.title[:5]: h for h in text_only.recall("status updates", k=5)}
     assert early["Alice"].why["validity"] == "valid from 2026-08-01: does not hold yet"
+
+
+def test_a_memory_still_waiting_for_its_vector_is_judged_as_it_will_be_once_embedded(
+    service: MemoryService, tmp_path: Path
+) -> None:
+    """An import leaves vectors to the background; meanwhile a long note holding the
+    question's word over and over passed the floor on full text alone (0.90 for "travel
+    plans"), while the same note once embedded sits below it."""
+    hosting = (
+        "Pricing plans of the hosting provider. The basic plans cost 5 euros, the team plans "
+        "cost 20 euros; all plans include backups. Plans renew monthly and plans can be "
+        "cancelled at any time from the billing page."
+    )
+    records = [{"content": f"Shelf {n} holds the winter tyres, set {n}."} for n in range(17)]
+    records += [
+        {"content": hosting, "title": "Hosting"},
+        {"content": "Travel plans for May: Lisbon with Ana, flights booked.", "title": "May"},
+    ]
+    source = tmp_path / "notes.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in records))
+    service.import_path(source)
+    assert service.index_status()["embedding"]["done"] == 0  # the gap this test is about
+
+    def judged() -> dict[str, float]:
+        hits = service.recall("travel plans", filters=Filters(min_relevance=0))
+        return {h.title: h.relevance for h in hits if h.title in ("Hosting", "May")}
+
+    waiting = judged()
+    assert waiting["May"] >= FLOOR > waiting["Hosting"]
+    assert [h.title for h in service.recall("travel plans")] == ["May"]
+    service.fill_vectors()
+    assert service.index_status()["embedding"]["done"] == len(records)
+    assert judged() == pytest.approx(waiting, abs=0.02)

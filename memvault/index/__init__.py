@@ -46,6 +46,10 @@ VECTOR_CANDIDATES = 100
 COMMON_NAME_SHARE = 0.1
 COMMON_NAME_MIN = 10
 NARROW_KEYWORD_CANDIDATES = 1000  # filters may drop most of the best keyword matches
+# While vectors fill in behind the text index (a bulk import), a search embeds the first
+# chunk of at most this many of its hits still without vectors, so that they are judged
+# as the others are (Index._judge_unembedded; each ~25-500 ms on two busy cores)
+UNEMBEDDED_JUDGED = 4
 QUERY_CACHE = 4096
 PASSAGE_CACHE = 1024
 RATE_KEY = "embed_rate"  # memories/s of the last embedding run (store info), for the ETA
@@ -347,8 +351,10 @@ class Index:
         now: dt.datetime,
         wait_for_vectors: float = 2.0,
         usage: Callable[[list[str]], Mapping[str, Access]] | None = None,
+        texts: Callable[[list[str]], Mapping[str, Memory]] | None = None,
     ) -> list[SearchHit]:
-        """Ranked hits; ``usage`` gives the candidates' access statistics (soft forgetting)."""
+        """Ranked hits; ``usage`` gives the candidates' access statistics (soft forgetting),
+        ``texts`` the memories at paths (to judge hits still without vectors)."""
         self.store.refresh()
         docs = self.store.docs
         filters = query.filters
@@ -366,6 +372,14 @@ class Index:
         vector, cosines = self._vector_leg(query, keep, keyword, wait_for_vectors, notes)
         reach, covered, scored = self._levels(query, keyword, vector, cosines)
         floor = self._min_relevance(filters)
+        if query.mode == "hybrid" and texts is not None:
+            waiting = [i for i in keyword if i not in cosines and scored[i] >= floor]
+            waiting.sort(key=lambda i: -scored[i])
+            judged = self._judge_unembedded(query, waiting, texts)
+            cosines.update(judged)
+            scored.update(
+                _relevance(query, keyword, judged, reach, covered, self._stretch(), judged)
+            )
         ids = [i for i, level in scored.items() if i in docs and level >= floor]
         seen = usage(ids) if usage else {}
         candidates = [
@@ -437,6 +451,34 @@ class Index:
                 query, keyword, cosines if vector else None, reach, covered, self._stretch()
             ),
         )
+
+    def _judge_unembedded(
+        self,
+        query: SearchQuery,
+        waiting: list[str],
+        texts: Callable[[list[str]], Mapping[str, Memory]],
+    ) -> dict[str, float]:
+        """Cosines of the question with the first chunk of the best few hits still waiting
+        for their vectors. The full-text fit that judges them otherwise is generous (a long
+        note holding one of the question's words can pass the floor); this one chunk
+        understates a long memory's best chunk, so a real match errs towards the floor."""
+        embedder = self.loader.get(timeout=0)
+        if embedder is None or not waiting:
+            return {}
+        docs = self.store.docs
+        paths = {docs[i].path: i for i in waiting[:UNEMBEDDED_JUDGED]}
+        memories = texts(list(paths))
+        if not memories:
+            return {}
+        ids = [paths[p] for p in memories]
+        passages = [embedding_texts(m.title, m.tags, m.body)[0] for m in memories.values()]
+        matrix = self._embed_passages(embedder, passages)
+        asked = self._query_vector(embedder, query.text)
+        means = language_means(embedder.name) if self.settings.crosslingual else None
+        if means is not None:
+            matrix, asked = means.passages(matrix), means.query(asked)
+        found = np.einsum("ij,j->i", matrix, asked)
+        return {i: float(c) for i, c in zip(ids, found, strict=True)}
 
     def _stretch(self) -> float:
         """How far below the same-language scale the loaded embedder's cosines across
@@ -602,9 +644,11 @@ def _relevance(
     reach: dict[str, float],
     covered: dict[str, float],
     stretch: float = 1.0,
+    only: Iterable[str] | None = None,
 ) -> dict[str, float]:
-    """Each candidate's absolute relevance (rank.relevance) from the legs that ran;
-    ``covered``: each candidate's share of the query's terms (full text ran)."""
+    """Each candidate's absolute relevance (rank.relevance) from the legs that ran (of the
+    candidates ``only``, when given); ``covered``: each candidate's share of the query's
+    terms (full text ran)."""
     terms = len(set(tokens(query.text)))
     return {
         i: relevance(
@@ -615,7 +659,7 @@ def _relevance(
             covered.get(i, 0.0) if query.mode != "vector" else None,
             stretch,
         )
-        for i in dict.fromkeys([*keyword, *(cosines or {})])
+        for i in dict.fromkeys(only if only is not None else [*keyword, *(cosines or {})])
     }
 
 
