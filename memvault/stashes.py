@@ -4,10 +4,10 @@ A stash entry other than the newest lives only in ``refs/stash``'s reflog, and a
 forgets every reflog before it deletes unreachable objects: the person's stashed work
 would go with it. So each entry is set aside under a ref of its own while history is
 rewritten (the purge then reaches inside stashed work too, and ``gc`` keeps it), and put
-back afterwards, oldest first, in the same order and with its own message (the rewrite
-has already replaced purged names in it). A purge killed half way leaves the entries set
-aside; the vault's next opening (its recovery, under the write lock) puts them back,
-below any entry stashed since.
+back afterwards, oldest first, in the same order, with its own message (the rewrite has
+already replaced purged names in it) and its own date. A purge killed half way leaves the
+entries set aside; the vault's next opening (its recovery, under the write lock) puts them
+back, below any entry stashed since.
 """
 
 from __future__ import annotations
@@ -66,8 +66,10 @@ def put_back(history: History) -> None:
     if stashed:
         _move(history, since, int(aside[-1][0].rsplit("/", 1)[1]) + 1)
     for sha in [*(sha for _, sha in aside), *since]:
-        subject = history.run("log", "-1", "--format=%s", sha).strip()
-        history.run("stash", "store", "-q", "-m", subject, sha)
+        # the entry's message, and its date (`git stash list --date=...`): when it was made
+        when, _, subject = history.run("log", "-1", "--format=%cI%n%s", sha).strip().partition("\n")
+        stored = {"GIT_COMMITTER_DATE": when}
+        history.run("stash", "store", "-q", "-m", subject, sha, env=stored)
     refs = history.run("for-each-ref", "--format=%(refname)", ASIDE).split()
     history.run("update-ref", "--stdin", input_text="".join(f"delete {r}\n" for r in refs))
 

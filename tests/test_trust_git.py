@@ -392,6 +392,33 @@ def test_a_purge_keeps_every_stash_entry_and_purges_the_memory_inside_them(
     ]
 
 
+def test_a_purge_keeps_each_stash_entry_s_date(text_only: MemoryService) -> None:
+    """`git stash list --date=iso` showed every entry made at the purge's moment."""
+    vault = text_only.vault.root
+    secret = text_only.remember(f"The alarm code is {MARKER}.", type="fact")
+    assert secret.memory is not None
+    for day in ("2026-03-01T09:00:00+00:00", "2026-04-02T10:30:00+00:00"):
+        (vault / "README.md").write_text((vault / "README.md").read_text() + f"{day}\n")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        subprocess.run(
+            ["git", "stash", "push", "-q", "-m", day],
+            cwd=vault,
+            check=True,
+            env={**env, "GIT_COMMITTER_DATE": day},
+        )
+
+    def dates() -> list[str]:
+        return git(vault, "stash", "list", "--date=iso-strict", "--format=%gd %gs").splitlines()
+
+    before = dates()
+    assert before == [
+        "stash@{2026-04-02T10:30:00+00:00} On main: 2026-04-02T10:30:00+00:00",
+        "stash@{2026-03-01T09:00:00+00:00} On main: 2026-03-01T09:00:00+00:00",
+    ]
+    text_only.forget(secret.memory.id, mode="purge")
+    assert dates() == before
+
+
 @pytest.mark.parametrize("stored", [0, 1])
 def test_the_stash_entries_a_killed_purge_left_aside_are_put_back_when_the_vault_opens(
     vault_path: Path, stored: int
