@@ -168,5 +168,7 @@ def full_text_hits(found: dict[str, Memory], query: str, k: int, why: dict[str, 
         level = relevance(score, None, terms, coverage=covered.get(i, 0.0))
         detail = {**why, "bm25": round(score, 4), "coverage": round(covered.get(i, 0.0), 3)}
         detail["relevance"] = round(level, 3)
-        out.append(Hit.of(found[i], snippet(found[i].body, query), round(score, 4), detail, level))
+        out.append(
+            Hit.of(found[i], snippet(found[i].readable, query), round(score, 4), detail, level)
+        )
     return out

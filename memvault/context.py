@@ -288,7 +288,7 @@ def _lines(memories: Sequence[Memory], seen: set[str], now: dt.datetime) -> list
 
 def _gist(memory: Memory) -> str:
     """The memory's text on one line, led by its title unless the text starts with it."""
-    body = " ".join(strip_title(memory.body).split())
+    body = " ".join(strip_title(memory.readable).split())
     title = memory.title.removesuffix("...")
     text = body if body.startswith(title) else f"{memory.title}: {body}" if body else title
     return cut(text, MAX_ITEM_CHARS)

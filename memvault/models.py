@@ -15,7 +15,17 @@ from pathlib import PurePosixPath
 from typing import Any, Literal
 
 from .errors import InvalidInputError
-from .note import heading, inline_tags, link_target, links, newest_first, parse_time, timestamp
+from .note import (
+    EXCALIDRAW_KEY,
+    heading,
+    inline_tags,
+    link_target,
+    links,
+    newest_first,
+    parse_time,
+    reader_text,
+    timestamp,
+)
 
 MEMORY_TYPES = ("preference", "fact", "episode", "summary", "task", "note")
 STATUSES = ("active", "superseded", "archived")  # what a caller may set
@@ -41,9 +51,19 @@ class Memory:
 
     @property
     def title(self) -> str:
-        """``title:`` when the frontmatter has one, else the first heading, else the file name."""
+        """``title:`` when the frontmatter has one, else the first heading, else the file name
+        (an Excalidraw drawing: always its file name, as Obsidian shows it)."""
         own = " ".join(str(self.meta.get("title") or "").split())
-        return own or heading(self.body) or PurePosixPath(self.path).stem
+        stem = PurePosixPath(self.path).stem
+        if not own and EXCALIDRAW_KEY in self.meta:  # its headings are the plugin's own
+            return stem.removesuffix(".excalidraw") or stem
+        return own or heading(self.body) or stem
+
+    @property
+    def readable(self) -> str:
+        """The body as a reader sees it (note.reader_text): what is indexed, quoted and given
+        as context."""
+        return reader_text(self.body, self.meta)
 
     @property
     def type(self) -> str:

@@ -11,6 +11,7 @@ import posixpath
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import unquote
 
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
@@ -24,6 +25,14 @@ _MD_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n|#^]*)(?:[#^]([^\[\]\n|]*))?(?:\|([^\[\]\n]*))?\]\]")
 TITLE_LIMIT = 60
 SNIPPET_WIDTH = 240
+# An Obsidian Excalidraw drawing (``name.excalidraw.md``, frontmatter ``excalidraw-plugin``):
+# its text elements are words a person wrote; its scene data (base64 or JSON, in a comment)
+# and the banner Obsidian shows outside the drawing view are not
+EXCALIDRAW_KEY = "excalidraw-plugin"
+_DRAWING_DATA = re.compile(
+    r"^#{1,2} Drawing[ \t]*\n```(?:compressed-json|json)[ \t]*\n.*?(?:^```[ \t]*$|\Z)", re.S | re.M
+)
+_DRAWING_BANNER = re.compile(r"^==⚠\s*Switch to EXCALIDRAW VIEW.*$", re.M)
 
 
 def heading(body: str) -> str | None:
@@ -60,6 +69,14 @@ def strip_title(body: str) -> str:
     if body.startswith("# "):
         body = body.split("\n", 1)[1] if "\n" in body else ""
     return body.strip()
+
+
+def reader_text(body: str, meta: dict[str, Any]) -> str:
+    """The body as a reader sees it, for the index, snippets and context: an Excalidraw
+    drawing's without its scene data and banner (the file itself keeps them, of course)."""
+    if EXCALIDRAW_KEY not in meta:
+        return body
+    return _DRAWING_BANNER.sub("", _DRAWING_DATA.sub("", body))
 
 
 def snippet(body: str, query: str, width: int = SNIPPET_WIDTH) -> str:

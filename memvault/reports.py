@@ -154,6 +154,6 @@ def _items(
             memory = service.vault.read(info.path)
         except MemvaultError:
             continue
-        text = strip_title(memory.body)
+        text = strip_title(memory.readable)
         out.append((memory.title, memory.id, text if len(text) <= width else text[:width] + "…"))
     return out

@@ -115,7 +115,7 @@ class Retrieval:
                 memory = self.vault.read(hit.doc.path)
             except (MemoryNotFoundError, MalformedMemoryError, UnsafePathError):
                 continue  # changed under us since it was indexed; the watcher will catch up
-            text = snippet(memory.body, query)
+            text = snippet(memory.readable, query)
             held = validity(memory.meta, self.clock())
             why = {**hit.why, "validity": held} if held else hit.why
             out.append(Hit.of(memory, text, round(hit.score, 4), why, round(hit.relevance, 3)))

@@ -196,3 +196,51 @@ def test_the_watcher_carries_an_id_less_file_through_a_move(text_only: MemorySer
             lambda: [(i.id, i.path) for i in service.records()] == [(first_id, "travel/packing.md")]
         )
     assert service.get(first_id).path == "travel/packing.md"
+
+
+SCENE = "N4KAkARALgngDgUwgLgAQQQDwMYEMA2AlgCYBOuA7hADTgQBuCpAzoQPYB2KqATLZMzYhMytTQ"
+DRAWING = f"""---
+
+excalidraw-plugin: parsed
+tags: [excalidraw]
+
+---
+==⚠  Switch to EXCALIDRAW VIEW in the MORE OPTIONS menu of this document. ⚠== You can \
+decompress Drawing data with the command palette: 'Decompress current Excalidraw file'. \
+For more info check in plugin settings under 'Saving'
+
+
+# Excalidraw Data
+
+## Text Elements
+Login service ^Xk3b9QpA
+
+Session database ^h7TtR2mZ
+
+%%
+## Drawing
+```compressed-json
+{SCENE}
+{SCENE[::-1]}
+```
+%%
+"""
+
+
+def test_an_excalidraw_drawing_is_found_by_its_words_not_its_scene_data(
+    text_only: MemoryService,
+) -> None:
+    """The Excalidraw plugin's drawings are Markdown files: each was titled "Excalidraw
+    Data", and its base64 scene and the plugin's banner were searched and quoted."""
+    from memvault.context import build_context
+
+    path = write(text_only, "projects/Auth flow.excalidraw.md", DRAWING)
+    text_only.sync_index()
+    hits = text_only.recall("login service", k=3)
+    assert [(h.title, h.snippet) for h in hits] == [("Auth flow", "Login service ^Xk3b9QpA")]
+    for words in (SCENE, "decompress plugin settings"):
+        assert text_only.recall(words, k=3) == []
+    context = build_context(text_only, "auth flow login", 1500).text
+    assert "Login service" in context and SCENE[:20] not in context
+    assert "Switch to EXCALIDRAW" not in context
+    assert path.read_text(encoding="utf-8") == DRAWING  # the file is the plugin's, untouched

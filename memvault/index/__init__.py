@@ -256,7 +256,7 @@ class Index:
         which lets writes go first)."""
         texts, owners = [], []
         for memory in memories:
-            for text in embedding_texts(memory.title, memory.tags, memory.body):
+            for text in embedding_texts(memory.title, memory.tags, memory.readable):
                 texts.append(text)
                 owners.append(memory.id)
         matrix = self._embed_passages(embedder, texts, background)
@@ -471,7 +471,7 @@ class Index:
         if not memories:
             return {}
         ids = [paths[p] for p in memories]
-        passages = [embedding_texts(m.title, m.tags, m.body)[0] for m in memories.values()]
+        passages = [embedding_texts(m.title, m.tags, m.readable)[0] for m in memories.values()]
         matrix = self._embed_passages(embedder, passages)
         asked = self._query_vector(embedder, query.text)
         means = language_means(embedder.name) if self.settings.crosslingual else None
@@ -594,7 +594,7 @@ class Index:
         embedder = self.loader.get()
         if new is None or embedder is None:
             return []
-        texts = [embedding_texts(m.title, m.tags, m.body)[0] for m in others]
+        texts = [embedding_texts(m.title, m.tags, m.readable)[0] for m in others]
         return [float(v) for v in self._embed_passages(embedder, texts) @ new]
 
     def records(self) -> list[MemoryInfo]:
@@ -695,7 +695,7 @@ def _text_doc(memory: Memory) -> TextDoc:
         path=memory.path,
         title=memory.title,
         tags=" ".join(memory.tags),
-        body=memory.body,
+        body=memory.readable,
         when=when_text(memory.created),
         aliases=" ".join(memory.aliases),
     )
