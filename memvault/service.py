@@ -312,7 +312,7 @@ class MemoryService:
         meta |= when
         text = frontmatter.new_file(meta, _body(title, content))
         if target_folder is None:
-            target_folder = _fields.default_folder(type, now)
+            target_folder = self.vault.spelled(_fields.default_folder(type, now))
         with self._writing():
             # every write that landed meanwhile is indexed by now: no fact is stored twice
             similar = self.retrieval.similar(content, type, title, tags) if check_similar else []

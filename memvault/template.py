@@ -21,6 +21,11 @@ log = logging.getLogger(__name__)
 
 OBSIDIAN_DIR = ".obsidian"
 TEMPLATE_README = "README.md"  # the template's guide to a new vault; its .memvaultignore hides it
+# the template's folders a person's own folder of another case stands in for (not archive/,
+# profile/ or _schemas/: memvault finds those by their exact names)
+PERSONS_CASE = frozenset(
+    {"people", "projects", "inbox", "facts", "preferences", "episodes", "summaries", "tasks"}
+)
 
 
 def create_vault(
@@ -119,7 +124,19 @@ def _left_out(root: Path) -> frozenset[str]:
     left_out = {OBSIDIAN_DIR} & present
     if present & {TEMPLATE_README, IGNORE_FILE}:
         left_out |= {TEMPLATE_README, IGNORE_FILE}
-    return frozenset(left_out)
+    return frozenset(left_out | _spelled_otherwise(root))
+
+
+def _spelled_otherwise(root: Path) -> set[str]:
+    """The template's folders the person has in another case (``People/``, ``Inbox/``): on
+    a case-sensitive disk a second ``people/`` would stand beside theirs (memvault writes
+    into theirs, see Vault.spelled)."""
+    try:
+        names = {entry.name for entry in os.scandir(root) if entry.is_dir(follow_symlinks=False)}
+    except OSError:
+        return set()
+    folded = {name.casefold() for name in names}
+    return {n for n in PERSONS_CASE if n not in names and n.casefold() in folded}
 
 
 def template_dir() -> Path:

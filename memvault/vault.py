@@ -535,6 +535,23 @@ class Vault:
         self._remember_write(dst, content_hash(self.read_regular(src)))
         os.replace(source, target)
 
+    def spelled(self, folder: str) -> str:
+        """``folder`` as the vault spells it: its first part in the case of the one folder
+        the person has that differs only in case (their ``Inbox/`` for ``inbox``), else as
+        given."""
+        top, _, rest = folder.partition("/")
+        if not top or os.path.lexists(self.root / top):
+            return folder
+        try:
+            same = [
+                entry.name
+                for entry in os.scandir(self.root)
+                if entry.name.casefold() == top.casefold() and entry.is_dir(follow_symlinks=False)
+            ]
+        except OSError:
+            return folder
+        return f"{same[0]}/{rest}".rstrip("/") if len(same) == 1 else folder
+
     def free_path(self, folder: str, slug: str) -> str:
         """A path ``folder/slug.md`` that does not exist yet (suffix -2, -3 ...)."""
         folder = ids.clean_relpath(folder) if folder.strip("/ ") else ""

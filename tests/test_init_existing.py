@@ -177,3 +177,27 @@ def test_init_inside_another_repository_warns_that_it_will_see_the_vault_as_untr
     said = [r.getMessage() for r in caplog.records]
     assert len(said) == 1 and f"inside the git repository at {dotfiles.resolve()}" in said[0]
     assert commit_count(dotfiles / "memory") == 1
+
+
+def test_init_over_a_vault_with_capitalised_folders_adds_no_twin_and_writes_into_them(
+    tmp_path: Path,
+) -> None:
+    """On a case-sensitive disk `init` made `people/` and `inbox/` beside a person's
+    `People/` and `Inbox/`, and every note memvault wrote went into its own twin."""
+    root = tmp_path / "vault"
+    write_files(root, {"People/Ana.md": "# Ana\nMy sister.\n", "Inbox/idea.md": "# Idea\n"})
+    (root / "Facts").mkdir()
+    create_vault(root)
+    tops = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    assert "people" not in tops and "inbox" not in tops and "facts" not in tops
+    assert {"People", "Inbox", "Facts", "archive", "profile", "preferences"} <= set(tops)
+    service = MemoryService.open(root, Settings(embedder="none"))
+    try:
+        note = service.remember("Call the plumber about the leaking tap.", type="note")
+        fact = service.remember("The boiler was serviced in October 2026.", type="fact")
+        pref = service.remember("The user prefers tea over coffee.", type="preference")
+    finally:
+        service.close()
+    assert note.memory is not None and note.memory.path.startswith("Inbox/")
+    assert fact.memory is not None and fact.memory.path.startswith("Facts/")
+    assert pref.memory is not None and pref.memory.path.startswith("preferences/")
