@@ -135,6 +135,25 @@ def _porter2() -> Any:
     return porter2
 
 
+_PREFIX = re.compile(r"(?<![\w*])([^\W_]{3,})\*(?![\w*])")
+
+
+def prefix_words(text: str) -> tuple[str, list[str]]:
+    """The words of a query that end in ``*`` (``postgr*``: any word starting so),
+    lowercased, and the query without them. At least 3 letters; a stop word or Chinese
+    (segmented, not spelled in words) stays an ordinary word."""
+    found: list[str] = []
+
+    def take(match: re.Match[str]) -> str:
+        word = match.group(1).lower()
+        if _CJK.search(word) or word in STOPWORDS:
+            return match.group(1)
+        found.append(word)
+        return " "
+
+    return _PREFIX.sub(take, text), found
+
+
 def tokens(text: str) -> list[str]:
     """Index/query terms of ``text``: lowercased, stop words dropped, stemmed; CJK segmented."""
     out: list[str] = []

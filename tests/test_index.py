@@ -27,7 +27,7 @@ from memvault.index.vectors import (
 from memvault.models import Filters, Hit
 from memvault.reports import status
 from memvault.service import MemoryService
-from memvault.text import tokens
+from memvault.text import prefix_words, tokens
 
 from .helpers import commit_count
 
@@ -571,3 +571,34 @@ def test_a_short_query_is_embedded_on_one_thread_even_when_the_cores_are_idle(
     embedder.embed_passages([long_text])
     assert seen.seen == [1, threads, threads, threads]
     assert embedder._model._lib.omp_get_max_threads() == threads
+
+
+def test_a_word_ending_in_a_star_finds_the_words_it_starts(text_only: MemoryService) -> None:
+    """A prefix query (the MCP memory server's users ask for them, servers#3498): `postgr*`
+    found nothing, since no memory holds the word "postgr"."""
+    db = text_only.remember("We chose PostgreSQL for the billing service.", type="fact")
+    spanish = text_only.remember("Ana speaks fluent Spanish and some Catalan.", type="fact")
+    assert db.memory is not None and spanish.memory is not None
+    for query, found in [
+        ("postgr*", db.memory.id),
+        ("Span*", spanish.memory.id),
+        ("billing services*", db.memory.id),  # the index holds the stem "servic"
+    ]:
+        hits = text_only.recall(query)
+        assert [h.id for h in hits] == [found], query
+        assert hits[0].why["coverage"] == 1.0
+    assert text_only.recall("xyzzy*") == []
+    half = text_only.recall("xyzzy* billing", filters=Filters(min_relevance=0))
+    assert half[0].id == db.memory.id and half[0].why["coverage"] == 0.5
+
+
+@pytest.mark.parametrize(
+    ("query", "rest", "prefixes"),
+    [
+        ("postgr* setup", "  setup", ["postgr"]),
+        ("Span* and Cat*", "  and  ", ["span", "cat"]),
+        ("ab* the* 数据* a**b foo*bar", "ab* the 数据* a**b foo*bar", []),
+    ],
+)
+def test_which_words_are_prefixes(query: str, rest: str, prefixes: list[str]) -> None:
+    assert prefix_words(query) == (rest, prefixes)

@@ -23,11 +23,12 @@ from whoosh.util.filelock import try_for
 from whoosh.util.numeric import byte_to_length
 
 from ..errors import LockTimeoutError
-from ..text import tokens
+from ..text import prefix_words, stem, tokens
 
 INDEX_NAME = windex._DEF_INDEX_NAME  # MAIN: Whoosh's file names start with it
 
 FIELD_BOOSTS = {"title": 1.5, "aliases": 1.5, "tags": 1.5, "body": 1.0, "when": 1.0}
+PREFIX_TERMS = 20  # a query word ``postgr*`` stands for at most this many index terms
 
 
 @dataclass(frozen=True)
@@ -194,11 +195,11 @@ class FullText:
         The scores and the cut are Whoosh's (an Or of one Term per term and field, with
         FIELD_BOOSTS, under BM25F; ties to the lower document number), computed with numpy
         over posting lists read once per segment (:class:`_Postings`)."""
-        terms = list(dict.fromkeys(tokens(text)))
-        if not terms:
-            return {}
         with self._lock:
             view = self._view()
+            terms = list(dict.fromkeys(t for group in view.groups(text) for t in group))
+            if not terms:
+                return {}
             scores = view.bm25(terms)
             matched = np.flatnonzero(scores > 0)
             best = matched[np.lexsort((matched, -scores[matched]))][:limit]
@@ -208,16 +209,14 @@ class FullText:
         """Per memory of ``ids``, the share of the query's distinct terms it contains (in
         any field): unlike BM25 it does not depend on how many memories the vault holds.
         Memories not in the index are left out."""
-        terms = list(dict.fromkeys(tokens(text)))
-        if not terms:
-            return {}
         with self._lock:
             view = self._view()
+            groups = view.groups(text)
             numbers = {i: view.numbers[i] for i in dict.fromkeys(ids) if i in view.numbers}
-            if not numbers:
+            if not groups or not numbers:
                 return {}
-            found = view.containing(terms)
-            return {i: int(found[n]) / len(terms) for i, n in numbers.items()}
+            found = view.containing(groups)
+            return {i: int(found[n]) / len(groups) for i, n in numbers.items()}
 
     def holding(self, term: str) -> tuple[int, int]:
         """(How many memories hold ``term``, an index term of text.tokens, in the field
@@ -427,11 +426,37 @@ class _View:
             self.held[term] = (int(most), len(self.numbers))
         return self.held[term]
 
-    def containing(self, terms: list[str]) -> np.ndarray:
-        """Per document number, how many of ``terms`` it has in any field."""
+    def groups(self, text: str) -> list[list[str]]:
+        """The query's terms, each a group of one, and per word ending in ``*`` the group
+        of index terms it stands for (the most frequent PREFIX_TERMS; none found: empty,
+        so it still counts as one of the query's terms that a memory lacks)."""
+        rest, prefixes = prefix_words(text)
+        groups = [[term] for term in dict.fromkeys(tokens(rest))]
+        for prefix in dict.fromkeys(prefixes):
+            groups.append(self._expand(prefix))
+        return groups
+
+    def _expand(self, prefix: str) -> list[str]:
+        """Index terms starting with ``prefix`` or with its stem (``services*``: the index
+        holds ``servic``), most frequent first."""
+        frequency: dict[str, int] = {}
+        for start in dict.fromkeys([prefix, stem(prefix)]):
+            for _, reader, _ in self.segments:
+                for field in FIELD_BOOSTS:
+                    for raw in reader.expand_prefix(field, start):
+                        term = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+                        count = reader.doc_frequency(field, term)
+                        frequency[term] = frequency.get(term, 0) + count
+        return sorted(frequency, key=lambda t: (-frequency[t], t))[:PREFIX_TERMS]
+
+    def containing(self, groups: list[list[str]]) -> np.ndarray:
+        """Per document number, how many of the query's term ``groups`` it has a term of,
+        in any field."""
         count = np.zeros(len(self.live), dtype=np.int32)
-        for term in terms:
-            count += np.logical_or.reduce([self._has(term, f) for f in FIELD_BOOSTS])
+        for group in groups:
+            has = [self._has(term, f) for term in group for f in FIELD_BOOSTS]
+            if has:
+                count += np.logical_or.reduce(has)
         return count
 
     def _has(self, term: str, field: str) -> np.ndarray:
