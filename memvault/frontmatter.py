@@ -57,6 +57,26 @@ class Document:
     bom: bool
 
 
+_TAG = re.compile(r"constructor for the tag '(?:tag:yaml\.org,2002:)?([^']*)'")
+
+
+def yaml_problem(exc: yaml.YAMLError, line_word: str = "line") -> str:
+    """What is wrong, after the name of what was read: "is not valid YAML at line 3", or,
+    for a tag plain YAML does not read (``!!python/object/apply:os.system``, written to run
+    code), "uses the YAML tag ... at line 3, which memvault never runs"."""
+    mark = getattr(exc, "problem_mark", None)
+    line = f" at {line_word} {mark.line + 1}" if mark is not None else ""
+    tag = _TAG.search(str(getattr(exc, "problem", "") or ""))
+    if tag is not None:
+        name = tag.group(1)
+        shown = f"!!{name}" if not name.startswith("!") else name
+        return (
+            f"uses the YAML tag {shown}{line}, which memvault never runs (only plain values "
+            "are read): remove the tag"
+        )
+    return f"is not valid YAML{line}"
+
+
 def parse(text: str) -> Document:
     """Split and parse a memory file. Raises MalformedMemoryError on bad YAML."""
     bom = text.startswith(BOM)
@@ -99,10 +119,8 @@ class _MemoryHandler(YAMLHandler):
                 _refuse_anchors(fm)
             return super().load(fm, Loader=_guarded(_Loader))
         except yaml.YAMLError as exc:
-            where = getattr(exc, "problem_mark", None)
-            line = f" at frontmatter line {where.line + 1}" if where is not None else ""
             raise MalformedMemoryError(
-                f"frontmatter is not valid YAML{line}: fix the YAML by hand; "
+                f"frontmatter {yaml_problem(exc, 'frontmatter line')}: fix the YAML by hand; "
                 "memvault will not rewrite this file"
             ) from exc
         except (ValueError, OverflowError, RecursionError) as exc:  # e.g. a date 2024-13-45

@@ -157,9 +157,7 @@ def load_yaml(text: str, where: str) -> Any:
             )
         return yaml.load(text, Loader=loader)  # a safe loader
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" at line {mark.line + 1}" if mark is not None else ""
-        raise SchemaError(f"{where} is not valid YAML{line}: fix it by hand") from exc
+        raise SchemaError(f"{where} {frontmatter.yaml_problem(exc)}: fix it by hand") from exc
     except (ValueError, OverflowError, RecursionError) as exc:
         raise SchemaError(f"{where} has a value YAML cannot read ({exc}): fix it") from exc
 

@@ -794,7 +794,14 @@ FILE_CASES: list[tuple[str, bytes, str | None, str]] = [
     ("unclosed-quote", fm('title: "never closed'), "malformed", NOT_YAML),
     ("tab-indent", fm("tags:\n\t- a"), "malformed", NOT_YAML),
     ("bad-mapping", fm("a: b: c"), "malformed", NOT_YAML),
-    ("python-tag", fm("x: !!python/object/apply:os.system [ls]"), "malformed", NOT_YAML),
+    (
+        "python-tag",
+        fm("x: !!python/object/apply:os.system [ls]"),
+        "malformed",
+        "uses the YAML tag !!python/object/apply:os.system at frontmatter line 1, which "
+        "memvault never runs",
+    ),
+    ("custom-tag", fm("x: !vault-secret abc"), "malformed", "uses the YAML tag !vault-secret"),
     ("bad-binary-tag", fm('x: !!binary "a"'), "malformed", NOT_YAML),
     ("unhashable-key", fm("? [a, b]\n: c"), "malformed", NOT_YAML),
     ("impossible-date", fm("created: 2024-13-45"), "malformed", "a value YAML cannot read"),

@@ -103,6 +103,7 @@ def test_the_vaults_own_schema_decides_the_fields_and_their_types(
     [
         ("fields:\n  a: &x {type: string}\n  b: *x\n", "anchors or aliases"),
         ("fields: [unclosed\n", "not valid YAML at line"),
+        ("fields: !!python/object:os.system {}\n", "uses the YAML tag !!python/object:os.system"),
         ("fields:\n  units: {type: enum, description: units}\n", "enum without `values`"),
         ("fields:\n  units: {type: colour, description: units}\n", "the types are string"),
         ("fields:\n  Units!: {type: string, description: units}\n", "not a field name"),
