@@ -8,6 +8,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,8 @@ from ..text import prefix_words, stem, tokens
 INDEX_NAME = windex._DEF_INDEX_NAME  # MAIN: Whoosh's file names start with it
 
 FIELD_BOOSTS = {"title": 1.5, "aliases": 1.5, "tags": 1.5, "body": 1.0, "when": 1.0}
-PREFIX_TERMS = 20  # a query word ``postgr*`` stands for at most this many index terms
+PREFIX_TERMS = 20  # a query word ``postgr*`` stands for at most this many index terms:
+PREFIX_SCAN = 1000  # the most frequent of the first this many (alphabetically) per field
 
 
 @dataclass(frozen=True)
@@ -369,6 +371,7 @@ class _View:
         self.searcher = searcher
         self.cache = cache
         self.held: dict[str, tuple[int, int]] = {}  # FullText.holding's answers
+        self.expanded: dict[str, list[str]] = {}  # the index terms of a prefix (groups)
         self.segments: list[tuple[str, Any, int]] = []
         self.ids: list[str] = []
         live = []
@@ -439,15 +442,18 @@ class _View:
     def _expand(self, prefix: str) -> list[str]:
         """Index terms starting with ``prefix`` or with its stem (``services*``: the index
         holds ``servic``), most frequent first."""
-        frequency: dict[str, int] = {}
-        for start in dict.fromkeys([prefix, stem(prefix)]):
-            for _, reader, _ in self.segments:
-                for field in FIELD_BOOSTS:
-                    for raw in reader.expand_prefix(field, start):
-                        term = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-                        count = reader.doc_frequency(field, term)
-                        frequency[term] = frequency.get(term, 0) + count
-        return sorted(frequency, key=lambda t: (-frequency[t], t))[:PREFIX_TERMS]
+        if prefix not in self.expanded:  # search and coverage ask for the same query
+            frequency: dict[str, int] = {}
+            for start in dict.fromkeys([prefix, stem(prefix)]):
+                for _, reader, _ in self.segments:
+                    for field in FIELD_BOOSTS:
+                        found = reader.iter_prefix(field, start)
+                        for raw, info in islice(found, PREFIX_SCAN):
+                            term = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+                            frequency[term] = frequency.get(term, 0) + info.doc_frequency()
+            best = sorted(frequency, key=lambda t: (-frequency[t], t))[:PREFIX_TERMS]
+            self.expanded[prefix] = best
+        return self.expanded[prefix]
 
     def containing(self, groups: list[list[str]]) -> np.ndarray:
         """Per document number, how many of the query's term ``groups`` it has a term of,
