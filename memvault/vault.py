@@ -42,6 +42,12 @@ IGNORED_DIRS = frozenset({".git", ".obsidian", STATE_DIR, ".trash", "_templates"
 TEMP_PATTERNS = ("*.tmp", "*.swp", "*.swx", "~$*", ".#*", "*~")
 _TEMP_NAME = re.compile("|".join(fnmatch.translate(p) for p in TEMP_PATTERNS))
 IGNORE_FILE = ".memvaultignore"
+# Obsidian's template folders (the core Templates plugin's, Templater's): their notes hold
+# placeholders such as {{date}}, not memories, wherever the person keeps them
+TEMPLATE_SETTINGS = (
+    (".obsidian/templates.json", "folder"),
+    (".obsidian/plugins/templater-obsidian/data.json", "templates_folder"),
+)
 
 
 def is_temporary(name: str) -> bool:
@@ -72,6 +78,7 @@ class Vault:
         self.root = root.expanduser().resolve()
         self.max_file_bytes = max_file_bytes
         self._ignore = self._load_ignore()
+        self._templates = template_folders(self.root)
         # What this process last wrote to each path (hash; "" for a deletion), so a
         # watcher can tell memvault's own writes from a person's edits (see last_written).
         self._written: dict[str, str] = {}
@@ -102,6 +109,8 @@ class Vault:
         if rel in ("", "."):
             return True
         if any(p in IGNORED_DIRS or p.startswith(".") for p in rel.split("/")):
+            return True
+        if any(rel == t or rel.startswith(t + "/") for t in self._templates):
             return True
         return self._ignore is not None and self._ignore(rel)
 
@@ -138,8 +147,10 @@ class Vault:
                 if name[0] == ".":  # dot-files and dot-folders are ignored
                     continue
                 if _is_folder(entry):  # a symlinked folder is neither entered nor a memory
-                    if name not in IGNORED_DIRS and not entry.is_symlink():
-                        folders.append((entry.path, prefix + name + "/"))
+                    inside = prefix + name
+                    kept = name not in IGNORED_DIRS and inside not in self._templates
+                    if kept and not entry.is_symlink():
+                        folders.append((entry.path, inside + "/"))
                     continue
                 if name[-3:].lower() != ".md" or is_temporary(name):
                     continue
@@ -561,6 +572,24 @@ class Vault:
             candidate, n = f"{base}-{n}.md", n + 1
         self.abspath(candidate)
         return candidate
+
+
+def template_folders(root: Path) -> tuple[str, ...]:
+    """The template folders Obsidian's settings in ``root`` name (see TEMPLATE_SETTINGS);
+    a setting that is missing, unreadable or names no folder inside the vault names none."""
+    found = []
+    for rel, key in TEMPLATE_SETTINGS:
+        path = root / rel
+        try:
+            if not path.is_file() or path.stat().st_size > 1_000_000:  # never a FIFO
+                continue
+            folder = json.loads(path.read_text(encoding="utf-8")).get(key)
+            folder = ids.clean_relpath(folder.strip().strip("/")) if folder.strip("/ ") else ""
+        except (OSError, ValueError, AttributeError, UnsafePathError):
+            continue
+        if folder:
+            found.append(folder)
+    return tuple(found)
 
 
 def ignore_rule(lines: Sequence[str]) -> Callable[[str], bool] | None:

@@ -8,9 +8,13 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
+
 from memvault import note
 from memvault.config import Settings
 from memvault.service import MemoryService
+from memvault.template import create_vault
+from memvault.vault import Vault
 
 from .helpers import git, watching
 
@@ -244,3 +248,56 @@ def test_an_excalidraw_drawing_is_found_by_its_words_not_its_scene_data(
     assert "Login service" in context and SCENE[:20] not in context
     assert "Switch to EXCALIDRAW" not in context
     assert path.read_text(encoding="utf-8") == DRAWING  # the file is the plugin's, untouched
+
+
+@pytest.mark.parametrize(
+    ("settings", "templates"),
+    [
+        ({".obsidian/templates.json": '{"folder": "Templates"}'}, "Templates"),
+        (
+            {".obsidian/plugins/templater-obsidian/data.json": '{"templates_folder": "Meta/T/"}'},
+            "Meta/T",
+        ),
+    ],
+)
+def test_the_notes_of_obsidian_s_template_folder_are_not_memories(
+    tmp_path: Path, settings: dict[str, str], templates: str
+) -> None:
+    """A daily-note template (`# {{date}}`) was listed, recalled and given as context like
+    a memory, wherever the person's Templates or Templater setting put it."""
+    root = tmp_path / "vault"
+    for rel, text in {
+        **settings,
+        f"{templates}/Daily.md": "# {{date:YYYY-MM-DD}}\n\n## Tasks\n- [ ] plan the garden\n",
+        "Daily/2026-11-30.md": "# 2026-11-30\n\n- [ ] plan the garden beds\n",
+    }.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    create_vault(root)
+    service = MemoryService.open(root, Settings(embedder="none"))
+    try:
+        assert [m.path for m in service.list_memories().memories] == ["Daily/2026-11-30.md"]
+        assert [h.path for h in service.recall("plan the garden")] == ["Daily/2026-11-30.md"]
+    finally:
+        service.close()
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        '{"folder": "/"}',
+        '{"folder": ""}',
+        '{"folder": 3}',
+        "[1, 2]",
+        "not json",
+        '{"folder": "../x"}',
+    ],
+)
+def test_a_templates_setting_that_names_no_folder_of_the_vault_hides_nothing(
+    tmp_path: Path, setting: str
+) -> None:
+    root = tmp_path / "vault"
+    (root / ".obsidian").mkdir(parents=True)
+    (root / ".obsidian" / "templates.json").write_text(setting, encoding="utf-8")
+    (root / "note.md").write_text("# Note\n\nKept.\n", encoding="utf-8")
+    assert Vault(root).is_memory_path("note.md")
