@@ -138,20 +138,30 @@ def _porter2() -> Any:
 _PREFIX = re.compile(r"(?<![\w*])([^\W_]{3,})\*(?![\w*])")
 
 
+MAX_PREFIXES = 4  # prefix words of one query; more stay ordinary words (each costs a scan)
+
+
 def prefix_words(text: str) -> tuple[str, list[str]]:
     """The words of a query that end in ``*`` (``postgr*``: any word starting so),
-    lowercased, and the query without them. At least 3 letters; a stop word or Chinese
-    (segmented, not spelled in words) stays an ordinary word."""
+    lowercased, and the query without them. At least 3 letters, at most MAX_PREFIXES of
+    them; Chinese (segmented, not spelled in words) stays an ordinary word. A stop word is
+    a prefix like any other (``not*``: Notion, notes)."""
     found: list[str] = []
 
     def take(match: re.Match[str]) -> str:
         word = match.group(1).lower()
-        if _CJK.search(word) or word in STOPWORDS:
+        if _CJK.search(word) or len(found) >= MAX_PREFIXES or word in found:
             return match.group(1)
         found.append(word)
         return " "
 
     return _PREFIX.sub(take, text), found
+
+
+def term_count(text: str) -> int:
+    """How many distinct terms a query has: its words' (tokens) and its prefix words."""
+    rest, prefixes = prefix_words(text)
+    return len(set(tokens(rest))) + len(prefixes)
 
 
 def tokens(text: str) -> list[str]:

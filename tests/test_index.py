@@ -578,11 +578,18 @@ def test_a_word_ending_in_a_star_finds_the_words_it_starts(text_only: MemoryServ
     found nothing, since no memory holds the word "postgr"."""
     db = text_only.remember("We chose PostgreSQL for the billing service.", type="fact")
     spanish = text_only.remember("Ana speaks fluent Spanish and some Catalan.", type="fact")
-    assert db.memory is not None and spanish.memory is not None
+    auth = text_only.remember("Authentication reads the configuration on the university server.")
+    tools = text_only.remember("Notion holds the team's meeting notes.", type="fact")
+    made = text_only.remember("The decision was to move fast.", type="fact")
+    assert db.memory and spanish.memory and auth.memory and tools.memory and made.memory
     for query, found in [
         ("postgr*", db.memory.id),
         ("Span*", spanish.memory.id),
         ("billing services*", db.memory.id),  # the index holds the stem "servic"
+        ("authenti*", auth.memory.id),  # past the stem "authent"
+        ("configura* universi*", auth.memory.id),
+        ("not*", tools.memory.id),  # a stop word is a prefix like any other
+        ("dec*", made.memory.id),  # not every memory made in December (the date words)
     ]:
         hits = text_only.recall(query)
         assert [h.id for h in hits] == [found], query
@@ -597,7 +604,8 @@ def test_a_word_ending_in_a_star_finds_the_words_it_starts(text_only: MemoryServ
     [
         ("postgr* setup", "  setup", ["postgr"]),
         ("Span* and Cat*", "  and  ", ["span", "cat"]),
-        ("ab* the* 数据* a**b foo*bar", "ab* the 数据* a**b foo*bar", []),
+        ("ab* the* 数据* a**b foo*bar", "ab*   数据* a**b foo*bar", ["the"]),
+        ("one* two* six* ten* abc* one*", "        abc one", ["one", "two", "six", "ten"]),
     ],
 )
 def test_which_words_are_prefixes(query: str, rest: str, prefixes: list[str]) -> None:

@@ -27,7 +27,7 @@ from ..config import Settings
 from ..errors import LockTimeoutError
 from ..models import Access, Filters, Memory, MemoryInfo, last_seen
 from ..note import parse_time, strip_title
-from ..text import tokens, without_names
+from ..text import term_count, tokens, without_names
 from .fulltext import FullText, TextDoc, commit_lock
 from .language import cjk_share, language_means, script_overlap
 from .rank import Candidate, SoftForget, Weights, rank, relevance
@@ -46,10 +46,11 @@ VECTOR_CANDIDATES = 100
 COMMON_NAME_SHARE = 0.1
 COMMON_NAME_MIN = 10
 NARROW_KEYWORD_CANDIDATES = 1000  # filters may drop most of the best keyword matches
-# While vectors fill in behind the text index (a bulk import), a search embeds the first
-# chunk of at most this many of its hits still without vectors, so that they are judged
-# as the others are (Index._judge_unembedded; each ~25-500 ms on two busy cores)
-UNEMBEDDED_JUDGED = 4
+# While vectors fill in behind the text index (a bulk import), a search embeds one chunk
+# of each of its best hits still without vectors (as many as it returns, at least 4, at
+# most this many), so that they are judged as the others are (Index._judge_unembedded;
+# ~25 ms a chunk on an idle core, up to ~500 ms on two busy ones; kept a while)
+UNEMBEDDED_JUDGED = 16
 QUERY_CACHE = 4096
 PASSAGE_CACHE = 1024
 RATE_KEY = "embed_rate"  # memories/s of the last embedding run (store info), for the ETA
@@ -373,13 +374,7 @@ class Index:
         reach, covered, scored = self._levels(query, keyword, vector, cosines)
         floor = self._min_relevance(filters)
         if query.mode == "hybrid" and texts is not None:
-            waiting = [i for i in keyword if i not in cosines and scored[i] >= floor]
-            waiting.sort(key=lambda i: -scored[i])
-            judged = self._judge_unembedded(query, waiting, texts)
-            cosines.update(judged)
-            scored.update(
-                _relevance(query, keyword, judged, reach, covered, self._stretch(), judged)
-            )
+            self._judge_waiting(query, floor, texts, (keyword, cosines, reach, covered, scored))
         ids = [i for i, level in scored.items() if i in docs and level >= floor]
         seen = usage(ids) if usage else {}
         candidates = [
@@ -452,26 +447,54 @@ class Index:
             ),
         )
 
+    def _judge_waiting(
+        self,
+        query: SearchQuery,
+        floor: float,
+        texts: Callable[[list[str]], Mapping[str, Memory]],
+        signals: tuple[dict[str, float], ...],
+    ) -> None:
+        """Judge the hits still waiting for their vectors as the others are (updates the
+        cosines and relevance in ``signals``): the full-text fit that judges them otherwise
+        is generous (a long note holding one of the question's words passes the floor).
+        The best of them by that fit are embedded; any left over is held no more relevant
+        than the best one judged, so it never outranks a hit judged by its meaning."""
+        keyword, cosines, reach, covered, scored = signals
+        waiting = sorted(
+            (i for i in keyword if i not in cosines and scored[i] >= floor),
+            key=lambda i: -scored[i],
+        )
+        if not waiting:
+            return
+        judged = self._judge_unembedded(
+            query, waiting[: min(max(query.k, 4), UNEMBEDDED_JUDGED)], texts
+        )
+        cosines.update(judged)
+        scored.update(_relevance(query, keyword, judged, reach, covered, self._stretch(), judged))
+        best = max((scored[i] for i in judged), default=None)
+        for i in waiting:
+            if best is not None and i not in judged:
+                scored[i] = min(scored[i], best)
+
     def _judge_unembedded(
         self,
         query: SearchQuery,
         waiting: list[str],
         texts: Callable[[list[str]], Mapping[str, Memory]],
     ) -> dict[str, float]:
-        """Cosines of the question with the first chunk of the best few hits still waiting
-        for their vectors. The full-text fit that judges them otherwise is generous (a long
-        note holding one of the question's words can pass the floor); this one chunk
-        understates a long memory's best chunk, so a real match errs towards the floor."""
+        """Cosines of the question with one chunk of each of ``waiting`` (the chunk that
+        holds most of the question's words: one chunk may understate a long memory's best,
+        so a real match errs towards the floor)."""
         embedder = self.loader.get(timeout=0)
         if embedder is None or not waiting:
             return {}
         docs = self.store.docs
-        paths = {docs[i].path: i for i in waiting[:UNEMBEDDED_JUDGED]}
+        paths = {docs[i].path: i for i in waiting}
         memories = texts(list(paths))
         if not memories:
             return {}
         ids = [paths[p] for p in memories]
-        passages = [embedding_texts(m.title, m.tags, m.readable)[0] for m in memories.values()]
+        passages = [_best_chunk(query.text, m) for m in memories.values()]
         matrix = self._embed_passages(embedder, passages)
         asked = self._query_vector(embedder, query.text)
         means = language_means(embedder.name) if self.settings.crosslingual else None
@@ -649,7 +672,7 @@ def _relevance(
     """Each candidate's absolute relevance (rank.relevance) from the legs that ran (of the
     candidates ``only``, when given); ``covered``: each candidate's share of the query's
     terms (full text ran)."""
-    terms = len(set(tokens(query.text)))
+    terms = term_count(query.text)
     return {
         i: relevance(
             keyword.get(i, 0.0) if query.mode != "vector" else None,
@@ -661,6 +684,13 @@ def _relevance(
         )
         for i in dict.fromkeys(only if only is not None else [*keyword, *(cosines or {})])
     }
+
+
+def _best_chunk(question: str, memory: Memory) -> str:
+    """The chunk of ``memory`` (as embedded) holding most of the question's words."""
+    wanted = set(tokens(question))
+    chunks = embedding_texts(memory.title, memory.tags, memory.readable)
+    return max(chunks, key=lambda chunk: len(wanted & set(tokens(chunk))))
 
 
 @functools.lru_cache(maxsize=1 << 16)

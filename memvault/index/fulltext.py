@@ -31,6 +31,8 @@ INDEX_NAME = windex._DEF_INDEX_NAME  # MAIN: Whoosh's file names start with it
 FIELD_BOOSTS = {"title": 1.5, "aliases": 1.5, "tags": 1.5, "body": 1.0, "when": 1.0}
 PREFIX_TERMS = 20  # a query word ``postgr*`` stands for at most this many index terms:
 PREFIX_SCAN = 1000  # the most frequent of the first this many (alphabetically) per field
+# the fields a prefix reaches: not the date words (``dec*`` would be every December memory)
+PREFIX_FIELDS = tuple(f for f in FIELD_BOOSTS if f != "when")
 
 
 @dataclass(frozen=True)
@@ -199,10 +201,11 @@ class FullText:
         over posting lists read once per segment (:class:`_Postings`)."""
         with self._lock:
             view = self._view()
-            terms = list(dict.fromkeys(t for group in view.groups(text) for t in group))
+            groups = view.groups(text)
+            terms = list(dict.fromkeys(t for group in groups for t in group))
             if not terms:
                 return {}
-            scores = view.bm25(terms)
+            scores = view.bm25(terms, _prefixed(text, groups))
             matched = np.flatnonzero(scores > 0)
             best = matched[np.lexsort((matched, -scores[matched]))][:limit]
             return {view.ids[n]: float(scores[n]) for n in best.tolist()}
@@ -217,7 +220,7 @@ class FullText:
             numbers = {i: view.numbers[i] for i in dict.fromkeys(ids) if i in view.numbers}
             if not groups or not numbers:
                 return {}
-            found = view.containing(groups)
+            found = view.containing(groups, _prefixed(text, groups))
             return {i: int(found[n]) / len(groups) for i, n in numbers.items()}
 
     def holding(self, term: str) -> tuple[int, int]:
@@ -363,6 +366,12 @@ def _tree_sum(clauses: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray,
     return nodes[0][2]
 
 
+def _prefixed(text: str, groups: list[list[str]]) -> frozenset[str]:
+    """The terms of ``groups`` that only a prefix word of ``text`` brought."""
+    plain = set(tokens(prefix_words(text)[0]))
+    return frozenset(t for group in groups for t in group if t not in plain)
+
+
 class _View:
     """One searcher's segments: document numbers <-> ids of the live documents, and the
     scores and term counts of a query over all of them."""
@@ -390,17 +399,20 @@ class _View:
         self.live = np.concatenate(live) if live else np.zeros(0, dtype=bool)
         self.numbers = {self.ids[n]: n for n in np.flatnonzero(self.live).tolist()}
 
-    def bm25(self, terms: list[str]) -> np.ndarray:
+    def bm25(self, terms: list[str], prefixed: frozenset[str] = frozenset()) -> np.ndarray:
         """Per document number, the BM25F score of the Or of (term, field) clauses, deleted
         documents 0. The clauses are summed as Whoosh sums them, so that the scores are the
         same to the last bit (ties decide which memories make the cut): in clause order in
-        a segment of up to OR_ARRAY_LIMIT documents, else in its weighted tree."""
+        a segment of up to OR_ARRAY_LIMIT documents, else in its weighted tree. A term
+        only a prefix word brought (``prefixed``) is not looked for in the date words."""
         searcher, scores = self.searcher, np.zeros(len(self.live))
         avgfl = {f: searcher.avg_field_length(f) or 1 for f in FIELD_BOOSTS}
         for seg, reader, offset in self.segments:
             clauses: list[tuple[np.ndarray, np.ndarray]] = []
             for term in terms:
                 for field, boost in FIELD_BOOSTS.items():
+                    if field not in PREFIX_FIELDS and term in prefixed:
+                        continue
                     found = self.cache.postings(seg, reader, field, term)
                     if found is None:
                         clauses.append((_NO_DOCS, _NO_SCORES))
@@ -440,27 +452,39 @@ class _View:
         return groups
 
     def _expand(self, prefix: str) -> list[str]:
-        """Index terms starting with ``prefix`` or with its stem (``services*``: the index
-        holds ``servic``), most frequent first."""
+        """Index terms (stems) of words that start with ``prefix``, most frequent first:
+        those starting with it or with its stem (``services*``: ``servic``), and those it
+        runs past by a few letters (``authenti*``: the index holds ``authent``)."""
         if prefix not in self.expanded:  # search and coverage ask for the same query
             frequency: dict[str, int] = {}
-            for start in dict.fromkeys([prefix, stem(prefix)]):
-                for _, reader, _ in self.segments:
-                    for field in FIELD_BOOSTS:
+            shorter = [prefix[:n] for n in range(max(3, len(prefix) - 4), len(prefix))]
+            for _, reader, _ in self.segments:
+                for field in PREFIX_FIELDS:
+                    for start in dict.fromkeys([prefix, stem(prefix)]):
                         found = reader.iter_prefix(field, start)
                         for raw, info in islice(found, PREFIX_SCAN):
                             term = raw.decode("utf-8") if isinstance(raw, bytes) else raw
                             frequency[term] = frequency.get(term, 0) + info.doc_frequency()
+                    for term in shorter:
+                        count = reader.doc_frequency(field, term)
+                        if count:
+                            frequency[term] = frequency.get(term, 0) + count
             best = sorted(frequency, key=lambda t: (-frequency[t], t))[:PREFIX_TERMS]
             self.expanded[prefix] = best
         return self.expanded[prefix]
 
-    def containing(self, groups: list[list[str]]) -> np.ndarray:
+    def containing(
+        self, groups: list[list[str]], prefixed: frozenset[str] = frozenset()
+    ) -> np.ndarray:
         """Per document number, how many of the query's term ``groups`` it has a term of,
-        in any field."""
+        in any field (a term only a prefix brought: not in the date words)."""
         count = np.zeros(len(self.live), dtype=np.int32)
         for group in groups:
-            has = [self._has(term, f) for term in group for f in FIELD_BOOSTS]
+            has = [
+                self._has(term, f)
+                for term in group
+                for f in (PREFIX_FIELDS if term in prefixed else FIELD_BOOSTS)
+            ]
             if has:
                 count += np.logical_or.reduce(has)
         return count
