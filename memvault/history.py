@@ -963,6 +963,14 @@ class History:
             raise GitError(["cat-file", "--batch"], code, err)
         return _parse_batch(out)
 
+    def merge_lines(self, base: str, ours: str, theirs: str) -> str | None:
+        """A three-way line merge of two texts with ``git merge-file``; None on overlap."""
+        with self.temp_files(ours, base, theirs) as names:
+            try:
+                return self.run("merge-file", "-p", "--quiet", *names)
+            except GitError:
+                return None  # overlapping changes (exit code: how many)
+
     def texts_at(self, versions: Sequence[tuple[str, str]]) -> list[str | None]:
         """The text of each ``(commit, path)`` (None where the commit has no such file):
         two git calls for any number of versions."""

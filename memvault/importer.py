@@ -107,6 +107,7 @@ def reason_of(exc: BaseException) -> str:
         ("memvault ignores", "ignored path"),
         ("has problems", "vault copy has problems"),
         ("no import wrote", "vault has another file there"),
+        ("edited in the vault since", "edited since the last import"),
     ):
         if needle in text:
             return reason
@@ -142,7 +143,7 @@ def from_jsonl(path: Path, now: dt.datetime) -> Iterator[ImportItem | ImportSkip
     for number, raw in enumerate(path.read_bytes().split(b"\n"), 1):
         where = f"{path.name}:{number}"
         try:
-            line = raw.decode("utf-8")
+            line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
         except UnicodeDecodeError as exc:
             detail = f"{path}:{number} is not UTF-8 text (byte {exc.start}): re-save it as UTF-8"
             yield _skip(where, "not UTF-8", detail)
@@ -171,9 +172,13 @@ def is_graph_file(path: Path) -> bool:
     if not path.is_file():  # a FIFO would block the read
         return False
     try:
-        with path.open("rb") as handle:
-            first = next((line for line in handle if line.strip()), b"")
-        record = json.loads(first)
+        with path.open("rb") as handle:  # a line at a time, each read at most 1 MB
+            first = b""
+            while not first.strip():
+                first = handle.readline(1_000_000)
+                if not first:
+                    break
+        record = json.loads(first.decode("utf-8-sig"))
     except (OSError, ValueError):
         return False
     return isinstance(record, dict) and knowledge_graph.is_record(record)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import frontmatter, guard, ids, importer, note, recovery, validate
+from . import frontmatter, guard, ids, importer, merging, note, recovery, validate
 from .errors import (
     InvalidInputError,
     MalformedMemoryError,
@@ -258,11 +258,36 @@ class _Run:
                 changes[key] = current.meta[key]
         if "updated" not in doc.meta or "updated" in item.defaults:
             changes["updated"] = self.now
-        text = frontmatter.render(doc, changes)
+        text = self._with_edits(path, old.decode("utf-8"), frontmatter.render(doc, changes))
         validate.file_size(path, text, self.vault.max_file_bytes)
         self.vault.write(path, text, expected_hash=memory.content_hash)
         self.written.append(path)
         self.updated.append(path)
+
+    def _with_edits(self, path: str, current: str, text: str) -> str:
+        """``text`` (the source's new version) with what was edited in the vault since the
+        import that wrote ``path`` merged in: field by field, line by line. An edit the
+        source's change overlaps is never overwritten: the vault's file is kept."""
+        base = self._last_imported(path)
+        if base is None or base == current:
+            return text
+        merged = merging.merge_memory(
+            base, current, text, "import", self.now.isoformat(), self.history.merge_lines
+        )
+        if merged.conflict:
+            raise InvalidInputError(
+                f"{path} was edited in the vault since the last import, and the source "
+                "changed the same lines: kept the vault's; bring the source's change in by hand"
+            )
+        return merged.text
+
+    def _last_imported(self, path: str) -> str | None:
+        """The text the last import that wrote ``path`` wrote (None: no import did)."""
+        if not self._from_import(path):
+            return None
+        assert self.imported is not None
+        (text,) = self.history.texts_at([(self.imported[path], path)])
+        return text
 
     def _imported_as_is(
         self, path: str, doc: frontmatter.Document, defaults: frozenset[str]
@@ -270,11 +295,7 @@ class _Run:
         """Whether the last import that wrote ``path`` wrote what the source says now: the
         source did not change since, and the vault's copy was edited after it (by a person
         or memvault), which a re-import must not take back."""
-        if not self._from_import(path):
-            return False
-        assert self.imported is not None
-        sha = self.imported[path]
-        (text,) = self.history.texts_at([(sha, path)])
+        text = self._last_imported(path)
         try:
             return text is not None and _same(frontmatter.parse(text), doc, defaults)
         except MalformedMemoryError:

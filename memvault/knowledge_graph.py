@@ -12,6 +12,7 @@ named, because there is no memory to write it in.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from typing import Any
 from . import ids
 from .errors import UnsafePathError
 from .models import ImportSkip
+from .validate import MAX_TITLE_CHARS
 
 PEOPLE = frozenset({"person", "people", "human", "user", "contact"})
 _UNSAFE_NAME = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f\x7f]')  # what Obsidian refuses in a name
@@ -59,7 +61,7 @@ class Graph:
         """Take one line; a skip naming it when it cannot be read."""
         if record["type"] == "relation":
             source, relation, target = (
-                _one_line(p) if isinstance(p, str) else ""
+                _name(p) if isinstance(p, str) else ""
                 for p in (record.get("from"), record.get("relationType"), record.get("to"))
             )
             if not (source and relation and target):
@@ -68,12 +70,12 @@ class Graph:
             return None
         name, kind = record.get("name"), record.get("entityType", "")
         observations = record.get("observations", [])
-        if not isinstance(name, str) or not _one_line(name) or not isinstance(kind, str):
+        if not isinstance(name, str) or not _name(name) or not isinstance(kind, str):
             return _skip(where, "an entity needs a name and an entityType")
         if not isinstance(observations, list):
             return _skip(where, "observations must be a list")
-        entity = self._entities.setdefault(name, _Entity(_one_line(name), kind.strip(), where))
-        entity.observations += [" ".join(str(o).split()) for o in observations if str(o).strip()]
+        entity = self._entities.setdefault(_name(name), _Entity(_name(name), kind.strip(), where))
+        entity.observations += [_observation(o) for o in observations if _observation(o)]
         return None
 
     def records(self) -> Iterator[tuple[dict[str, Any], str] | ImportSkip]:
@@ -99,17 +101,17 @@ def _record(entity: _Entity, stems: dict[str, str]) -> dict[str, Any]:
     if entity.relations:
         lines += ["", "Relations:"]
         lines += [f"- {rel} {_link(target, stems)}" for rel, target in entity.relations]
+    title = entity.name if len(entity.name) <= MAX_TITLE_CHARS else entity.name[:MAX_TITLE_CHARS]
     record: dict[str, Any] = {
-        "title": entity.name,
-        "content": "\n".join(lines).strip() or entity.name,
+        "title": title,
+        "content": "\n".join(lines).strip() or title,
         "type": "fact",
         "path": f"{_folder(entity.kind)}/{stem}.md",
+        "aliases": [entity.name],  # found by its name, whatever file it ends up in
     }
     if entity.kind:
         record["tags"] = [ids.slugify(entity.kind)]
         record["entity_type"] = entity.kind
-    if stem != entity.name:
-        record["aliases"] = [entity.name]
     return record
 
 
@@ -149,7 +151,16 @@ def _folder(kind: str) -> str:
     return "people" if kind.strip().casefold() in PEOPLE else "entities"
 
 
-def _one_line(text: str) -> str:
+def _name(text: str) -> str:
+    """A name as one line, composed (NFC): how entities are told apart and found."""
+    return unicodedata.normalize("NFC", " ".join(text.split()))
+
+
+def _observation(value: Any) -> str:
+    """An observation as one line ("" for none): text as it is, anything else as JSON."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return " ".join(text.split())
 
 

@@ -14,7 +14,7 @@ from memvault.errors import InvalidInputError
 from memvault.links import graph_of
 from memvault.service import MemoryService
 
-from .helpers import commit_count
+from .helpers import commit_count, git
 
 GRAPH: list[dict[str, Any]] = [
     {
@@ -144,3 +144,66 @@ def test_a_graph_line_that_cannot_be_read_is_skipped_and_named(
     report = text_only.import_path(write_graph(tmp_path / "memory.jsonl", [GRAPH[1], line]))
     assert report.imported == 1
     assert [(s.path, s.reason) for s in report.skipped] == [("memory.jsonl:2", "invalid record")]
+
+
+def test_a_person_s_edit_of_an_imported_entity_survives_the_next_import(
+    person_vault: MemoryService, tmp_path: Path
+) -> None:
+    """A migration runs both servers a while and imports again: the graph's new
+    observation came in over the person's own line, which was lost but for git."""
+    source = write_graph(tmp_path / "memory.jsonl", GRAPH)
+    person_vault.import_path(source)
+    john = person_vault.vault.abspath("people/John_Smith.md")
+    with john.open("a", encoding="utf-8") as handle:
+        handle.write("\nMy own note: John prefers calls after 10am.\n")
+    git(person_vault.root, "commit", "-qam", "my note")
+    grown = [dict(r) for r in GRAPH]
+    grown[2]["observations"] = ["Q3", "Q4"]  # another entity changes too
+    grown[0]["observations"] = ["Speaks fluent Spanish", "Prefers phone calls"]
+    report = person_vault.import_path(write_graph(source, grown))
+    assert report.updated == 2
+    text = john.read_text(encoding="utf-8")
+    assert "- Prefers phone calls" in text and "My own note: John prefers calls" in text
+    assert "- Prefers morning meetings" not in text
+
+
+def test_an_import_never_overwrites_an_edit_its_source_changed_too(
+    person_vault: MemoryService, tmp_path: Path
+) -> None:
+    source = write_graph(tmp_path / "memory.jsonl", GRAPH)
+    person_vault.import_path(source)
+    john = person_vault.vault.abspath("people/John_Smith.md")
+    mine = john.read_text(encoding="utf-8").replace("fluent Spanish", "some Spanish")
+    john.write_text(mine, encoding="utf-8")
+    git(person_vault.root, "commit", "-qam", "my correction")
+    changed = [dict(r) for r in GRAPH]
+    changed[0]["observations"] = ["Speaks fluent Spanish and Portuguese"]
+    commits = commit_count(person_vault.root)
+    report = person_vault.import_path(write_graph(source, changed))
+    assert [(s.path, s.reason) for s in report.skipped] == [
+        ("memory.jsonl:6", "unknown entity"),
+        ("people/John_Smith.md", "edited since the last import"),
+    ]
+    assert john.read_text(encoding="utf-8") == mine
+    assert commit_count(person_vault.root) == commits
+
+
+def test_names_are_told_apart_as_written_once_spaces_and_composition_are_set_aside(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    """A name with a double space (or composed differently on a Mac) lost its relations
+    as 'unknown entity'; a null observation read '- None'."""
+    decomposed = "Ame\u0301lie  Poulain"
+    source = tmp_path / "memory.jsonl"
+    lines = [
+        {"type": "entity", "name": decomposed, "entityType": "person", "observations": [None]},
+        {"type": "entity", "name": "Café", "entityType": "place", "observations": [{"x": 1}]},
+        {"type": "relation", "from": "Amélie Poulain", "to": "Café", "relationType": "runs"},
+    ]
+    source.write_bytes(b"\xef\xbb\xbf" + write_graph(source, lines).read_bytes())  # a BOM
+    report = text_only.import_path(source)
+    assert (report.imported, report.skipped) == (2, ())
+    amelie = text_only.get("people/Amélie Poulain.md")
+    assert amelie.meta["aliases"] == ["Amélie Poulain"] and "None" not in amelie.body
+    assert related_titles(text_only, amelie.path) == {"Café"}
+    assert '- {"x": 1}' in text_only.get("entities/Café.md").body
