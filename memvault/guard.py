@@ -152,4 +152,4 @@ def import_target(vault: Vault, item: importer.ImportItem) -> tuple[str, str]:
     except (InvalidInputError, UnsafePathError) as exc:
         raise type(exc)(f"{item.source}: {exc}") from exc
     folder, _, name = stem_path(rel).rpartition("/")
-    return folder, name
+    return vault.spelled(folder), name

@@ -223,6 +223,12 @@ def _sort_key(sort: str) -> Callable[[MemoryInfo], Any]:
     raise InvalidInputError(f"sort must be {', '.join(SORTS)}, not {sort!r}")
 
 
+def _within(path: str, folder: str) -> bool:
+    """Whether ``path`` is in ``folder``, case aside (``inbox`` is a person's ``Inbox/``,
+    as on the disks of macOS and Windows)."""
+    return (path + "/").casefold().startswith(folder.strip("/").casefold() + "/")
+
+
 @dataclass(frozen=True)
 class Filters:
     """Which memories a list or a search keeps."""
@@ -249,7 +255,7 @@ class Filters:
             (self.include_archived or memory.status not in ("archived", "superseded"))
             and (not self.types or memory.type in self.types)
             and (not self.tags or set(self.tags) <= set(memory.tags))
-            and (not self.folder or (memory.path + "/").startswith(self.folder.strip("/") + "/"))
+            and (not self.folder or _within(memory.path, self.folder))
             and (not self.scope or bool(set(self.scope) & set(memory.scope)))
             and (self.include_expired or not memory.expires or not self._expired(memory))
             and self._in_period(memory.created)

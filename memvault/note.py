@@ -33,6 +33,12 @@ _DRAWING_DATA = re.compile(
     r"^#{1,2} Drawing[ \t]*\n```(?:compressed-json|json)[ \t]*\n.*?(?:^```[ \t]*$|\Z)", re.S | re.M
 )
 _DRAWING_BANNER = re.compile(r"^==⚠\s*Switch to EXCALIDRAW VIEW.*$", re.M)
+# the plugin's own headings, its embedded files' hashes and the block id after each text
+_DRAWING_HEADINGS = re.compile(
+    r"^#{1,3} (?:Excalidraw Data|Text Elements|Element Links|Embedded Files)[ \t]*$", re.M
+)
+_DRAWING_FILES = re.compile(r"^[0-9a-f]{40}: \[\[[^\]\n]*\]\][ \t]*$", re.M)
+_BLOCK_ID = re.compile(r"[ \t]+\^[A-Za-z0-9-]+[ \t]*$", re.M)
 
 
 def heading(body: str) -> str | None:
@@ -76,7 +82,9 @@ def reader_text(body: str, meta: dict[str, Any]) -> str:
     drawing's without its scene data and banner (the file itself keeps them, of course)."""
     if EXCALIDRAW_KEY not in meta:
         return body
-    return _DRAWING_BANNER.sub("", _DRAWING_DATA.sub("", body))
+    for pattern in (_DRAWING_DATA, _DRAWING_BANNER, _DRAWING_HEADINGS, _DRAWING_FILES, _BLOCK_ID):
+        body = pattern.sub("", body)
+    return body
 
 
 def snippet(body: str, query: str, width: int = SNIPPET_WIDTH) -> str:

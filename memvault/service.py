@@ -311,8 +311,8 @@ class MemoryService:
         meta = _fields.new_meta(type, tags, confidence, importance, now, source, scope, supersedes)
         meta |= when
         text = frontmatter.new_file(meta, _body(title, content))
-        if target_folder is None:
-            target_folder = self.vault.spelled(_fields.default_folder(type, now))
+        chosen = target_folder or _fields.default_folder(type, now)
+        target_folder = self.vault.spelled(chosen)  # a person's Inbox/ for inbox
         with self._writing():
             # every write that landed meanwhile is indexed by now: no fact is stored twice
             similar = self.retrieval.similar(content, type, title, tags) if check_similar else []

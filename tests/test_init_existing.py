@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from memvault.config import Settings
+from memvault.models import Filters
 from memvault.service import MemoryService
 from memvault.template import create_vault, template_dir
 
@@ -191,13 +192,21 @@ def test_init_over_a_vault_with_capitalised_folders_adds_no_twin_and_writes_into
     tops = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
     assert "people" not in tops and "inbox" not in tops and "facts" not in tops
     assert {"People", "Inbox", "Facts", "archive", "profile", "preferences"} <= set(tops)
+    source = tmp_path / "more.jsonl"
+    source.write_text('{"content": "Water the ferns on Sundays."}\n', encoding="utf-8")
     service = MemoryService.open(root, Settings(embedder="none"))
     try:
         note = service.remember("Call the plumber about the leaking tap.", type="note")
         fact = service.remember("The boiler was serviced in October 2026.", type="fact")
         pref = service.remember("The user prefers tea over coffee.", type="preference")
+        ana = service.remember("Ana moved to Porto.", type="fact", folder="people")
+        imported = service.import_path(source)
+        in_inbox = service.recall("plumber leaking tap", filters=Filters(folder="inbox"))
     finally:
         service.close()
     assert note.memory is not None and note.memory.path.startswith("Inbox/")
     assert fact.memory is not None and fact.memory.path.startswith("Facts/")
     assert pref.memory is not None and pref.memory.path.startswith("preferences/")
+    assert ana.memory is not None and ana.memory.path.startswith("People/")
+    assert [p.split("/")[0] for p in imported.paths] == ["Inbox"]
+    assert [h.id for h in in_inbox] == [note.memory.id]  # a folder filter, case aside

@@ -241,8 +241,8 @@ def test_an_excalidraw_drawing_is_found_by_its_words_not_its_scene_data(
     path = write(text_only, "projects/Auth flow.excalidraw.md", DRAWING)
     text_only.sync_index()
     hits = text_only.recall("login service", k=3)
-    assert [(h.title, h.snippet) for h in hits] == [("Auth flow", "Login service ^Xk3b9QpA")]
-    for words in (SCENE, "decompress plugin settings"):
+    assert [(h.title, h.snippet) for h in hits] == [("Auth flow", "Login service")]
+    for words in (SCENE, "decompress plugin settings", "text elements", "Xk3b9QpA"):
         assert text_only.recall(words, k=3) == []
     context = build_context(text_only, "auth flow login", 1500).text
     assert "Login service" in context and SCENE[:20] not in context
