@@ -52,6 +52,7 @@ def build_server(service: MemoryService) -> tuple[MCPServer, Notifier]:
         tools=list(build_tools(service, notifier)),
         subscriptions=bus,
         log_level="WARNING",
+        lifespan=notifier.serving,
     )
     service.listeners.append(notifier.on_change)
     register_legacy_subscriptions(mcp, notifier)
