@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -83,3 +88,39 @@ def test_a_legacy_client_that_only_reads_hears_that_the_list_changed(svc: Memory
         await asyncio.wait_for(changed.wait(), timeout=10)
 
     run(svc, "legacy", body, message_handler=on_message)
+
+
+def test_a_garbled_line_on_stdio_is_answered_not_left_hanging(vault_path: Path) -> None:
+    """The SDK dropped a line it could not read: a host whose request was cut short or
+    malformed waited for its answer forever. JSON-RPC answers it (-32700 for what is no
+    JSON, -32600 with the request's id when it has one); a blank line or a notification
+    gets no answer, and the server goes on serving."""
+    lines = [
+        json.dumps(INITIALIZE),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "rec',
+        "",
+        json.dumps({"id": 3, "method": "ping"}),  # no "jsonrpc"
+        json.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": 5}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/progress", "params": 5}),
+        json.dumps([1, 2]),
+        json.dumps({"jsonrpc": "2.0", "id": 5, "method": "ping"}),
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memvault.cli", "--vault", str(vault_path), "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "MEMVAULT_EMBEDDER": "none"},
+    )
+    assert proc.stdin and proc.stdout
+    proc.stdin.write("\n".join(lines) + "\n")
+    proc.stdin.flush()
+    answers = [json.loads(proc.stdout.readline())]
+    while answers[-1].get("id") != 5:  # the last request's answer: each line was read
+        answers.append(json.loads(proc.stdout.readline()))
+    proc.communicate(timeout=60)
+    errors = [(a["id"], a["error"]["code"]) for a in answers if "error" in a]
+    assert errors == [(None, -32700), (3, -32600), (4, -32600), (None, -32600)]
+    assert "jsonrpc" in answers[2]["error"]["message"]
