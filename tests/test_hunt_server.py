@@ -17,6 +17,8 @@ from mcp import Client
 from memvault.server import build_server, note_uri
 from memvault.service import MemoryService
 
+from .helpers import run_memvault
+
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -124,3 +126,15 @@ def test_a_garbled_line_on_stdio_is_answered_not_left_hanging(vault_path: Path) 
     errors = [(a["id"], a["error"]["code"]) for a in answers if "error" in a]
     assert errors == [(None, -32700), (3, -32600), (4, -32600), (None, -32600)]
     assert "jsonrpc" in answers[2]["error"]["message"]
+
+
+def test_a_token_no_http_header_can_carry_is_refused_at_start(tmp_path: Path) -> None:
+    """`--token pässwort` served, and every client was refused for ever: an HTTP client
+    cannot send it (Python's refuses non-ASCII, browsers and Node send Latin-1 bytes, the
+    server compared UTF-8). Refused at start, before a vault is created."""
+    vault = tmp_path / "vault"
+    for token in ("pässwort", "s3cret\x07"):
+        done = run_memvault("--vault", str(vault), "serve", "--http", "--token", token)
+        assert done.returncode == 1, done.stderr
+        assert "HTTP header cannot carry" in done.stderr and "Traceback" not in done.stderr
+    assert not vault.exists()
