@@ -17,7 +17,7 @@ from mcp import Client
 from memvault.server import build_server, note_uri
 from memvault.service import MemoryService
 
-from .helpers import run_memvault
+from .helpers import call_tool, run_memvault
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -138,3 +138,28 @@ def test_a_token_no_http_header_can_carry_is_refused_at_start(tmp_path: Path) ->
         assert done.returncode == 1, done.stderr
         assert "HTTP header cannot carry" in done.stderr and "Traceback" not in done.stderr
     assert not vault.exists()
+
+
+def test_list_memories_refuses_a_cursor_it_never_gave(svc: MemoryService) -> None:
+    """A cursor that was no next_cursor (a memory id, '-1', '1.5') silently listed the first
+    page again, so an agent paging on saw the same memories twice; '²' was an internal
+    error. Each is refused by name; the cursors given page through every memory once."""
+    for i in range(3):
+        svc.remember(f"Memory {i} about the red bicycle number {i * 13}.", check_similar=False)
+
+    async def body(client: Client) -> tuple[list[str], list[str]]:
+        refused = []
+        for cursor in ("01M8VRT66Z1G25TF", "-1", "1.5", " 1", "²"):
+            result = await client.call_tool("list_memories", {"cursor": cursor, "limit": 1})
+            assert result.is_error, cursor
+            refused.append(str(result.content[0].text))  # type: ignore[union-attr]
+        seen, cursor = [], None
+        while True:
+            page = await call_tool(client, "list_memories", {"limit": 2, "cursor": cursor})
+            seen += [m["id"] for m in page["memories"]]
+            if not (cursor := page["next_cursor"]):
+                return refused, seen
+
+    refused, seen = run(svc, "legacy", body)
+    assert all("invalid_input: cursor" in r and "next_cursor" in r for r in refused), refused
+    assert len(seen) == len(set(seen)) == 3
