@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 
 from memvault.server import build_server, note_uri
 from memvault.service import MemoryService
@@ -163,3 +165,34 @@ def test_list_memories_refuses_a_cursor_it_never_gave(svc: MemoryService) -> Non
     refused, seen = run(svc, "legacy", body)
     assert all("invalid_input: cursor" in r and "next_cursor" in r for r in refused), refused
     assert len(seen) == len(set(seen)) == 3
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_a_wrong_prompt_request_is_invalid_params_naming_what_is_wrong(
+    svc: MemoryService, mode: str
+) -> None:
+    """prompts/get answered an unknown prompt, a missing argument and an argument of the
+    wrong type with the JSON-RPC code 0 (MCP says -32602), the last one only as "Error
+    rendering prompt recall_context", which a person typing the arguments cannot act on."""
+    asked = {
+        "unknown": ("nope", {}),
+        "missing": ("recall_context", {}),
+        "extra": ("extract_memories", {"conversation": "hi", "extra": "x"}),
+        "mistyped": ("recall_context", {"topic": "tea", "budget_tokens": "abc"}),
+    }
+
+    async def body(client: Client) -> dict[str, MCPError]:
+        errors = {}
+        for what, (name, args) in asked.items():
+            with pytest.raises(MCPError) as caught:
+                await client.get_prompt(name, args)
+            errors[what] = caught.value
+        return errors
+
+    errors = run(svc, mode, body)
+    assert {e.error.code for e in errors.values()} == {INVALID_PARAMS}
+    assert "nope" in errors["unknown"].error.message
+    assert "topic" in errors["missing"].error.message
+    assert "unknown argument 'extra'" in errors["extra"].error.message
+    wrong = errors["mistyped"].error.message
+    assert "budget_tokens" in wrong and "'abc'" in wrong and "rendering" not in wrong
