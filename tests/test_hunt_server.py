@@ -196,3 +196,28 @@ def test_a_wrong_prompt_request_is_invalid_params_naming_what_is_wrong(
     assert "unknown argument 'extra'" in errors["extra"].error.message
     wrong = errors["mistyped"].error.message
     assert "budget_tokens" in wrong and "'abc'" in wrong and "rendering" not in wrong
+
+
+def test_update_memory_with_empty_content_keeps_the_text(svc: MemoryService) -> None:
+    """An agent passing "" for an optional argument it means to leave alone (models do)
+    wiped the memory's text in a commit: `update_memory(content="")` was 'updated', its
+    body and title gone. remember refuses an empty text; so does update now, writing
+    nothing."""
+    made = svc.remember("The user drinks oolong tea every afternoon.", tags=["tea"])
+    assert made.memory is not None
+    before = (svc.root / made.memory.path).read_text(encoding="utf-8")
+    commits = svc.history.run("rev-list", "--count", "HEAD")
+
+    async def body(client: Client) -> list[str]:
+        refused = []
+        for content in ("", "  \n "):
+            args = {"id": made.memory.id, "content": content, "tags": []}  # type: ignore[union-attr]
+            result = await client.call_tool("update_memory", args)
+            assert result.is_error, content
+            refused.append(str(result.content[0].text))  # type: ignore[union-attr]
+        return refused
+
+    for message in run(svc, "legacy", body):
+        assert "invalid_input: content is empty" in message
+    assert (svc.root / made.memory.path).read_text(encoding="utf-8") == before
+    assert svc.history.run("rev-list", "--count", "HEAD") == commits
