@@ -221,3 +221,21 @@ def test_update_memory_with_empty_content_keeps_the_text(svc: MemoryService) -> 
         assert "invalid_input: content is empty" in message
     assert (svc.root / made.memory.path).read_text(encoding="utf-8") == before
     assert svc.history.run("rev-list", "--count", "HEAD") == commits
+
+
+def test_a_blank_title_is_no_title(svc: MemoryService) -> None:
+    """A title of spaces (an agent's placeholder) named the file `memory.md` (then
+    `memory-2.md`...) under an empty `# ` heading on remember, and wrote an empty heading on
+    update_memory: it is no title, as "" is (the first line is the title)."""
+
+    async def body(client: Client) -> tuple[dict[str, Any], dict[str, Any]]:
+        args = {"content": "The user's dog is called Pepper.", "title": "   ", "type": "fact"}
+        made = await call_tool(client, "remember", args)
+        change = {"id": made["id"], "title": " \t", "importance": 0.9}
+        await call_tool(client, "update_memory", change)
+        return made, await call_tool(client, "get_memory", {"id": made["id"]})
+
+    made, got = run(svc, "legacy", body)
+    assert made["path"] == "facts/the-user-s-dog-is-called-pepper.md"
+    assert got["title"] == "The user's dog is called Pepper."
+    assert "# The user's dog is called Pepper.\n" in got["body"]
