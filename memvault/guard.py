@@ -50,6 +50,10 @@ def check_update(
 ) -> None:
     """What ``update`` is given (the fields themselves are checked by ``clean_fields``)."""
     validate.revision(expected_revision)
+    if content is not None and not content.strip():  # an agent's "" for "no change" wiped it
+        raise InvalidInputError(
+            "content is empty: leave it out to keep the memory's text (forget removes a memory)"
+        )
     tags = fields.get("tags")
     check_text(settings, content, title, tags if isinstance(tags, list | tuple) else ())
 

@@ -301,8 +301,14 @@ class Page:
         cursor: str | None,
         unreadable: tuple[Problem, ...] = (),
     ) -> Page:
-        """The page of ``ordered`` starting at ``cursor`` (a previous ``next_cursor``)."""
-        start = int(cursor) if cursor and cursor.isdigit() else 0
+        """The page of ``ordered`` starting at ``cursor`` (a previous ``next_cursor``); any
+        other cursor is refused (taken as the first page, it sent a client round again)."""
+        if cursor and not (cursor.isascii() and cursor.isdigit()):
+            raise InvalidInputError(
+                f"cursor {cursor[:40]!r} is not a next_cursor of this listing: pass the "
+                "last one given, or none for the first page"
+            )
+        start = int(cursor) if cursor else 0
         end = start + limit if limit else len(ordered)
         nxt = str(end) if end < len(ordered) else None
         return cls(tuple(ordered[start:end]), len(ordered), nxt, unreadable)

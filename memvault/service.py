@@ -304,7 +304,7 @@ class MemoryService:
         _fields.check_unit("importance", importance)
         _fields.check_unit("confidence", confidence)
         type = (type or "note").strip()
-        title = (title or _first_line(content)).strip()
+        title = (title or "").strip() or _first_line(content).strip()  # "  ": no title given
         if check_similar:  # embedded outside the lock (slow), judged inside it (below)
             self.retrieval.prepare(content, title, tags)
         now = self.clock().replace(microsecond=0)
@@ -348,6 +348,7 @@ class MemoryService:
     ) -> WriteResult:
         """Change a memory's body and/or frontmatter, keeping everything else of the file."""
         guard.check_update(self.settings, content, title, fields or {}, expected_revision)
+        title = title.strip() or None if title is not None else None  # "  " wrote a "# " heading
         changes = _fields.clean_fields(fields or {})
         with self._writing():
             memory = self.get(id_or_path)

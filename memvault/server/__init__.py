@@ -1,8 +1,8 @@
 """MCP server: a thin adapter from MCP tools, resources and prompts to MemoryService.
 
 ``tools`` (the tools), ``schemas`` (what they return), ``surface`` (how they appear to a
-client), ``resources`` (views and prompts), ``notify`` (change notifications) and ``http``
-(the Streamable HTTP transport). Logs go to stderr only: over stdio, one stray byte on
+client), ``resources`` (views and prompts), ``notify`` (change notifications), ``http``
+and ``stdio`` (the transports). Logs go to stderr only: over stdio, one stray byte on
 stdout breaks the protocol.
 """
 
@@ -52,6 +52,7 @@ def build_server(service: MemoryService) -> tuple[MCPServer, Notifier]:
         tools=list(build_tools(service, notifier)),
         subscriptions=bus,
         log_level="WARNING",
+        lifespan=notifier.serving,
     )
     service.listeners.append(notifier.on_change)
     register_legacy_subscriptions(mcp, notifier)
@@ -102,8 +103,10 @@ def serve(
 
             run_http(mcp, host, port, token, announce)
         else:
+            from .stdio import run_stdio
+
             (announce or log.info)("stdio")
-            mcp.run("stdio")
+            run_stdio(mcp)
     finally:
         stopping.set()
         stop_forgetting.set()

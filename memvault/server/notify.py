@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import unquote
 
@@ -46,10 +47,10 @@ class Notifier:
     """Bridges service change events (any thread) to MCP notifications on the event loop.
 
     2026-07-28 clients listen through the SubscriptionBus; 2025-11-25 clients
-    get notifications on their connection: list_changed once they made a request,
+    get notifications on their connection: list_changed once initialized,
     resources/updated for the URIs they subscribed to with resources/subscribe.
     Each connection is attached once (the SDK builds a new session proxy per
-    request) and forgotten when it closes.
+    request) and forgotten when it closes. The server's lifespan gives the loop.
 
     A memory is read as ``memory://note/<path>`` or ``memory://note/<id>``. A write by
     memvault names the memory, so both forms are notified; a change seen only by its paths
@@ -74,6 +75,14 @@ class Notifier:
         """How many client connections receive notifications on their own channel."""
         with self._lock:
             return len(self._connections)
+
+    @asynccontextmanager
+    async def serving(self, server: Any) -> AsyncIterator[dict[str, Any]]:
+        """The server's lifespan: changes are sent from its loop as soon as it serves, to
+        a client that only listens or reads as well (before, the loop was learnt from a
+        first tool call, and a person's edit was announced to nobody until then)."""
+        self.loop = asyncio.get_running_loop()
+        yield {}
 
     def attach(self, session: Any) -> None:
         """Remember the running loop and the session's connection (for list_changed)."""
@@ -203,6 +212,13 @@ def register_legacy_subscriptions(server: MCPServer, notifier: Notifier) -> None
     lowlevel.add_request_handler("resources/subscribe", mt.SubscribeRequestParams, on_subscribe)
     lowlevel.add_request_handler(
         "resources/unsubscribe", mt.UnsubscribeRequestParams, on_unsubscribe
+    )
+
+    async def on_initialized(ctx: Any, params: mt.NotificationParams) -> None:
+        notifier.attach(ctx.session)  # list_changed from the start, not from a first tool call
+
+    lowlevel.add_notification_handler(
+        "notifications/initialized", mt.NotificationParams, on_initialized
     )
     initialization_options = lowlevel.create_initialization_options
 

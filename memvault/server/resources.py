@@ -4,14 +4,18 @@ three prompts. What each view shows is decided in ``reports``, what a context ho
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 from urllib.parse import quote
 
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS
+from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from .. import changes, context, profile, reports
 from ..errors import (
@@ -20,11 +24,14 @@ from ..errors import (
     MemoryNotFoundError,
     MemvaultError,
     UnsafePathError,
+    explain_unexpected,
 )
 from ..models import Context
 from ..profile import FieldSpec, Profile, Schema
 from ..service import MemoryService
+from .surface import SHOWN_VALUE
 
+log = logging.getLogger(__name__)
 NOTE_PREFIX = "memory://note/"
 AGGREGATES = {
     reports.INDEX: "Compact list of the most important and recent memories "
@@ -87,6 +94,55 @@ def register_prompts(mcp: MCPServer, service: MemoryService) -> None:
     mcp.prompt()(recall_context)
     mcp.prompt()(onboarding)
     mcp.prompt()(extract_memories)
+    _prompt_errors_as_the_spec_says(mcp)
+
+
+def _prompt_errors_as_the_spec_says(mcp: MCPServer) -> None:
+    """prompts/get refusals as -32602 (invalid params, as MCP says for an unknown prompt or
+    a missing argument) naming what is wrong, and failures as -32603: the SDK answered
+    every one with the code 0 and, for an argument of the wrong type, only "Error
+    rendering prompt". Reaches into the SDK's private ``_lowlevel_server`` (as
+    ``notify.register_legacy_subscriptions`` does)."""
+    lowlevel = mcp._lowlevel_server
+    entry = lowlevel.get_request_handler("prompts/get")
+    assert entry is not None, "mcp SDK changed: prompts/get has no handler to wrap"
+    sdk = entry.handler
+
+    async def on_get_prompt(ctx: Any, params: Any) -> Any:
+        try:
+            return await sdk(ctx, params)
+        except MCPError:
+            raise
+        except ValueError as exc:  # the SDK's: every failure, as a ValueError
+            raise prompt_error(exc) from exc
+
+    lowlevel.add_request_handler("prompts/get", entry.params_type, on_get_prompt)
+
+
+def prompt_error(exc: ValueError) -> MCPError:
+    """The SDK's ValueError for a prompt as the error MCP asks for."""
+    causes, cause = [], exc.__cause__
+    while cause is not None:
+        causes.append(cause)
+        cause = cause.__cause__
+    invalid = next((c for c in causes if isinstance(c, ValidationError)), None)
+    if invalid is not None:
+        wrong = [_wrong_argument(e) for e in invalid.errors()]
+        return MCPError(INVALID_PARAMS, f"invalid_input: {'; '.join(dict.fromkeys(wrong))}")
+    if len(causes) <= 1:  # the SDK's own refusal (unknown prompt, missing argument), rewrapped
+        return MCPError(INVALID_PARAMS, f"invalid_input: {str(exc)[:300]}")
+    log.error("unexpected error in a prompt", exc_info=exc)
+    error = explain_unexpected(causes[-1])
+    return MCPError(INTERNAL_ERROR, f"{error.code}: {error}")
+
+
+def _wrong_argument(error: ErrorDetails) -> str:
+    name = ".".join(str(part) for part in error["loc"]) or "arguments"
+    if error["type"] == "unexpected_keyword_argument":
+        return f"unknown argument {name!r}"
+    shown = repr(error["input"])
+    shown = shown if len(shown) <= SHOWN_VALUE else shown[: SHOWN_VALUE - 3] + "..."
+    return f"{name}: {error['msg'][:1].lower()}{error['msg'][1:]}, got {shown}"
 
 
 def _prompt(render: Callable[[], str]) -> str:
