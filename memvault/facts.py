@@ -56,9 +56,30 @@ _ZH_WEEKDAYS = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "日
 _ZH_PM = ("下午", "傍晚", "晚上", "夜里", "今晚")
 _ZH_AM = ("上午", "早上", "早晨", "凌晨")
 
+# A currency: a symbol or code before an amount ($, €, HK$, USD) or a word or code after one
+# (美元, 元, euros): "$1200" / "€1200" and 100元 / 100美元 are different amounts.
+_CURRENCIES = {"$": "usd", "us$": "usd", "dollar": "usd", "dollars": "usd", "bucks": "usd"}
+_CURRENCIES |= {"美元": "usd", "美金": "usd", "hk$": "hkd", "港币": "hkd", "港元": "hkd"}
+_CURRENCIES |= {"c$": "cad", "ca$": "cad", "a$": "aud", "au$": "aud", "s$": "sgd", "nt$": "twd"}
+_CURRENCIES |= {"€": "eur", "euro": "eur", "euros": "eur", "欧元": "eur", "£": "gbp", "英镑": "gbp"}
+_CURRENCIES |= {"¥": "cny", "元": "cny", "块": "cny", "块钱": "cny", "人民币": "cny"}
+_CURRENCIES |= {"yuan": "cny", "rmb": "cny", "日元": "jpy", "円": "jpy", "yen": "jpy"}
+_CURRENCIES |= {"₹": "inr", "rupees": "inr", "₩": "krw", "韩元": "krw", "卢布": "rub"}
+_CODES = "usd|eur|gbp|jpy|cny|rmb|hkd|cad|aud|chf|inr|krw|sgd"
+_AMOUNT = rf"[\d{_CN_NUM}]"
+_CURRENCY = re.compile(
+    rf"(?<![A-Za-z])(?P<sym>(?:US|HK|NT|CA|AU|[CAS])?\$|[€£¥₹₩])(?=\s?[-−]?{_AMOUNT})"
+    rf"|\b(?P<code>{_CODES})(?=\s?{_AMOUNT})"
+    rf"|(?:(?<={_AMOUNT})|(?<={_AMOUNT}\s))(?:(?P<zh>美元|美金|港币|港元|欧元|英镑|日元|韩元|卢布|"
+    rf"人民币|元|块钱|块(?![\u4e00-\u9fff])|円)|(?P<word>dollars?|bucks|euros?|yuan|yen|rupees|"
+    rf"{_CODES})\b)",
+    re.IGNORECASE,
+)
+
 # Patterns, most specific first: each match is masked before the next pattern runs, so the
 # 16 of "March 16" is a date and not also a number.
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("currency", _CURRENCY),
     ("iso", re.compile(r"(?<!\d)(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})(?!\d)")),
     ("slash", re.compile(r"(?<![\d.])(?P<a>\d{1,2})/(?P<b>\d{1,2})(?:/(?P<y>\d{2,4}))?(?!\d)")),
     (
@@ -111,10 +132,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "number",
         re.compile(
-            rf"(?<![\d.,])(?P<digits>\d+(?:[.,]\d+)*)(?P<big>[万亿])?"
+            # a sign (-5, 零下五, minus 5) is part of the value: -5 degrees is not 5 degrees
+            rf"(?P<minus>(?<![A-Za-z0-9_.,:/\-−])[-−](?=\d)|零下\s*|\bminus\s+)?"
+            rf"(?:(?<![\d.,])(?P<digits>\d+(?:[.,]\d+)*)(?P<big>[万亿])?"
             rf"|(?P<zh>[{_CN_NUM}]+)"
             r"|\b(?P<en>(?:" + "|".join(sorted(_EN_NUMBERS, key=len, reverse=True)) + r")"
-            r"(?:-(?:one|two|three|four|five|six|seven|eight|nine))?)\b",
+            r"(?:-(?:one|two|three|four|five|six|seven|eight|nine))?)\b)",
             re.IGNORECASE,
         ),
     ),
@@ -291,6 +314,12 @@ def _zh_time(g: Groups) -> Found:
     return _time(hour, 30 if g["half"] else _num(g["mi"]), pm)
 
 
+def _currency(g: Groups) -> Found:
+    written = next(v for v in (g["sym"], g["code"], g["zh"], g["word"]) if v)
+    key = written.lower()
+    return [("currency", _CURRENCIES.get(key, "cny" if key == "rmb" else key))]
+
+
 def _weekday(g: Groups) -> Found:
     day = _WEEKDAYS[(g["en"] or "").lower()] if g["en"] else _ZH_WEEKDAYS[g["zh"] or ""]
     return [("weekday", str(day))]
@@ -305,6 +334,7 @@ _READERS: dict[str, Callable[[Groups], Found]] = {
     "en_time": _en_time,
     "zh_time": _zh_time,
     "weekday": _weekday,
+    "currency": _currency,
 }
 
 
@@ -318,10 +348,10 @@ def _number(g: Groups) -> Found:
             number = float(digits) * (_CN_BIG[g["big"]] if g["big"] else 1)
             value = int(number) if number.is_integer() else number
         kind = "year" if re.fullmatch(r"(?:19|20)\d\d", digits) and not g["big"] else "number"
-        return [(kind, str(value))]
+        return [(kind, f"{'-' if g['minus'] else ''}{value}")]
     if g["zh"]:
         zh = zh_number(g["zh"])
-        return [("number", str(zh))] if zh is not None else []
+        return [("number", f"{'-' if g['minus'] else ''}{zh}")] if zh is not None else []
     if g["en"]:
         total = 0.0
         for part in g["en"].lower().split("-"):
@@ -346,9 +376,9 @@ def extract(text: str) -> Facts:
         masked = _mask(masked, spans, _KEEP if kind == "not_number" else _FACT)
     plain = "".join(c if mark == _KEEP else mark for c, mark in zip(text, masked, strict=True))
     stated = _stated(text, plain, sorted(found))
-    rest = re.sub(f"{_FACT}+", f" {_FACT} ", plain)
+    rest = re.sub(rf"{_FACT}(?:\s*{_FACT})*", f" {_FACT} ", plain)  # "1200 dollars": one
     values = frozenset((s.kind, s.value) for s in stated)
-    return Facts(values, _names(text), bool(_NEGATION.search(text)), rest, stated)
+    return Facts(values, _names(plain), bool(_NEGATION.search(text)), rest, stated)
 
 
 def _mask(text: str, spans: list[tuple[int, int]], mark: str) -> str:

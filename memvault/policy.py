@@ -87,6 +87,20 @@ def normalise(text: str) -> str:
     return re.sub(r"[\W_]+", " ", text).strip()
 
 
+# Signs that punctuation-blind normalising drops but that change an amount: a currency
+# symbol, a percent sign, a minus before a digit ($1200 / €1200, -5 / 5).
+_AMOUNT_MARKS = re.compile(r"[$€£¥₹₩%]|(?<![\w.])[-−](?=\d)")
+
+
+def same_text(a: str, b: str) -> bool:
+    """Whether two texts are the same words and numbers, case, spacing and punctuation
+    aside, with the same currency symbols and signs."""
+    if normalise(a) != normalise(b):
+        return False
+    marks = [_AMOUNT_MARKS.findall(unicodedata.normalize("NFKC", t)) for t in (a, b)]
+    return marks[0] == marks[1]
+
+
 def triviality(content: str) -> str | None:
     """Why ``content`` is not worth remembering, or None when it is."""
     norm = normalise(content)
@@ -140,7 +154,7 @@ def relation(new_text: str, old_text: str, cosine: float, same_type: bool) -> st
     hold the write lock for minutes): unless equal, they are never a duplicate nor a
     possible contradiction, at most related. A long near-copy is stored twice, and reported.
     """
-    if normalise(new_text) == normalise(old_text):
+    if same_text(new_text, old_text):
         return "duplicate"
     if not facts.comparable(new_text, old_text):
         return "related" if cosine >= RELATED_COSINE and same_type else None
@@ -245,7 +259,7 @@ def restates(text: str, old_text: str) -> bool:
     """Whether ``text`` states again what ``old_text`` stated: equal, or the same facts (none
     conflicting, none added) in overlapping words. No cosine is asked: this is only asked
     of a text already close to the memory that corrected ``old_text``."""
-    if normalise(text) == normalise(old_text):
+    if same_text(text, old_text):
         return True
     if not facts.comparable(text, old_text):
         return False
