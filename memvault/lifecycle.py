@@ -230,6 +230,9 @@ def _apply(service: MemoryService, proposal: Proposal) -> Proposal:
     try:
         if proposal.kind in ("merge", "supersede"):
             keep, drop = proposal.ids
+            moved = _not_active(service, proposal.ids)
+            if moved:
+                return replace(proposal, reason=f"{proposal.reason} (not applied: {moved})")
             if str(service.get(drop).meta.get("source") or "") == "user":
                 note = (
                     f"the user stated it: to confirm, remember the text of {proposal.paths[0]} "
@@ -243,3 +246,14 @@ def _apply(service: MemoryService, proposal: Proposal) -> Proposal:
     except MemvaultError as exc:
         return replace(proposal, reason=f"{proposal.reason} (not applied: {exc})")
     return replace(proposal, applied=True, commit=result.commit)
+
+
+def _not_active(service: MemoryService, ids: Sequence[str]) -> str | None:
+    """Why a merge or supersession of ``ids`` must not be applied now: one of them was
+    archived, superseded or moved to archive/ since the plan was made (by a person, another
+    process or an earlier step); None when both are still active."""
+    for memory_id in ids:
+        memory = service.get(memory_id)
+        if memory.status != "active" or memory.path.startswith("archive/"):
+            return f"{memory.path} is {memory.status} now; consolidate again"
+    return None

@@ -230,19 +230,26 @@ def plan_consolidation(
     statistics, ``rules`` the hard-forgetting rule per type (default: HardForget()),
     ``corrected`` what each memory superseded (see :func:`pair_proposal`).
     """
-    by_id = {info.id: info for info in infos}
-    proposals = []
-    for a, b, cosine in related_pairs(by_id, pairs):
-        if a.id in texts and b.id in texts:
-            proposal = pair_proposal(a, b, cosine, texts[a.id], texts[b.id], corrected)
-            if proposal:
-                proposals.append(proposal)
+    archives = []
     for info in infos:
         rule = (rules or {}).get(info.type, HardForget())
         verdict = forget_verdict(info, now, (access or {}).get(info.id), rule)
         if verdict:
-            proposals.append(Proposal("archive", (info.id,), (info.path,), verdict))
-    return proposals
+            archives.append(Proposal("archive", (info.id,), (info.path,), verdict))
+    # A memory archived by this plan neither keeps nor loses a pair: kept, its duplicate
+    # would be superseded by what is archived next. A memory superseded by one step is not
+    # superseded again nor kept by a later one (closest pairs first): one step per memory.
+    settled = {p.ids[0] for p in archives}
+    by_id = {info.id: info for info in infos}
+    proposals = []
+    for a, b, cosine in sorted(related_pairs(by_id, pairs), key=lambda pair: -pair[2]):
+        if a.id in settled or b.id in settled or a.id not in texts or b.id not in texts:
+            continue
+        proposal = pair_proposal(a, b, cosine, texts[a.id], texts[b.id], corrected)
+        if proposal:
+            proposals.append(proposal)
+            settled.add(proposal.ids[1])
+    return proposals + archives
 
 
 Corrected = Mapping[str, Sequence[tuple[str, str]]]  # id -> (path, text) of what it corrected

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from memvault import facts, policy
+from memvault import facts, lifecycle, policy
+from memvault.models import ChangeEvent
 from memvault.service import MemoryService
 
-from .helpers import commit_count
+from .helpers import Clock, commit_count, git
 
 
 def add(service: MemoryService, text: str, **kwargs: Any) -> str:
@@ -58,3 +59,73 @@ def test_the_same_amount_written_another_way_is_still_a_duplicate(old: str, new:
     difference = facts.compare(new, old)
     assert difference.conflicts == () and difference.extras == ()
     assert policy.relation(new, old, 0.99, same_type=True) == "duplicate"
+
+
+# -- consolidation: one step per memory, and only over what is still there --------------------
+def test_consolidate_supersedes_each_duplicate_once_by_the_memory_it_keeps(
+    service: MemoryService,
+) -> None:
+    ids = [
+        add(service, text, type="preference", importance=importance)
+        for text, importance in [
+            ("The user's favourite editor is Neovim.", 0.5),
+            ("The user's favourite editor is Neovim!", 0.6),
+            ("The user's favourite editor is neovim.", 0.7),
+        ]
+    ]
+    plan = [p for p in lifecycle.consolidate(service) if p.kind == "merge"]
+    assert sorted(p.ids[1] for p in plan) == sorted(ids[:2])  # each dropped once
+    commits = commit_count(service.root)
+    done = [p for p in lifecycle.consolidate(service, dry_run=False) if p.kind == "merge"]
+    assert all(p.applied for p in done) and len(done) == 2
+    assert commit_count(service.root) == commits + 2
+    for dropped in ids[:2]:
+        memory = service.get(dropped)
+        assert memory.status == "superseded" and memory.meta["superseded_by"] == ids[2]
+    log = git(service.root, "log", "-2", "--format=%s").split("\n")
+    assert all(subject.startswith("merge: ") for subject in log if subject)
+
+
+def test_consolidate_never_keeps_an_expired_memory_over_its_lasting_duplicate(
+    service: MemoryService, clock: Clock
+) -> None:
+    service.clock = clock
+    lapsing = add(
+        service,
+        "The office wifi is called Orchard-5G.",
+        importance=0.8,
+        dates={"expires": "2026-01-10"},
+    )
+    lasting = add(service, "The office wifi is called Orchard-5G!", importance=0.5)
+    clock.days(30)
+    plan = lifecycle.consolidate(service)
+    assert [(p.kind, p.ids) for p in plan] == [("archive", (lapsing,))]
+    lifecycle.consolidate(service, dry_run=False)
+    assert service.get(lapsing).path.startswith("archive/")
+    kept = service.get(lasting)
+    assert kept.status == "active" and "superseded_by" not in kept.meta
+    assert [h.id for h in service.recall("office wifi name", k=3)] == [lasting]
+
+
+def test_a_step_whose_memory_was_archived_meanwhile_is_not_applied(
+    service: MemoryService,
+) -> None:
+    keep = add(service, "The user's favourite editor is Neovim.", importance=0.9)
+    drop = add(service, "The user's favourite editor is Neovim!", importance=0.5)
+    other = add(service, "The team's standup is at 10:30 on Zoom.", importance=0.9)
+    other_drop = add(service, "The team's standup is at 10:30 on Zoom!", importance=0.5)
+
+    def archive_by_hand(event: ChangeEvent) -> None:
+        """After the first step, a person archives the keeper of the other pair."""
+        service.listeners.remove(archive_by_hand)
+        first_drop = service.get(event.changed[0]).id
+        target = keep if first_drop == other_drop else other
+        path = service.root / service.get(target).path
+        path.write_text(path.read_text().replace("type: note\n", "type: note\nstatus: archived\n"))
+
+    service.listeners.append(archive_by_hand)
+    steps = [p for p in lifecycle.consolidate(service, dry_run=False) if p.kind == "merge"]
+    assert [p.applied for p in steps] == [True, False]
+    assert "archived now; consolidate again" in steps[1].reason
+    late = steps[1].ids[1]
+    assert late in (drop, other_drop) and service.get(late).status == "active"
