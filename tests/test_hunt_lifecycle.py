@@ -129,3 +129,18 @@ def test_a_step_whose_memory_was_archived_meanwhile_is_not_applied(
     assert "archived now; consolidate again" in steps[1].reason
     late = steps[1].ids[1]
     assert late in (drop, other_drop) and service.get(late).status == "active"
+
+
+# -- supersedes: what it names is resolved to ids, each once, before anything is written ----
+def test_supersedes_naming_one_memory_twice_or_by_path_supersedes_it_once_by_id(
+    svc: MemoryService,
+) -> None:
+    old = svc.remember("The standup is at 10:30 on Zoom.").memory
+    assert old is not None
+    commits = commit_count(svc.root)
+    result = svc.remember("The standup is at 11:00 on Zoom.", supersedes=[old.id, old.path])
+    assert result.action == "created" and result.memory is not None
+    assert result.memory.meta["supersedes"] == [old.id]
+    assert svc.get(old.id).meta["superseded_by"] == result.memory.id
+    assert commit_count(svc.root) == commits + 1
+    assert git(svc.root, "status", "--porcelain") == ""
