@@ -225,20 +225,13 @@ def _ids(value: object) -> list[str]:
 
 def _apply(service: MemoryService, proposal: Proposal) -> Proposal:
     """One proposal as one commit named for what it does (``merge:``, ``supersede:``,
-    ``archive:``). A memory the user stated (``source: user``) is never superseded or
-    merged away without them: that proposal is left for a person to confirm."""
+    ``archive:``), if it still holds now (see :func:`_why_not`)."""
     try:
+        why_not = _why_not(service, proposal)
+        if why_not:
+            return replace(proposal, reason=f"{proposal.reason} (not applied: {why_not})")
         if proposal.kind in ("merge", "supersede"):
             keep, drop = proposal.ids
-            moved = _not_active(service, proposal.ids)
-            if moved:
-                return replace(proposal, reason=f"{proposal.reason} (not applied: {moved})")
-            if str(service.get(drop).meta.get("source") or "") == "user":
-                note = (
-                    f"the user stated it: to confirm, remember the text of {proposal.paths[0]} "
-                    f"again with supersedes=[{keep!r}, {drop!r}], so that both point at it"
-                )
-                return replace(proposal, reason=f"{proposal.reason} (not applied: {note})")
             fields = {"status": "superseded", "superseded_by": keep}
             result = service.update(drop, fields=fields, op=proposal.kind)
         else:
@@ -248,12 +241,27 @@ def _apply(service: MemoryService, proposal: Proposal) -> Proposal:
     return replace(proposal, applied=True, commit=result.commit)
 
 
-def _not_active(service: MemoryService, ids: Sequence[str]) -> str | None:
-    """Why a merge or supersession of ``ids`` must not be applied now: one of them was
-    archived, superseded or moved to archive/ since the plan was made (by a person, another
-    process or an earlier step); None when both are still active."""
-    for memory_id in ids:
-        memory = service.get(memory_id)
+def _why_not(service: MemoryService, proposal: Proposal) -> str | None:
+    """Why a step must not be applied now, or None. The files are read again: a person,
+    another process or an earlier step may have changed them since the plan was made.
+    A merge or supersession needs both memories still active, and never supersedes what
+    the user stated (``source: user``) without them; an archive needs the policy's verdict
+    to hold still (a person may have moved ``expires`` on meanwhile)."""
+    memories = [service.get(i) for i in proposal.ids]
+    if proposal.kind == "archive":
+        (memory,) = memories
+        access = service.access.of([memory.id]).get(memory.id)
+        rule = hard_forget(service, memory.type)
+        if policy.forget_verdict(memory.info(), service.clock(), access, rule) is None:
+            return f"{memory.path} changed since the plan and is no longer to archive"
+        return None
+    for memory in memories:
         if memory.status != "active" or memory.path.startswith("archive/"):
             return f"{memory.path} is {memory.status} now; consolidate again"
+    keep, drop = proposal.ids
+    if str(memories[1].meta.get("source") or "") == "user":
+        return (
+            f"the user stated it: to confirm, remember the text of {proposal.paths[0]} "
+            f"again with supersedes=[{keep!r}, {drop!r}], so that both point at it"
+        )
     return None

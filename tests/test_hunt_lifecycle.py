@@ -144,3 +144,27 @@ def test_supersedes_naming_one_memory_twice_or_by_path_supersedes_it_once_by_id(
     assert svc.get(old.id).meta["superseded_by"] == result.memory.id
     assert commit_count(svc.root) == commits + 1
     assert git(svc.root, "status", "--porcelain") == ""
+
+
+def test_an_archive_step_is_not_applied_once_a_person_moved_its_expiry_on(
+    svc: MemoryService, clock: Clock
+) -> None:
+    ids = [
+        add(svc, text, dates={"expires": "2026-01-10"})
+        for text in ("Bring the blue folder to the Monday review.", "The parking pass is 4471.")
+    ]
+    clock.days(30)
+
+    def extend_the_other(event: ChangeEvent) -> None:
+        """After the first archive, a person gives the other memory another month."""
+        svc.listeners.remove(extend_the_other)
+        archived = svc.get(event.added[0]).id
+        path = svc.root / svc.get(next(i for i in ids if i != archived)).path
+        path.write_text(path.read_text().replace("expires: 2026-01-10", "expires: 2026-03-01"))
+
+    svc.listeners.append(extend_the_other)
+    steps = lifecycle.consolidate(svc, dry_run=False)
+    assert [(p.kind, p.applied) for p in steps] == [("archive", True), ("archive", False)]
+    assert "no longer to archive" in steps[1].reason
+    kept = svc.get(steps[1].ids[0])
+    assert kept.status == "active" and not kept.path.startswith("archive/")
