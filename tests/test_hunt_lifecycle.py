@@ -5,6 +5,7 @@ memory had been archived meanwhile. Real vaults, real git, real embeddings."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pytest
@@ -168,3 +169,16 @@ def test_an_archive_step_is_not_applied_once_a_person_moved_its_expiry_on(
     assert "no longer to archive" in steps[1].reason
     kept = svc.get(steps[1].ids[0])
     assert kept.status == "active" and not kept.path.startswith("archive/")
+
+
+# -- expiry: a date written without dashes is still a date, lasting through that day --------
+def test_an_expiry_date_written_compactly_lasts_through_that_day(
+    svc: MemoryService, clock: Clock
+) -> None:
+    memory_id = add(svc, "The hotel booking code is QX7-2291.", dates={"expires": "20260110"})
+    assert svc.get(memory_id).meta["expires"] == dt.date(2026, 1, 10)
+    clock.now = dt.datetime(2026, 1, 10, 20, 0, tzinfo=dt.UTC)  # that evening: still valid
+    assert [p for p in lifecycle.consolidate(svc) if p.kind == "archive"] == []
+    assert [h.id for h in svc.recall("hotel booking code", k=3)] == [memory_id]
+    clock.now = dt.datetime(2026, 1, 11, 0, 1, tzinfo=dt.UTC)
+    assert [p.ids for p in lifecycle.consolidate(svc) if p.kind == "archive"] == [(memory_id,)]
