@@ -80,6 +80,13 @@ _CURRENCY = re.compile(
 # 16 of "March 16" is a date and not also a number.
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("currency", _CURRENCY),
+    # A sign that ends a short name is part of it: C++ / C# / C, blood type A+ / A-, O+ / O-.
+    (
+        "signed",
+        re.compile(
+            r"\b[A-Za-z][A-Za-z0-9]*(?:\+\+|#)(?![\w+#])|\b[A-Za-z]{1,2}[+\-−](?![\w+#\-−])"
+        ),
+    ),
     ("iso", re.compile(r"(?<!\d)(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})(?!\d)")),
     ("slash", re.compile(r"(?<![\d.])(?P<a>\d{1,2})/(?P<b>\d{1,2})(?:/(?P<y>\d{2,4}))?(?!\d)")),
     (
@@ -270,6 +277,8 @@ def _facts_of(kind: str, m: re.Match[str]) -> Found | None:
     """The facts a match states; None when it is not a match of ``kind`` after all."""
     if kind == "code":
         return _code(m.group(0))
+    if kind == "signed":
+        return [("signed", m.group(0).lower().replace("−", "-"))]
     reader = _READERS.get(kind)
     return reader(m.groupdict()) if reader else []
 

@@ -87,9 +87,10 @@ def normalise(text: str) -> str:
     return re.sub(r"[\W_]+", " ", text).strip()
 
 
-# Signs that punctuation-blind normalising drops but that change an amount: a currency
-# symbol, a percent sign, a minus before a digit ($1200 / €1200, -5 / 5).
-_AMOUNT_MARKS = re.compile(r"[$€£¥₹₩%]|(?<![\w.])[-−](?=\d)")
+# Signs that punctuation-blind normalising drops but that change what is said: a currency
+# symbol, a percent sign, a minus before a digit, a sign ending a short name ($1200 / €1200,
+# -5 / 5, C++ / C#, blood type A+ / A-).
+_AMOUNT_MARKS = re.compile(r"[$€£¥₹₩%+#]|(?<![\w.])[-−](?=\d)|\b[A-Za-z]{1,2}[-−](?![\w-])")
 
 
 def same_text(a: str, b: str) -> bool:

@@ -31,6 +31,8 @@ def add(service: MemoryService, text: str, **kwargs: Any) -> str:
         ("公寓的房租是每月100元", "公寓的房租是每月100美元"),
         ("The freezer is set to -5 degrees.", "The freezer is set to 5 degrees."),
         ("冰箱冷冻室的温度设为-5度", "冰箱冷冻室的温度设为5度"),
+        ("The backend service is written in C++.", "The backend service is written in C#."),
+        ("The user's blood type is O+", "The user's blood type is O-"),
     ],
 )
 def test_a_changed_currency_or_sign_is_written_as_a_correction_not_dropped_as_a_duplicate(
