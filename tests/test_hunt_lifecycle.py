@@ -33,6 +33,7 @@ def add(service: MemoryService, text: str, **kwargs: Any) -> str:
         ("冰箱冷冻室的温度设为-5度", "冰箱冷冻室的温度设为5度"),
         ("The backend service is written in C++.", "The backend service is written in C#."),
         ("The user's blood type is O+", "The user's blood type is O-"),
+        ("用户对花生过敏", "用户对花生无过敏"),
     ],
 )
 def test_a_changed_currency_or_sign_is_written_as_a_correction_not_dropped_as_a_duplicate(
@@ -55,6 +56,7 @@ def test_a_changed_currency_or_sign_is_written_as_a_correction_not_dropped_as_a_
         ("房租是每月100元", "房租是每月¥100"),
         ("房租是每月100元", "房租是每月一百块钱"),
         ("The freezer is at -5 degrees", "The freezer is at minus 5 degrees"),
+        ("用户非常喜欢无线耳机", "用户非常喜欢无线耳机。"),
         ("冰箱温度是-5度", "冰箱温度是零下五度"),
     ],
 )
