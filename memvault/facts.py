@@ -129,6 +129,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             re.IGNORECASE,
         ),
     ),
+    # every other week / 隔周: every second one, not every one ("other" is a stop word)
+    ("alternate", re.compile(r"\bevery\s+other\b|隔(?=[周天日月年])|每隔一", re.IGNORECASE)),
     # A word of letters and digits (zq0x0k, us-east-1, A12345, v2.1) or digits joined by
     # dashes (4-7-1-9, 555-1234) is one value: the order of its parts is the value.
     (
@@ -346,6 +348,7 @@ _READERS: dict[str, Callable[[Groups], Found]] = {
     "zh_time": _zh_time,
     "weekday": _weekday,
     "currency": _currency,
+    "alternate": lambda g: [("every", "2")],
 }
 
 

@@ -34,6 +34,10 @@ def add(service: MemoryService, text: str, **kwargs: Any) -> str:
         ("The backend service is written in C++.", "The backend service is written in C#."),
         ("The user's blood type is O+", "The user's blood type is O-"),
         ("用户对花生过敏", "用户对花生无过敏"),
+        (
+            "The team sync with the design group is every week.",
+            "The team sync with the design group is every other week.",
+        ),
     ],
 )
 def test_a_changed_currency_or_sign_is_written_as_a_correction_not_dropped_as_a_duplicate(
