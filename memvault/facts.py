@@ -80,6 +80,14 @@ _CURRENCY = re.compile(
 # 16 of "March 16" is a date and not also a number.
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("currency", _CURRENCY),
+    # 20%, 20 percent and 百分之二十 say the same; the number is read after
+    (
+        "percent",
+        re.compile(
+            rf"%|\bper\s*cent\b|百分之(?=[\d{_CN_NUM}])",
+            re.IGNORECASE,
+        ),
+    ),
     # A sign that ends a short name is part of it: C++ / C# / C, blood type A+ / A-, O+ / O-.
     (
         "signed",
@@ -349,6 +357,7 @@ _READERS: dict[str, Callable[[Groups], Found]] = {
     "weekday": _weekday,
     "currency": _currency,
     "alternate": lambda g: [("every", "2")],
+    "percent": lambda g: [("unit", "%")],
 }
 
 

@@ -61,6 +61,8 @@ def test_a_changed_currency_or_sign_is_written_as_a_correction_not_dropped_as_a_
         ("房租是每月100元", "房租是每月一百块钱"),
         ("The freezer is at -5 degrees", "The freezer is at minus 5 degrees"),
         ("用户非常喜欢无线耳机", "用户非常喜欢无线耳机。"),
+        ("The user gets a 20% discount", "The user gets a twenty percent discount"),
+        ("用户有20%的折扣", "用户有百分之二十的折扣"),
         ("冰箱温度是-5度", "冰箱温度是零下五度"),
     ],
 )
