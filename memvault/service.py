@@ -310,8 +310,7 @@ class MemoryService:
         now = self.clock().replace(microsecond=0)
         supersedes = list(dict.fromkeys(self.get(s).id for s in supersedes))  # ids, once each
         meta = _fields.new_meta(type, tags, confidence, importance, now, source, scope, supersedes)
-        meta |= when
-        text = frontmatter.new_file(meta, _body(title, content))
+        text = frontmatter.new_file(meta | when, _body(title, content))
         if target_folder is None:
             target_folder = _fields.default_folder(type, now)
         with self._writing():
