@@ -24,6 +24,7 @@ from .models import (
     memory_count,
 )
 from .note import strip_title
+from .profile import is_field_path
 
 if TYPE_CHECKING:
     from .service import MemoryService
@@ -38,7 +39,14 @@ def consolidate(service: MemoryService, dry_run: bool = True) -> list[Proposal]:
     now = service.clock()
     infos = service.records(Filters(include_expired=True))
     # the retrieval's: a proposing client's judges the vault's vectors (proposals._Judging)
-    pairs = service.retrieval.pairs_above(policy.RELATED_COSINE)
+    # a profile field (profile/<field>.md) is set_profile's: never merged away by another
+    # field or memory that happens to say the same (name and preferred_name: "Ada")
+    fields = {i.id for i in infos if is_field_path(i.path)}
+    pairs = [
+        (a, b, cosine)
+        for a, b, cosine in service.retrieval.pairs_above(policy.RELATED_COSINE)
+        if a not in fields and b not in fields
+    ]
     close = policy.related_pairs({i.id: i for i in infos}, pairs)
     memories = _read(service, {m.id: m for a, b, _ in close for m in (a, b)}.values())
     texts = {i: strip_title(m.body) for i, m in memories.items()}

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memvault import facts, lifecycle, policy
+from memvault import facts, lifecycle, policy, profile
 from memvault.models import ChangeEvent
 from memvault.service import MemoryService
 
@@ -192,3 +192,16 @@ def test_an_expiry_date_written_compactly_lasts_through_that_day(
     assert [h.id for h in svc.recall("hotel booking code", k=3)] == [memory_id]
     clock.now = dt.datetime(2026, 1, 11, 0, 1, tzinfo=dt.UTC)
     assert [p.ids for p in lifecycle.consolidate(svc) if p.kind == "archive"] == [(memory_id,)]
+
+
+def test_consolidate_never_merges_away_a_profile_field_that_says_what_another_says(
+    service: MemoryService,
+) -> None:
+    profile.set_field(service, "name", "Ada Lovelace", source="agent")
+    profile.set_field(service, "preferred_name", "Ada Lovelace", source="agent")
+    commits = commit_count(service.root)
+    steps = lifecycle.consolidate(service, dry_run=False)
+    assert [p for p in steps if p.kind != "archive"] == []
+    assert commit_count(service.root) == commits
+    values = {e.field: e.value for e in profile.read(service).fields}
+    assert values == {"name": "Ada Lovelace", "preferred_name": "Ada Lovelace"}
