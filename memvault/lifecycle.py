@@ -93,12 +93,20 @@ def schedule(service: MemoryService, stop: threading.Event) -> threading.Thread 
     return thread
 
 
-def forget_scope(service: MemoryService, scope: str, reason: str | None = None) -> Archival:
+def forget_scope(
+    service: MemoryService,
+    scope: str,
+    reason: str | None = None,
+    confirmed: Sequence[str] | None = None,
+) -> Archival:
     """Archive every active memory of a working-memory scope (``session:<id>``) in one
     commit. More than one memory at once: the MCP tool and the CLI confirm it first
-    (memvault.confirm)."""
+    (memvault.confirm), and pass the ids the person confirmed as ``confirmed``: a memory
+    that joined the session while they were asked is not archived with the others."""
     label = _session_scope(scope)
     ids = [i.id for i in session_members(service, label)]
+    if confirmed is not None:
+        ids = [i for i in ids if i in set(confirmed)]
     return forget_many(service, ids, "archive", reason, {"Memvault-Scope": label}, label)
 
 

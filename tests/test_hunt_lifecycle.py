@@ -9,12 +9,14 @@ import datetime as dt
 from typing import Any
 
 import pytest
+from mcp import Client
+from mcp.types import ElicitRequestParams, ElicitResult
 
 from memvault import facts, lifecycle, policy, profile
 from memvault.models import ChangeEvent
 from memvault.service import MemoryService
 
-from .helpers import Clock, commit_count, git
+from .helpers import Clock, commit_count, git, in_process
 
 
 def add(service: MemoryService, text: str, **kwargs: Any) -> str:
@@ -205,3 +207,29 @@ def test_consolidate_never_merges_away_a_profile_field_that_says_what_another_sa
     assert commit_count(service.root) == commits
     values = {e.field: e.value for e in profile.read(service).fields}
     assert values == {"name": "Ada Lovelace", "preferred_name": "Ada Lovelace"}
+
+
+# -- forgetting a session: what the person confirmed, not what joined while they were asked --
+def test_a_session_memory_added_while_the_person_is_asked_is_not_archived_with_the_others(
+    svc: MemoryService,
+) -> None:
+    shown = [
+        add(svc, text, scope=["session:trip-42"])
+        for text in ("Draft itinerary: Lisbon first.", "Hotel shortlist: Alfama, Baixa.")
+    ]
+    joined: list[str] = []
+
+    async def elicit(_context: Any, params: ElicitRequestParams) -> ElicitResult:
+        """While the person reads the question, the agent stores one more session note."""
+        joined.append(add(svc, "Train to Porto on day three.", scope=["session:trip-42"]))
+        return ElicitResult(action="accept", content={"confirm": True})
+
+    async def body(client: Client) -> Any:
+        result = await client.call_tool("forget", {"scope": "session:trip-42"})
+        return result.structured_content
+
+    out = in_process(svc, body, elicitation_callback=elicit)
+    assert sorted(out["archived"]) == sorted(shown)
+    assert all(svc.get(i).status == "archived" for i in shown)
+    assert svc.get(joined[0]).status == "active"
+    assert "2 memories of session:trip-42" in git(svc.root, "log", "-1", "--format=%s")
