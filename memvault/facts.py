@@ -163,7 +163,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 _NEGATION = re.compile(
     r"\b(not|no|never|none|nor|neither|without|cannot|can't|don't|doesn't|didn't|isn't|aren't"
     r"|wasn't|weren't|won't|stopped|no longer|dislikes?|hates?)\b|不|没|别|未|勿|讨厌|并非"
-    # 无 and 非 negate (无过敏, 非素食者), but not in 无论 (regardless), 无线 (wireless), 非常 (very)
+    # 无 and 非 negate (无过敏, 非素食者), not in 无论 (regardless), 无线 (wireless), 非常 (very)
     r"|无(?!论|线|聊|数|比|疑|锡|奈)|非(?!常|洲|凡|得)",
     re.IGNORECASE,
 )
