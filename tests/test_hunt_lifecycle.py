@@ -13,6 +13,7 @@ from mcp import Client
 from mcp.types import ElicitRequestParams, ElicitResult
 
 from memvault import facts, lifecycle, policy, profile
+from memvault.errors import MalformedMemoryError
 from memvault.models import ChangeEvent
 from memvault.service import MemoryService
 
@@ -233,3 +234,18 @@ def test_a_session_memory_added_while_the_person_is_asked_is_not_archived_with_t
     assert all(svc.get(i).status == "archived" for i in shown)
     assert svc.get(joined[0]).status == "active"
     assert "2 memories of session:trip-42" in git(svc.root, "log", "-1", "--format=%s")
+
+
+def test_remember_refused_for_a_malformed_memory_it_supersedes_leaves_no_file(
+    svc: MemoryService,
+) -> None:
+    broken = svc.root / "facts" / "standup.md"
+    broken.write_text("---\ntags: [work\ntitle: x: y\n---\nThe standup is at 10:30.\n")
+    git(svc.root, "add", "-A")
+    git(svc.root, "commit", "-qm", "a person's note with broken YAML")
+    commits = commit_count(svc.root)
+    with pytest.raises(MalformedMemoryError, match="fix the file by hand"):
+        svc.remember("The standup is at 11:00.", supersedes=["facts/standup.md"])
+    assert git(svc.root, "status", "--porcelain") == ""
+    assert commit_count(svc.root) == commits
+    assert svc.recover() is None  # nothing left for a recovery commit to bring back
