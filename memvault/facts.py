@@ -500,6 +500,7 @@ def compare(new: str, old: str) -> Difference:
     if fa.negated != fb.negated:
         conflicts.append("negation in one text only")
     conflicts.extend(f"swapped {was!r} for {now!r}" for was, now in swaps(new, old))
+    conflicts.extend(f"tense {was!r} vs {now!r}" for was, now in tenses(new, old))
     added = additions(new, old)
     if added:
         extras.append(f"adds {' '.join(added)!r}")
@@ -604,6 +605,28 @@ def swaps(new: str, old: str) -> list[tuple[str, str]]:
     if same < 2 or same < 0.6 * max(len(so), len(sn)):
         return []
     return [(" ".join(so[i1:i2]), " ".join(sn[j1:j2])) for _, i1, i2, j1, j2 in changed]
+
+
+def tenses(new: str, old: str) -> list[tuple[str, str]]:
+    """The same word in the past (-ed) in one text only, as (old, new) words: "works at" /
+    "worked at" (stemming makes them one word), "prefers" / "preferred". A fact that held
+    and one that holds are not the same fact."""
+    words = [
+        [(_key(w), w) for w in _words(extract(t).rest) if w not in _FILLER] for t in (old, new)
+    ]
+    keys = [[key for key, _ in side] for side in words]
+    out = []
+    for block in SequenceMatcher(None, *keys, autojunk=False).get_matching_blocks():
+        for n in range(block.size):
+            (key, was), (_, now) = words[0][block.a + n], words[1][block.b + n]
+            if was != now and _past(was, key) != _past(now, key):
+                out.append((was, now))
+    return out
+
+
+def _past(word: str, key: str) -> bool:
+    """Whether ``word`` is its stem ``key`` in the past (-ed): worked, lived, not need."""
+    return word.endswith("ed") and not key.endswith("ed") and word.isascii()
 
 
 def additions(new: str, old: str) -> list[str]:

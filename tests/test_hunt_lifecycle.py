@@ -37,6 +37,7 @@ def add(service: MemoryService, text: str, **kwargs: Any) -> str:
         ("The backend service is written in C++.", "The backend service is written in C#."),
         ("The user's blood type is O+", "The user's blood type is O-"),
         ("用户对花生过敏", "用户对花生无过敏"),
+        ("The user works at Google.", "The user worked at Google."),
         (
             "The team sync with the design group is every week.",
             "The team sync with the design group is every other week.",
