@@ -614,9 +614,9 @@ def tenses(new: str, old: str) -> list[tuple[str, str]]:
     words = [
         [(_key(w), w) for w in _words(extract(t).rest) if w not in _FILLER] for t in (old, new)
     ]
-    keys = [[key for key, _ in side] for side in words]
+    before, after = ([key for key, _ in side] for side in words)
     out = []
-    for block in SequenceMatcher(None, *keys, autojunk=False).get_matching_blocks():
+    for block in SequenceMatcher(None, before, after, autojunk=False).get_matching_blocks():
         for n in range(block.size):
             (key, was), (_, now) = words[0][block.a + n], words[1][block.b + n]
             if was != now and _past(was, key) != _past(now, key):
