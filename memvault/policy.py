@@ -207,11 +207,17 @@ def forget_verdict(
 def related_pairs(
     infos: Mapping[str, MemoryInfo], pairs: Iterable[tuple[str, str, float]]
 ) -> list[tuple[MemoryInfo, MemoryInfo, float]]:
-    """Pairs (of ``infos``, same type) close enough to be looked at: whose texts to read."""
+    """Pairs (of ``infos``, same type and scope) close enough to be looked at: whose texts
+    to read. Memories of different scopes (session:a, project:x) are never paired: merged,
+    one scope would lose its memory to a memory it cannot see."""
     return [
         (infos[a], infos[b], cosine)
         for a, b, cosine in pairs
-        if cosine >= RELATED_COSINE and a in infos and b in infos and infos[a].type == infos[b].type
+        if cosine >= RELATED_COSINE
+        and a in infos
+        and b in infos
+        and infos[a].type == infos[b].type
+        and set(infos[a].scope) == set(infos[b].scope)
     ]
 
 

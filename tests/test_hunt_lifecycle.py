@@ -250,3 +250,15 @@ def test_remember_refused_for_a_malformed_memory_it_supersedes_leaves_no_file(
     assert git(svc.root, "status", "--porcelain") == ""
     assert commit_count(svc.root) == commits
     assert svc.recover() is None  # nothing left for a recovery commit to bring back
+
+
+def test_consolidate_never_merges_memories_of_different_scopes(service: MemoryService) -> None:
+    text = "Draft itinerary: Lisbon first, then Porto by train."
+    mine = add(service, text, scope=["session:trip-a"], importance=0.4)
+    theirs = add(service, text, scope=["session:trip-b"], importance=0.6)
+    same = add(service, text, scope=["session:trip-b"], importance=0.3)
+    steps = [p for p in lifecycle.consolidate(service, dry_run=False) if p.kind != "archive"]
+    assert [(p.kind, p.ids, p.applied) for p in steps] == [("merge", (theirs, same), True)]
+    assert service.get(mine).status == "active"
+    lifecycle.forget_scope(service, "session:trip-b")
+    assert service.get(mine).status == "active"
