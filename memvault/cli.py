@@ -627,10 +627,11 @@ def forget(
     if selection is not None:
         _forget_selected(ctx, selection, mode or "archive", reason, dry_run, yes)
         return
+    confirmed = None
     if not yes and sys.stdin.isatty():
-        _ask_before_forgetting(ctx, id_or_path, mode or "archive", scope)
+        confirmed = _ask_before_forgetting(ctx, id_or_path, mode or "archive", scope)
     if scope is not None:
-        _forget_scope(ctx, scope, reason)
+        _forget_scope(ctx, scope, reason, confirmed)
         return
     assert id_or_path is not None
     with _errors(ctx):
@@ -704,14 +705,18 @@ def _profile_value(value: Any) -> str:
     return show(value)
 
 
-def _ask_before_forgetting(ctx: Ctx, id_or_path: str | None, mode: str, scope: str | None) -> None:
-    """A person at a terminal confirms destructive forgetting (no token: they are here)."""
+def _ask_before_forgetting(
+    ctx: Ctx, id_or_path: str | None, mode: str, scope: str | None
+) -> tuple[str, ...]:
+    """A person at a terminal confirms destructive forgetting (no token: they are here);
+    the ids they were shown."""
     from .confirm import resolve
 
     with _errors(ctx):
         operation = resolve(_service(ctx), id_or_path, mode, scope)
     if operation.destructive and operation.ids:
         click.confirm(f"{operation.describe()}: are you sure?", abort=True, err=True)
+    return operation.ids
 
 
 def _forget_selected(
@@ -765,11 +770,13 @@ def _print_selected(operation: Any, asked_for: bool) -> None:
         click.echo(f"{count} selected (dry run: nothing forgotten)", err=True)
 
 
-def _forget_scope(ctx: Ctx, scope: str, reason: str | None) -> None:
+def _forget_scope(
+    ctx: Ctx, scope: str, reason: str | None, confirmed: tuple[str, ...] | None
+) -> None:
     from .lifecycle import forget_scope
 
     with _errors(ctx):
-        result = forget_scope(_service(ctx), scope, reason)
+        result = forget_scope(_service(ctx), scope, reason, confirmed)
     data = {"commit": result.commit, "archived": [m.summary() for m in result.memories]}
     lines = [f"archived {m.path}" for m in result.memories] or [f"nothing in {scope} to archive"]
     _emit(ctx, data, lambda: click.echo("\n".join(lines)))

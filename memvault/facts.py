@@ -56,9 +56,45 @@ _ZH_WEEKDAYS = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "日
 _ZH_PM = ("下午", "傍晚", "晚上", "夜里", "今晚")
 _ZH_AM = ("上午", "早上", "早晨", "凌晨")
 
+# A currency: a symbol or code before an amount ($, €, HK$, USD) or a word or code after one
+# (美元, 元, euros): "$1200" / "€1200" and 100元 / 100美元 are different amounts.
+_CURRENCIES = {"$": "usd", "us$": "usd", "dollar": "usd", "dollars": "usd", "bucks": "usd"}
+_CURRENCIES |= {"美元": "usd", "美金": "usd", "hk$": "hkd", "港币": "hkd", "港元": "hkd"}
+_CURRENCIES |= {"c$": "cad", "ca$": "cad", "a$": "aud", "au$": "aud", "s$": "sgd", "nt$": "twd"}
+_CURRENCIES |= {"€": "eur", "euro": "eur", "euros": "eur", "欧元": "eur", "£": "gbp", "英镑": "gbp"}
+_CURRENCIES |= {"¥": "cny", "元": "cny", "块": "cny", "块钱": "cny", "人民币": "cny"}
+_CURRENCIES |= {"yuan": "cny", "rmb": "cny", "日元": "jpy", "円": "jpy", "yen": "jpy"}
+_CURRENCIES |= {"₹": "inr", "rupees": "inr", "₩": "krw", "韩元": "krw", "卢布": "rub"}
+_CODES = "usd|eur|gbp|jpy|cny|rmb|hkd|cad|aud|chf|inr|krw|sgd"
+_AMOUNT = rf"[\d{_CN_NUM}]"
+_CURRENCY = re.compile(
+    rf"(?<![A-Za-z])(?P<sym>(?:US|HK|NT|CA|AU|[CAS])?\$|[€£¥₹₩])(?=\s?[-−]?{_AMOUNT})"
+    rf"|\b(?P<code>{_CODES})(?=\s?{_AMOUNT})"
+    rf"|(?:(?<={_AMOUNT})|(?<={_AMOUNT}\s))(?:(?P<zh>美元|美金|港币|港元|欧元|英镑|日元|韩元|卢布|"
+    rf"人民币|元|块钱|块(?![\u4e00-\u9fff])|円)|(?P<word>dollars?|bucks|euros?|yuan|yen|rupees|"
+    rf"{_CODES})\b)",
+    re.IGNORECASE,
+)
+
 # Patterns, most specific first: each match is masked before the next pattern runs, so the
 # 16 of "March 16" is a date and not also a number.
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("currency", _CURRENCY),
+    # 20%, 20 percent and 百分之二十 say the same; the number is read after
+    (
+        "percent",
+        re.compile(
+            rf"%|\bper\s*cent\b|百分之(?=[\d{_CN_NUM}])",
+            re.IGNORECASE,
+        ),
+    ),
+    # A sign that ends a short name is part of it: C++ / C# / C, blood type A+ / A-, O+ / O-.
+    (
+        "signed",
+        re.compile(
+            r"\b[A-Za-z][A-Za-z0-9]*(?:\+\+|#)(?![\w+#])|\b[A-Za-z]{1,2}[+\-−](?![\w+#\-−])"
+        ),
+    ),
     ("iso", re.compile(r"(?<!\d)(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})(?!\d)")),
     ("slash", re.compile(r"(?<![\d.])(?P<a>\d{1,2})/(?P<b>\d{1,2})(?:/(?P<y>\d{2,4}))?(?!\d)")),
     (
@@ -101,6 +137,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             re.IGNORECASE,
         ),
     ),
+    # every other week / 隔周: every second one, not every one ("other" is a stop word)
+    ("alternate", re.compile(r"\bevery\s+other\b|隔(?=[周天日月年])|每隔一", re.IGNORECASE)),
     # A word of letters and digits (zq0x0k, us-east-1, A12345, v2.1) or digits joined by
     # dashes (4-7-1-9, 555-1234) is one value: the order of its parts is the value.
     (
@@ -111,10 +149,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "number",
         re.compile(
-            rf"(?<![\d.,])(?P<digits>\d+(?:[.,]\d+)*)(?P<big>[万亿])?"
+            # a sign (-5, 零下五, minus 5) is part of the value: -5 degrees is not 5 degrees
+            rf"(?P<minus>(?<![A-Za-z0-9_.,:/\-−])[-−](?=\d)|零下\s*|\bminus\s+)?"
+            rf"(?:(?<![\d.,])(?P<digits>\d+(?:[.,]\d+)*)(?P<big>[万亿])?"
             rf"|(?P<zh>[{_CN_NUM}]+)"
             r"|\b(?P<en>(?:" + "|".join(sorted(_EN_NUMBERS, key=len, reverse=True)) + r")"
-            r"(?:-(?:one|two|three|four|five|six|seven|eight|nine))?)\b",
+            r"(?:-(?:one|two|three|four|five|six|seven|eight|nine))?)\b)",
             re.IGNORECASE,
         ),
     ),
@@ -122,7 +162,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 _NEGATION = re.compile(
     r"\b(not|no|never|none|nor|neither|without|cannot|can't|don't|doesn't|didn't|isn't|aren't"
-    r"|wasn't|weren't|won't|stopped|no longer|dislikes?|hates?)\b|不|没|别|未|讨厌",
+    r"|wasn't|weren't|won't|stopped|no longer|dislikes?|hates?)\b|不|没|别|未|勿|讨厌|并非"
+    # 无 and 非 negate (无过敏, 非素食者), not in 无论 (regardless), 无线 (wireless), 非常 (very)
+    r"|无(?!论|线|聊|数|比|疑|锡|奈)|非(?!常|洲|凡|得)",
     re.IGNORECASE,
 )
 _FACT, _KEEP = "\ue000", "\ue001"  # private-use marks: a fact's span; a span to keep as text
@@ -247,6 +289,8 @@ def _facts_of(kind: str, m: re.Match[str]) -> Found | None:
     """The facts a match states; None when it is not a match of ``kind`` after all."""
     if kind == "code":
         return _code(m.group(0))
+    if kind == "signed":
+        return [("signed", m.group(0).lower().replace("−", "-"))]
     reader = _READERS.get(kind)
     return reader(m.groupdict()) if reader else []
 
@@ -291,6 +335,12 @@ def _zh_time(g: Groups) -> Found:
     return _time(hour, 30 if g["half"] else _num(g["mi"]), pm)
 
 
+def _currency(g: Groups) -> Found:
+    written = next(v for v in (g["sym"], g["code"], g["zh"], g["word"]) if v)
+    key = written.lower()
+    return [("currency", _CURRENCIES.get(key, "cny" if key == "rmb" else key))]
+
+
 def _weekday(g: Groups) -> Found:
     day = _WEEKDAYS[(g["en"] or "").lower()] if g["en"] else _ZH_WEEKDAYS[g["zh"] or ""]
     return [("weekday", str(day))]
@@ -305,6 +355,9 @@ _READERS: dict[str, Callable[[Groups], Found]] = {
     "en_time": _en_time,
     "zh_time": _zh_time,
     "weekday": _weekday,
+    "currency": _currency,
+    "alternate": lambda g: [("every", "2")],
+    "percent": lambda g: [("unit", "%")],
 }
 
 
@@ -318,10 +371,10 @@ def _number(g: Groups) -> Found:
             number = float(digits) * (_CN_BIG[g["big"]] if g["big"] else 1)
             value = int(number) if number.is_integer() else number
         kind = "year" if re.fullmatch(r"(?:19|20)\d\d", digits) and not g["big"] else "number"
-        return [(kind, str(value))]
+        return [(kind, f"{'-' if g['minus'] else ''}{value}")]
     if g["zh"]:
         zh = zh_number(g["zh"])
-        return [("number", str(zh))] if zh is not None else []
+        return [("number", f"{'-' if g['minus'] else ''}{zh}")] if zh is not None else []
     if g["en"]:
         total = 0.0
         for part in g["en"].lower().split("-"):
@@ -346,9 +399,9 @@ def extract(text: str) -> Facts:
         masked = _mask(masked, spans, _KEEP if kind == "not_number" else _FACT)
     plain = "".join(c if mark == _KEEP else mark for c, mark in zip(text, masked, strict=True))
     stated = _stated(text, plain, sorted(found))
-    rest = re.sub(f"{_FACT}+", f" {_FACT} ", plain)
+    rest = re.sub(rf"{_FACT}(?:\s*{_FACT})*", f" {_FACT} ", plain)  # "1200 dollars": one
     values = frozenset((s.kind, s.value) for s in stated)
-    return Facts(values, _names(text), bool(_NEGATION.search(text)), rest, stated)
+    return Facts(values, _names(plain), bool(_NEGATION.search(text)), rest, stated)
 
 
 def _mask(text: str, spans: list[tuple[int, int]], mark: str) -> str:
@@ -447,6 +500,7 @@ def compare(new: str, old: str) -> Difference:
     if fa.negated != fb.negated:
         conflicts.append("negation in one text only")
     conflicts.extend(f"swapped {was!r} for {now!r}" for was, now in swaps(new, old))
+    conflicts.extend(f"tense {was!r} vs {now!r}" for was, now in tenses(new, old))
     added = additions(new, old)
     if added:
         extras.append(f"adds {' '.join(added)!r}")
@@ -551,6 +605,28 @@ def swaps(new: str, old: str) -> list[tuple[str, str]]:
     if same < 2 or same < 0.6 * max(len(so), len(sn)):
         return []
     return [(" ".join(so[i1:i2]), " ".join(sn[j1:j2])) for _, i1, i2, j1, j2 in changed]
+
+
+def tenses(new: str, old: str) -> list[tuple[str, str]]:
+    """The same word in the past (-ed) in one text only, as (old, new) words: "works at" /
+    "worked at" (stemming makes them one word), "prefers" / "preferred". A fact that held
+    and one that holds are not the same fact."""
+    words = [
+        [(_key(w), w) for w in _words(extract(t).rest) if w not in _FILLER] for t in (old, new)
+    ]
+    before, after = ([key for key, _ in side] for side in words)
+    out = []
+    for block in SequenceMatcher(None, before, after, autojunk=False).get_matching_blocks():
+        for n in range(block.size):
+            (key, was), (_, now) = words[0][block.a + n], words[1][block.b + n]
+            if was != now and _past(was, key) != _past(now, key):
+                out.append((was, now))
+    return out
+
+
+def _past(word: str, key: str) -> bool:
+    """Whether ``word`` is its stem ``key`` in the past (-ed): worked, lived, not need."""
+    return word.endswith("ed") and not key.endswith("ed") and word.isascii()
 
 
 def additions(new: str, old: str) -> list[str]:

@@ -24,6 +24,7 @@ from .models import (
     memory_count,
 )
 from .note import strip_title
+from .profile import is_field_path
 
 if TYPE_CHECKING:
     from .service import MemoryService
@@ -38,7 +39,14 @@ def consolidate(service: MemoryService, dry_run: bool = True) -> list[Proposal]:
     now = service.clock()
     infos = service.records(Filters(include_expired=True))
     # the retrieval's: a proposing client's judges the vault's vectors (proposals._Judging)
-    pairs = service.retrieval.pairs_above(policy.RELATED_COSINE)
+    # a profile field (profile/<field>.md) is set_profile's: never merged away by another
+    # field or memory that happens to say the same (name and preferred_name: "Ada")
+    fields = {i.id for i in infos if is_field_path(i.path)}
+    pairs = [
+        (a, b, cosine)
+        for a, b, cosine in service.retrieval.pairs_above(policy.RELATED_COSINE)
+        if a not in fields and b not in fields
+    ]
     close = policy.related_pairs({i.id: i for i in infos}, pairs)
     memories = _read(service, {m.id: m for a, b, _ in close for m in (a, b)}.values())
     texts = {i: strip_title(m.body) for i, m in memories.items()}
@@ -85,12 +93,20 @@ def schedule(service: MemoryService, stop: threading.Event) -> threading.Thread 
     return thread
 
 
-def forget_scope(service: MemoryService, scope: str, reason: str | None = None) -> Archival:
+def forget_scope(
+    service: MemoryService,
+    scope: str,
+    reason: str | None = None,
+    confirmed: Sequence[str] | None = None,
+) -> Archival:
     """Archive every active memory of a working-memory scope (``session:<id>``) in one
     commit. More than one memory at once: the MCP tool and the CLI confirm it first
-    (memvault.confirm)."""
+    (memvault.confirm), and pass the ids the person confirmed as ``confirmed``: a memory
+    that joined the session while they were asked is not archived with the others."""
     label = _session_scope(scope)
     ids = [i.id for i in session_members(service, label)]
+    if confirmed is not None:
+        ids = [i for i in ids if i in set(confirmed)]
     return forget_many(service, ids, "archive", reason, {"Memvault-Scope": label}, label)
 
 
@@ -225,17 +241,13 @@ def _ids(value: object) -> list[str]:
 
 def _apply(service: MemoryService, proposal: Proposal) -> Proposal:
     """One proposal as one commit named for what it does (``merge:``, ``supersede:``,
-    ``archive:``). A memory the user stated (``source: user``) is never superseded or
-    merged away without them: that proposal is left for a person to confirm."""
+    ``archive:``), if it still holds now (see :func:`_why_not`)."""
     try:
+        why_not = _why_not(service, proposal)
+        if why_not:
+            return replace(proposal, reason=f"{proposal.reason} (not applied: {why_not})")
         if proposal.kind in ("merge", "supersede"):
             keep, drop = proposal.ids
-            if str(service.get(drop).meta.get("source") or "") == "user":
-                note = (
-                    f"the user stated it: to confirm, remember the text of {proposal.paths[0]} "
-                    f"again with supersedes=[{keep!r}, {drop!r}], so that both point at it"
-                )
-                return replace(proposal, reason=f"{proposal.reason} (not applied: {note})")
             fields = {"status": "superseded", "superseded_by": keep}
             result = service.update(drop, fields=fields, op=proposal.kind)
         else:
@@ -243,3 +255,29 @@ def _apply(service: MemoryService, proposal: Proposal) -> Proposal:
     except MemvaultError as exc:
         return replace(proposal, reason=f"{proposal.reason} (not applied: {exc})")
     return replace(proposal, applied=True, commit=result.commit)
+
+
+def _why_not(service: MemoryService, proposal: Proposal) -> str | None:
+    """Why a step must not be applied now, or None. The files are read again: a person,
+    another process or an earlier step may have changed them since the plan was made.
+    A merge or supersession needs both memories still active, and never supersedes what
+    the user stated (``source: user``) without them; an archive needs the policy's verdict
+    to hold still (a person may have moved ``expires`` on meanwhile)."""
+    memories = [service.get(i) for i in proposal.ids]
+    if proposal.kind == "archive":
+        (memory,) = memories
+        access = service.access.of([memory.id]).get(memory.id)
+        rule = hard_forget(service, memory.type)
+        if policy.forget_verdict(memory.info(), service.clock(), access, rule) is None:
+            return f"{memory.path} changed since the plan and is no longer to archive"
+        return None
+    for memory in memories:
+        if memory.status != "active" or memory.path.startswith("archive/"):
+            return f"{memory.path} is {memory.status} now; consolidate again"
+    keep, drop = proposal.ids
+    if str(memories[1].meta.get("source") or "") == "user":
+        return (
+            f"the user stated it: to confirm, remember the text of {proposal.paths[0]} "
+            f"again with supersedes=[{keep!r}, {drop!r}], so that both point at it"
+        )
+    return None

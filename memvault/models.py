@@ -558,9 +558,9 @@ def lapsed(expires: str | None, now: dt.datetime) -> bool:
     naive time is in ``now``'s zone. Missing or unreadable: never lapses."""
     zone = now.tzinfo or dt.UTC
     text = (expires or "").strip()
-    if len(text) == len("2026-12-31"):
+    if not any(c in text for c in "Tt: "):  # a date alone (2026-12-31, 20261231)
         try:
-            day = dt.date.fromisoformat(text)
+            day = dt.date.fromisoformat(text.rstrip("Zz"))
         except ValueError:
             return False
         return now.date() > day  # in now's own zone

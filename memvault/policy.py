@@ -87,6 +87,21 @@ def normalise(text: str) -> str:
     return re.sub(r"[\W_]+", " ", text).strip()
 
 
+# Signs that punctuation-blind normalising drops but that change what is said: a currency
+# symbol, a percent sign, a minus before a digit, a sign ending a short name ($1200 / €1200,
+# -5 / 5, C++ / C#, blood type A+ / A-).
+_AMOUNT_MARKS = re.compile(r"[$€£¥₹₩%+#]|(?<![\w.])[-−](?=\d)|\b[A-Za-z]{1,2}[-−](?![\w-])")
+
+
+def same_text(a: str, b: str) -> bool:
+    """Whether two texts are the same words and numbers, case, spacing and punctuation
+    aside, with the same currency symbols and signs."""
+    if normalise(a) != normalise(b):
+        return False
+    marks = [_AMOUNT_MARKS.findall(unicodedata.normalize("NFKC", t)) for t in (a, b)]
+    return marks[0] == marks[1]
+
+
 def triviality(content: str) -> str | None:
     """Why ``content`` is not worth remembering, or None when it is."""
     norm = normalise(content)
@@ -140,7 +155,7 @@ def relation(new_text: str, old_text: str, cosine: float, same_type: bool) -> st
     hold the write lock for minutes): unless equal, they are never a duplicate nor a
     possible contradiction, at most related. A long near-copy is stored twice, and reported.
     """
-    if normalise(new_text) == normalise(old_text):
+    if same_text(new_text, old_text):
         return "duplicate"
     if not facts.comparable(new_text, old_text):
         return "related" if cosine >= RELATED_COSINE and same_type else None
@@ -192,11 +207,17 @@ def forget_verdict(
 def related_pairs(
     infos: Mapping[str, MemoryInfo], pairs: Iterable[tuple[str, str, float]]
 ) -> list[tuple[MemoryInfo, MemoryInfo, float]]:
-    """Pairs (of ``infos``, same type) close enough to be looked at: whose texts to read."""
+    """Pairs (of ``infos``, same type and scope) close enough to be looked at: whose texts
+    to read. Memories of different scopes (session:a, project:x) are never paired: merged,
+    one scope would lose its memory to a memory it cannot see."""
     return [
         (infos[a], infos[b], cosine)
         for a, b, cosine in pairs
-        if cosine >= RELATED_COSINE and a in infos and b in infos and infos[a].type == infos[b].type
+        if cosine >= RELATED_COSINE
+        and a in infos
+        and b in infos
+        and infos[a].type == infos[b].type
+        and set(infos[a].scope) == set(infos[b].scope)
     ]
 
 
@@ -216,19 +237,26 @@ def plan_consolidation(
     statistics, ``rules`` the hard-forgetting rule per type (default: HardForget()),
     ``corrected`` what each memory superseded (see :func:`pair_proposal`).
     """
-    by_id = {info.id: info for info in infos}
-    proposals = []
-    for a, b, cosine in related_pairs(by_id, pairs):
-        if a.id in texts and b.id in texts:
-            proposal = pair_proposal(a, b, cosine, texts[a.id], texts[b.id], corrected)
-            if proposal:
-                proposals.append(proposal)
+    archives = []
     for info in infos:
         rule = (rules or {}).get(info.type, HardForget())
         verdict = forget_verdict(info, now, (access or {}).get(info.id), rule)
         if verdict:
-            proposals.append(Proposal("archive", (info.id,), (info.path,), verdict))
-    return proposals
+            archives.append(Proposal("archive", (info.id,), (info.path,), verdict))
+    # A memory archived by this plan neither keeps nor loses a pair: kept, its duplicate
+    # would be superseded by what is archived next. A memory superseded by one step is not
+    # superseded again nor kept by a later one (closest pairs first): one step per memory.
+    settled = {p.ids[0] for p in archives}
+    by_id = {info.id: info for info in infos}
+    proposals = []
+    for a, b, cosine in sorted(related_pairs(by_id, pairs), key=lambda pair: -pair[2]):
+        if a.id in settled or b.id in settled or a.id not in texts or b.id not in texts:
+            continue
+        proposal = pair_proposal(a, b, cosine, texts[a.id], texts[b.id], corrected)
+        if proposal:
+            proposals.append(proposal)
+            settled.add(proposal.ids[1])
+    return proposals + archives
 
 
 Corrected = Mapping[str, Sequence[tuple[str, str]]]  # id -> (path, text) of what it corrected
@@ -245,7 +273,7 @@ def restates(text: str, old_text: str) -> bool:
     """Whether ``text`` states again what ``old_text`` stated: equal, or the same facts (none
     conflicting, none added) in overlapping words. No cosine is asked: this is only asked
     of a text already close to the memory that corrected ``old_text``."""
-    if normalise(text) == normalise(old_text):
+    if same_text(text, old_text):
         return True
     if not facts.comparable(text, old_text):
         return False

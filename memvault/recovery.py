@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 from . import interrupted, stashes
-from .errors import GitError, NotSavedError, UnsafePathError
+from .errors import GitError, MemvaultError, NotSavedError, UnsafePathError
 from .history import History
 from .vault import STATE_DIR, Undo, Vault
 
@@ -44,16 +44,22 @@ def writing(
     ``reindex`` is given them; :class:`NotSavedError` says so with git's reason. Where
     not everything could be kept to put back (more than UNDO_BYTES replaced), the files
     stay, journalled, for the recovery commit of the vault's next opening, and the error
-    says that."""
+    says that. A write refused half-way (a file it had to rewrite turned out malformed) is
+    taken back the same way, and its own error raised: a refused write leaves no file."""
     with vault.write_lock(timeout):
         ready(vault, history, "write")
         head = history.tip()
         with vault.undoable() as undo:
             try:
                 yield
-            except GitError as exc:
+            except MemvaultError as exc:
                 if not undo.before or history.tip() != head:
                     raise  # nothing written yet, or a commit was made: history has it
+                if not isinstance(exc, GitError):  # refused half-way: take back what it wrote
+                    if undo.complete:
+                        take_back(vault, history, undo)
+                        reindex(list(undo.before))
+                    raise
                 if not undo.complete:
                     raise NotSavedError(
                         f"git could not commit the {len(undo.before)} file(s) written "

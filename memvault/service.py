@@ -308,9 +308,9 @@ class MemoryService:
         if check_similar:  # embedded outside the lock (slow), judged inside it (below)
             self.retrieval.prepare(content, title, tags)
         now = self.clock().replace(microsecond=0)
+        supersedes = list(dict.fromkeys(self.get(s).id for s in supersedes))  # ids, once each
         meta = _fields.new_meta(type, tags, confidence, importance, now, source, scope, supersedes)
-        meta |= when
-        text = frontmatter.new_file(meta, _body(title, content))
+        text = frontmatter.new_file(meta | when, _body(title, content))
         chosen = target_folder or _fields.default_folder(type, now)
         target_folder = self.vault.spelled(chosen)  # a person's Inbox/ for inbox
         with self._writing():

@@ -185,14 +185,19 @@ def file_size(rel: str, data: str, max_file_bytes: int) -> None:
 DATE_KEYS = ("expires", "valid_from", "valid_until")
 
 
+def has_time(text: str) -> bool:
+    """Whether an ISO text gives a time of day, not only a date (2026-12-31, 20261231)."""
+    return any(c in text for c in "Tt: ")
+
+
 def moment(field: str, value: object) -> dt.date | dt.datetime:
     """A date (2026-12-31) or a date-time (2026-12-31T18:00:00+08:00, Z allowed), parsed."""
     if isinstance(value, dt.date):
         return value
     given = str(value).strip()
     try:
-        if len(given) == len("2026-12-31"):
-            return dt.date.fromisoformat(given)
+        if not has_time(given):  # 20261231 too: a date lasts through that day
+            return dt.date.fromisoformat(given.rstrip("Zz"))
         return dt.datetime.fromisoformat(given.replace("Z", "+00:00"))
     except ValueError:
         raise InvalidInputError(

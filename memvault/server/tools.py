@@ -260,7 +260,8 @@ def forget(
         out.warning = "; ".join(n for n in (out.warning, left) if n) or None
         return out
     if scope is not None:
-        return _many_out(service, lifecycle.forget_scope(service, scope, reason))
+        archived = lifecycle.forget_scope(service, scope, reason, operation.ids)
+        return _many_out(service, archived)
     if filter is not None:
         ids = operation.ids
         return _many_out(service, lifecycle.forget_selected(service, ids, mode, reason, filter))
