@@ -31,6 +31,7 @@ from .errors import GitError, InvalidInputError, MemvaultError
 from .history import History, format_message
 from .models import EVERY, ChangeEvent, WriteResult
 from .template import create_vault, exclude_state_dir
+from .vault import STATE_DIR
 
 if TYPE_CHECKING:
     from .service import MemoryService
@@ -230,6 +231,7 @@ def _integrate(
     ours = history.head()
     if theirs is None or ours is None or history.is_ancestor(theirs, ours):
         return _Integrated("up to date" if theirs else "nothing on the remote yet")
+    _refuse_state(history, remote, ours, theirs)
     if history.is_ancestor(ours, theirs):
         history.run("merge", "--ff-only", "--quiet", theirs)
         return _Integrated("fast-forward")
@@ -243,6 +245,24 @@ def _integrate(
     ):
         return _Integrated("rebased")
     return _Integrated("merged", _merge(service, remote, branch, theirs))
+
+
+def _refuse_state(history: History, remote: str, ours: str, theirs: str) -> None:
+    """Refuse the remote's commits when they change memvault's own state folder: git
+    overwrites the files it ignores, so they would replace this vault's index (Whoosh
+    unpickles its table of contents: code run on this machine) and state, and stay
+    tracked, so every later sync would stop at them."""
+    names = history.run(
+        "diff", "--name-only", "--no-renames", f"{ours}...{theirs}", "--", STATE_DIR
+    )
+    if names.strip():
+        shown = ", ".join(names.split()[:3])
+        raise MemvaultError(
+            f"sync refused: the commits on {remote} change memvault's own state folder "
+            f"{STATE_DIR}/ ({shown}), which is never synced (this machine's index and "
+            "statistics would be replaced by another's); nothing was changed. On the machine "
+            f"that committed it, run `git rm -r --cached {STATE_DIR}`, commit and push, then sync"
+        )
 
 
 def _adopt(service: MemoryService, ours: str, theirs: str, base: str) -> _Integrated:

@@ -1,0 +1,76 @@
+"""Hostile and odd content arriving by sync, and conflicts (real git: a bare remote, two
+vaults and a plain git clone standing for another machine, in tmp_path)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memvault.errors import MemvaultError
+from memvault.syncing import sync
+
+from .helpers import Pair, git, synced_pair
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[Pair]:
+    """A bare remote, vault A pushed to it, vault B cloned from it."""
+    with synced_pair(tmp_path) as made:
+        yield made
+
+
+def _push_from_elsewhere(pair: Pair, files: dict[str, bytes], message: str) -> Path:
+    """Commit ``files`` in a plain git clone of the remote (another machine) and push."""
+    other = pair.remote.parent / "elsewhere"
+    if other.exists():
+        git(other, "pull", "-q")
+    else:
+        git(pair.remote.parent, "clone", "-q", str(pair.remote), str(other))
+    for rel, data in files.items():
+        (other / rel).parent.mkdir(parents=True, exist_ok=True)
+        (other / rel).write_bytes(data)
+    git(other, "add", "-A", "--force")
+    git(other, "-c", "user.name=Other", "-c", "user.email=o@x", "commit", "-qm", message)
+    git(other, "push", "-q")
+    return other
+
+
+def _shared(pair: Pair, text: str) -> str:
+    """A memory on both sides: written on A, synced to B; its path."""
+    written = pair.a.remember(text, type="preference").memory
+    assert written is not None
+    sync(pair.a)
+    sync(pair.b)
+    return written.path
+
+
+def test_a_remote_that_commits_memvaults_state_folder_is_refused_and_changes_nothing(
+    pair: Pair,
+) -> None:
+    # git overwrites the files it ignores: the other machine's index would replace this
+    # one's (Whoosh unpickles it), and the tracked state would stop every later sync
+    sync(pair.b)
+    state = pair.b.root / ".memvault" / "sync.json"
+    mine = state.read_bytes()
+    head = git(pair.b.root, "rev-parse", "HEAD")
+    other = _push_from_elsewhere(
+        pair,
+        {".memvault/sync.json": b"{}", "facts/ferry.md": b"# Ferry\n\nThe ferry leaves at 9\n"},
+        "a vault with its state",
+    )
+    with pytest.raises(MemvaultError, match=r"state folder \.memvault/.*git rm -r --cached"):
+        sync(pair.b)
+    assert git(pair.b.root, "rev-parse", "HEAD") == head
+    assert state.read_bytes() == mine
+    assert git(pair.b.root, "status", "--porcelain") == ""
+    git(other, "rm", "-r", "-q", "--cached", ".memvault")
+    git(other, "-c", "user.name=Other", "-c", "user.email=o@x", "commit", "-qm", "untrack")
+    git(other, "push", "-q")
+    assert sync(pair.b).action == "fast-forward"
+    assert "ferry leaves at 9" in pair.b.get("facts/ferry.md").body
+    pair.a.remember("Coffee is in the third cupboard", type="fact")
+    sync(pair.a)
+    pair.b.remember("Tea is in the second cupboard", type="fact")
+    assert sync(pair.b).error is None  # no tracked state file stops a rebase
