@@ -436,11 +436,13 @@ def _settle_one(
     if not service.vault.is_memory_path(path):
         log.warning("%s changed on both sides and is not a memory: kept this side's", path)
         return ours, False
+    when = _when(service.history, theirs, path)
     try:
         decoded = [t.decode("utf-8") if t is not None else None for t in (base, ours, other)]
-    except UnicodeDecodeError:
-        return ours, False
-    when = _when(service.history, theirs, path)
+    except UnicodeDecodeError:  # not text memvault can merge: both kept, byte for byte
+        heading = merging.conflict_heading(remote, when).encode("utf-8")
+        kept = [ours.rstrip(b"\n"), heading, other.strip(b"\n")]
+        return b"\n\n".join(kept) + b"\n", True
     mine, their_text = decoded[1], decoded[2]
     assert mine is not None and their_text is not None
     merged = merging.merge_memory(

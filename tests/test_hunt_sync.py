@@ -74,3 +74,19 @@ def test_a_remote_that_commits_memvaults_state_folder_is_refused_and_changes_not
     sync(pair.a)
     pair.b.remember("Tea is in the second cupboard", type="fact")
     assert sync(pair.b).error is None  # no tracked state file stops a rebase
+
+
+def test_a_memory_that_is_not_utf8_edited_on_both_sides_keeps_both_and_is_a_conflict(
+    pair: Pair,
+) -> None:
+    path = _shared(pair, "Reports are written in British English")
+    on_a, on_b = pair.a.root / path, pair.b.root / path
+    on_a.write_bytes(on_a.read_bytes().replace(b"British English", b"English, no Oxford comma"))
+    on_b.write_bytes(on_b.read_bytes().replace(b"British English", b"Fran\xe7ais (caf\xe9)"))
+    sync(pair.a)
+    result = sync(pair.b)
+    assert result.action == "merged" and result.conflicts == (path,)
+    kept = on_b.read_bytes()
+    assert b"no Oxford comma" in kept and b"Fran\xe7ais (caf\xe9)" in kept
+    assert b"## Conflicting version (from origin, " in kept
+    assert git(pair.b.root, "status", "--porcelain") == ""
