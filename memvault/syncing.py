@@ -411,6 +411,9 @@ def _settle(service: MemoryService, remote: str, theirs: str) -> tuple[str, ...]
     conflicts = []
     for path, by_stage in stages.items():
         base, ours, theirs_blob = (by_stage.get(n) for n in (1, 2, 3))
+        if ours is None and theirs_blob is None:  # moved away on both sides, to two places
+            history.run("rm", "-q", "--", path)
+            continue
         texts = [blobs.get(b) if b else None for b in (base, ours, theirs_blob)]
         data, conflict = _settle_one(service, remote, theirs, path, texts)
         service.vault.write(path, data)

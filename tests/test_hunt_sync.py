@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from memvault.doctor import run_checks
 from memvault.errors import MemvaultError
 from memvault.syncing import sync
 
@@ -90,3 +91,24 @@ def test_a_memory_that_is_not_utf8_edited_on_both_sides_keeps_both_and_is_a_conf
     assert b"no Oxford comma" in kept and b"Fran\xe7ais (caf\xe9)" in kept
     assert b"## Conflicting version (from origin, " in kept
     assert git(pair.b.root, "status", "--porcelain") == ""
+
+
+def test_a_memory_moved_to_two_places_on_two_machines_merges_and_keeps_both_copies(
+    pair: Pair,
+) -> None:
+    written = pair.a.remember("The staging database is called heron", type="fact").memory
+    assert written is not None
+    sync(pair.a)
+    sync(pair.b)
+    pair.a.forget(written.id, mode="archive")  # to archive/facts/
+    git(pair.b.root, "mv", written.path, "projects/heron.md")  # moved by hand
+    git(pair.b.root, "commit", "-qm", "moved by hand")
+    sync(pair.a)
+    result = sync(pair.b)  # was an AssertionError, the vault left mid-merge
+    assert result.action == "merged" and result.error is None
+    assert git(pair.b.root, "status", "--porcelain") == ""
+    assert not (pair.b.root / written.path).exists()
+    assert (pair.b.root / "projects/heron.md").exists()
+    assert "heron" in pair.b.get(written.id).body
+    found = run_checks(pair.b.vault, pair.b.history, "none")
+    assert [p.kind for p in found if p.path == "projects/heron.md"] == ["duplicate_id"]
