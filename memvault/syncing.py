@@ -252,8 +252,11 @@ def _refuse_state(history: History, remote: str, ours: str, theirs: str) -> None
     overwrites the files it ignores, so they would replace this vault's index (Whoosh
     unpickles its table of contents: code run on this machine) and state, and stay
     tracked, so every later sync would stop at them."""
-    names = history.run(
-        "diff", "--name-only", "--no-renames", f"{ours}...{theirs}", "--", STATE_DIR
+    base = history.run("merge-base", ours, theirs, check=False).strip()
+    names = (
+        history.run("diff", "--name-only", "--no-renames", base, theirs, "--", STATE_DIR)
+        if base  # unrelated histories: whatever theirs holds there
+        else history.run("ls-tree", "-r", "--name-only", theirs, "--", STATE_DIR)
     )
     if names.strip():
         shown = ", ".join(names.split()[:3])

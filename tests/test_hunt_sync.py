@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from memvault.config import Settings
 from memvault.doctor import run_checks
 from memvault.errors import MemvaultError
+from memvault.service import MemoryService
 from memvault.syncing import sync
+from memvault.template import create_vault
 
 from .helpers import Pair, git, synced_pair
 
@@ -112,3 +115,28 @@ def test_a_memory_moved_to_two_places_on_two_machines_merges_and_keeps_both_copi
     assert "heron" in pair.b.get(written.id).body
     found = run_checks(pair.b.vault, pair.b.history, "none")
     assert [p.kind for p in found if p.path == "projects/heron.md"] == ["duplicate_id"]
+
+
+def test_a_vault_started_apart_takes_the_remote_but_never_its_state_folder(
+    pair: Pair, tmp_path: Path
+) -> None:
+    other = _push_from_elsewhere(pair, {".memvault/index/x.toc": b"pickled"}, "state")
+    create_vault(tmp_path / "d")  # `memvault init` on a third machine, then the same remote
+    git(tmp_path / "d", "remote", "add", "origin", str(pair.remote))
+    apart = MemoryService.open(tmp_path / "d", Settings(embedder="none"))
+    try:
+        written = apart.remember("Deploys happen on Tuesdays", type="fact").memory
+        assert written is not None
+        with pytest.raises(MemvaultError, match=r"state folder \.memvault/ \(\.memvault/index"):
+            sync(apart)
+        assert not (tmp_path / "d/.memvault/index/x.toc").exists()
+        git(other, "rm", "-r", "-q", "--cached", ".memvault")
+        git(other, "-c", "user.name=Other", "-c", "user.email=o@x", "commit", "-qm", "untrack")
+        git(other, "push", "-q")
+        pair.a.remember("The staging database is called heron", type="fact")
+        sync(pair.a)
+        assert sync(apart).error is None
+        assert {h.path for h in apart.recall("staging database heron")}
+        assert apart.get(written.id).path == written.path
+    finally:
+        apart.close()
