@@ -528,7 +528,7 @@ def _after(service: MemoryService, before: str | None) -> ChangeEvent:
         return ChangeEvent()
     out = history.run("diff", "--name-status", "--no-renames", "-z", before, after)
     tokens = [t for t in out.split("\0") if t]
-    pairs = list(zip(tokens[::2], tokens[1::2], strict=False))
+    pairs = [_typed(service, s, p) for s, p in zip(tokens[::2], tokens[1::2], strict=False)]
     event = ChangeEvent(
         changed=tuple(p for s, p in pairs if s.startswith("M")),
         added=tuple(p for s, p in pairs if s.startswith("A")),
@@ -539,6 +539,14 @@ def _after(service: MemoryService, before: str | None) -> ChangeEvent:
     if pairs:
         service.publish(event)
     return event
+
+
+def _typed(service: MemoryService, status: str, path: str) -> tuple[str, str]:
+    """A type change (a file replaced by a symlink, or one put back) as what it is to
+    memvault: the memory removed, or added."""
+    if not status.startswith("T"):
+        return status, path
+    return ("A" if service.vault.is_safe_file(path) else "D"), path
 
 
 def save_state(service: MemoryService, result: SyncResult) -> None:

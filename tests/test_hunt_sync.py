@@ -11,6 +11,7 @@ import pytest
 from memvault.config import Settings
 from memvault.doctor import run_checks
 from memvault.errors import MemvaultError
+from memvault.models import ChangeEvent
 from memvault.service import MemoryService
 from memvault.syncing import sync
 from memvault.template import create_vault
@@ -140,3 +141,25 @@ def test_a_vault_started_apart_takes_the_remote_but_never_its_state_folder(
         assert apart.get(written.id).path == written.path
     finally:
         apart.close()
+
+
+def test_a_memory_the_remote_replaced_by_a_symlink_is_reported_gone_to_subscribers(
+    pair: Pair,
+) -> None:
+    written = pair.a.remember("The staging database is called heron", type="fact").memory
+    assert written is not None
+    sync(pair.a)
+    sync(pair.b)
+    other = pair.remote.parent / "elsewhere"
+    git(pair.remote.parent, "clone", "-q", str(pair.remote), str(other))
+    (other / written.path).unlink()
+    (other / written.path).symlink_to("/etc/passwd")
+    git(other, "add", "-A")
+    git(other, "-c", "user.name=Other", "-c", "user.email=o@x", "commit", "-qm", "a link")
+    git(other, "push", "-q")
+    events: list[ChangeEvent] = []
+    pair.b.listeners.append(events.append)
+    result = sync(pair.b)
+    assert result.changed == (written.path,)
+    assert [e.removed for e in events] == [(written.path,)]
+    assert pair.b.recall("staging database heron") == []
