@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import frontmatter, interrupted, merging, purging, recovery
 from .config import Settings
-from .errors import GitError, InvalidInputError, MemvaultError
+from .errors import GitError, InvalidInputError, MalformedMemoryError, MemvaultError
 from .history import History, format_message
 from .models import EVERY, ChangeEvent, WriteResult
 from .template import create_vault, exclude_state_dir
@@ -418,12 +418,39 @@ def _settle(service: MemoryService, remote: str, theirs: str) -> tuple[str, ...]
             history.run("rm", "-q", "--", path)
             continue
         texts = [blobs.get(b) if b else None for b in (base, ours, theirs_blob)]
+        if _two_memories(service, path, texts):
+            _keep_apart(service, path, texts[2])
+            texts = [None, texts[1], None]  # this side's, as it was
         data, conflict = _settle_one(service, remote, theirs, path, texts)
         service.vault.write(path, data)
         history.run("add", "--", path)
         if conflict:
             conflicts.append(path)
     return tuple(conflicts)
+
+
+def _two_memories(service: MemoryService, path: str, texts: list[bytes | None]) -> bool:
+    """Whether both sides added a different memory (another id) at the same path: two
+    memories that chose one name (the same title), not two versions of one."""
+    base, ours, other = texts
+    if base is not None or ours is None or other is None:
+        return False
+    if not service.vault.is_memory_path(path):
+        return False
+    try:
+        ids = [frontmatter.parse(t.decode("utf-8")).meta.get("id") for t in (ours, other)]
+    except (UnicodeDecodeError, MalformedMemoryError):
+        return False
+    return all(isinstance(i, str) and i for i in ids) and ids[0] != ids[1]
+
+
+def _keep_apart(service: MemoryService, path: str, theirs: bytes | None) -> None:
+    """The other side's memory at a free path beside ``path`` (this side's stays there)."""
+    assert theirs is not None
+    folder, _, name = path.rpartition("/")
+    other = service.vault.free_path(folder, name[: -len(".md")])
+    service.vault.write(other, theirs)
+    service.history.run("add", "--", other)
 
 
 def _settle_one(

@@ -163,3 +163,19 @@ def test_a_memory_the_remote_replaced_by_a_symlink_is_reported_gone_to_subscribe
     assert result.changed == (written.path,)
     assert [e.removed for e in events] == [(written.path,)]
     assert pair.b.recall("staging database heron") == []
+
+
+def test_two_memories_that_chose_one_name_on_two_machines_stay_two_memories(pair: Pair) -> None:
+    on_a = pair.a.remember("Dentist appointment is on 3 March at 10:00", title="Dentist").memory
+    on_b = pair.b.remember("The dentist is Dr Ruiz on Elm Street", title="Dentist").memory
+    assert on_a is not None and on_b is not None and on_a.path == on_b.path
+    sync(pair.a)
+    result = sync(pair.b)  # were merged into one memory in conflict, A's id gone
+    assert result.conflicts == () and result.error is None
+    sync(pair.a)
+    for service in (pair.a, pair.b):
+        assert "3 March" in service.get(on_a.id).body
+        assert "Dr Ruiz" in service.get(on_b.id).body
+        assert service.get(on_a.id).path != service.get(on_b.id).path
+        assert "Conflicting version" not in service.get(on_b.id).body
+        assert git(service.root, "status", "--porcelain") == ""
