@@ -259,13 +259,17 @@ def _refuse_state(history: History, remote: str, ours: str, theirs: str) -> None
         else history.run("ls-tree", "-r", "--name-only", theirs, "--", STATE_DIR)
     )
     if names.strip():
-        shown = ", ".join(names.split()[:3])
-        raise MemvaultError(
-            f"sync refused: the commits on {remote} change memvault's own state folder "
-            f"{STATE_DIR}/ ({shown}), which is never synced (this machine's index and "
-            "statistics would be replaced by another's); nothing was changed. On the machine "
-            f"that committed it, run `git rm -r --cached {STATE_DIR}`, commit and push, then sync"
-        )
+        raise MemvaultError(f"sync refused: {_state_tracked(remote, names)}, then sync")
+
+
+def _state_tracked(where: str, names: str) -> str:
+    shown = ", ".join(names.split()[:3])
+    return (
+        f"the commits on {where} change memvault's own state folder {STATE_DIR}/ ({shown}), "
+        "which is never synced (this machine's index and statistics would be replaced by "
+        "another's); nothing was changed. On the machine that committed it, run "
+        f"`git rm -r --cached {STATE_DIR}`, commit and push"
+    )
 
 
 def _adopt(service: MemoryService, ours: str, theirs: str, base: str) -> _Integrated:
@@ -639,6 +643,10 @@ def clone_vault(
         )
     if branch:
         clone.run("checkout", "--quiet", "-B", branch, "--track", f"origin/{branch}")
+    tracked = clone.run("ls-tree", "-r", "--name-only", "HEAD", "--", STATE_DIR)
+    if tracked.strip():  # never opened: another machine's index (Whoosh unpickles it)
+        _empty(root, existed)
+        raise MemvaultError(f"could not clone: {_state_tracked(url, tracked)}, then clone again")
     exclude_state_dir(root)
     return "cloned"
 

@@ -13,7 +13,7 @@ from memvault.doctor import run_checks
 from memvault.errors import MemvaultError
 from memvault.models import ChangeEvent
 from memvault.service import MemoryService
-from memvault.syncing import sync
+from memvault.syncing import clone_vault, sync
 from memvault.template import create_vault
 
 from .helpers import Pair, git, synced_pair
@@ -179,3 +179,15 @@ def test_two_memories_that_chose_one_name_on_two_machines_stay_two_memories(pair
         assert service.get(on_a.id).path != service.get(on_b.id).path
         assert "Conflicting version" not in service.get(on_b.id).body
         assert git(service.root, "status", "--porcelain") == ""
+
+
+def test_cloning_a_remote_that_tracks_memvaults_state_folder_is_refused_and_leaves_nothing(
+    pair: Pair, tmp_path: Path
+) -> None:
+    sync(pair.a)
+    git(pair.a.root, "add", "--force", ".memvault/index")  # another machine's index
+    git(pair.a.root, "commit", "-qm", "everything")
+    git(pair.a.root, "push", "-q")
+    with pytest.raises(MemvaultError, match=r"state folder \.memvault/.*then clone again"):
+        clone_vault(str(pair.remote), tmp_path / "e")
+    assert not (tmp_path / "e").exists()
