@@ -44,6 +44,14 @@ REPLACED = "replaced the remote's history"  # sync --replace-remote, after a pur
 ADOPTED = "took the remote's purge"  # the remote was purged elsewhere: so is this vault
 ATTEMPTS = 2  # a push refused because the remote moved meanwhile: fetch and integrate again
 MOVED = "the remote moved meanwhile"
+# `merge=union` in .gitattributes (advice for obsidian-git) has git glue both sides' lines
+# together: frontmatter keys twice, two bodies in one, no conflict. memvault's own rebase
+# and merge run it as git's line merge instead, so overlaps reach the memory merge.
+_LINE_MERGE = {
+    "GIT_CONFIG_COUNT": "1",
+    "GIT_CONFIG_KEY_0": "merge.union.driver",
+    "GIT_CONFIG_VALUE_0": "git merge-file --quiet --marker-size=%L %A %O %B",
+}
 _running: ContextVar[bool] = ContextVar("memvault_sync_running", default=False)
 
 
@@ -281,7 +289,9 @@ def _adopt(service: MemoryService, ours: str, theirs: str, base: str) -> _Integr
     ids = {i.path: i.id for i in service.records(EVERY)}
     with interrupted.recorded(service.vault, history, "rebase", ours, theirs):
         try:
-            history.run("rebase", "--quiet", "--no-autostash", "--onto", theirs, base)
+            history.run(
+                "rebase", "--quiet", "--no-autostash", "--onto", theirs, base, env=_LINE_MERGE
+            )
         except GitError as exc:
             if not history.unfinished():
                 raise _not_started(service, exc) from exc
@@ -332,7 +342,7 @@ def _rebase(service: MemoryService, ours: str, onto: str) -> bool:
     history = service.history
     with interrupted.recorded(service.vault, history, "rebase", ours, onto):
         try:
-            history.run("rebase", "--quiet", "--no-autostash", onto)
+            history.run("rebase", "--quiet", "--no-autostash", onto, env=_LINE_MERGE)
         except GitError as exc:
             if not history.unfinished():
                 raise _not_started(service, exc) from exc
@@ -374,7 +384,7 @@ def _merge_recorded(
     history = service.history
     try:
         try:
-            history.run("merge", "--no-ff", "--no-commit", "--quiet", theirs)
+            history.run("merge", "--no-ff", "--no-commit", "--quiet", theirs, env=_LINE_MERGE)
         except GitError:
             if not unmerged_files(history):
                 raise  # not a conflict (e.g. an untracked file in the way)

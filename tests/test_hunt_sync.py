@@ -191,3 +191,24 @@ def test_cloning_a_remote_that_tracks_memvaults_state_folder_is_refused_and_leav
     with pytest.raises(MemvaultError, match=r"state folder \.memvault/.*then clone again"):
         clone_vault(str(pair.remote), tmp_path / "e")
     assert not (tmp_path / "e").exists()
+
+
+def test_a_union_merge_attribute_never_glues_two_versions_of_a_memory_together(
+    pair: Pair,
+) -> None:
+    (pair.a.root / ".gitattributes").write_text("*.md merge=union\n", encoding="utf-8")
+    path = _shared(pair, "Reports are written in British English")  # the attribute too
+    memory_id = pair.a.get(path).id
+    pair.a.update(memory_id, content="Reports use British English, no Oxford comma")
+    pair.a.update(memory_id, fields={"tags": ["style"]})
+    pair.b.update(memory_id, content="Reports use American English since March")
+    pair.b.update(memory_id, fields={"tags": ["writing"]})
+    sync(pair.a)
+    result = sync(pair.b)  # was `rebased`: both bodies in one, `tags:` written twice
+    assert result.conflicts == (path,)
+    merged = pair.b.get(memory_id)
+    assert sorted(merged.tags) == ["style", "writing"] and merged.status == "conflict"
+    assert (pair.b.root / path).read_text(encoding="utf-8").count("tags:") == 1
+    assert "## Conflicting version" in merged.body
+    found = run_checks(pair.b.vault, pair.b.history, "none")
+    assert [p.kind for p in found if p.path == path] == ["conflict"]
