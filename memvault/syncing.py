@@ -241,7 +241,10 @@ def _integrate(
         return _Integrated("up to date" if theirs else "nothing on the remote yet")
     _refuse_state(history, remote, ours, theirs)
     if history.is_ancestor(ours, theirs):
-        history.run("merge", "--ff-only", "--quiet", theirs)
+        try:
+            history.run("merge", "--ff-only", "--quiet", theirs)
+        except GitError as exc:  # a file memvault never commits is in the way
+            raise _not_started(service, exc, "fast-forward") from exc
         return _Integrated("fast-forward")
     after = purging.refuse_undoing_a_purge(history, remote, branch, ours, theirs, replace)
     if after and after.kind == "replace":
@@ -352,19 +355,20 @@ def _rebase(service: MemoryService, ours: str, onto: str) -> bool:
     return True
 
 
-def _not_started(service: MemoryService, exc: GitError) -> MemvaultError:
-    """Why git would not even start the rebase (nothing changed): usually an uncommitted
-    change that memvault never commits (a symlink, a FIFO), since it commits the rest."""
+def _not_started(service: MemoryService, exc: GitError, what: str = "rebase") -> MemvaultError:
+    """Why git would not even start the rebase or fast-forward (nothing changed): usually an
+    uncommitted change that memvault never commits (a symlink, a FIFO), since it commits the
+    rest."""
     vault = service.vault
     refused = [why for p in service.history.uncommitted() if (why := recovery.refusal(vault, p))]
     if refused:
         return MemvaultError(
-            "cannot sync: git will not rebase over uncommitted changes, and memvault never "
+            f"cannot sync: git will not {what} over uncommitted changes, and memvault never "
             f"commits these: {'; '.join(refused[:3])}. Replace or remove them (or commit "
             "them yourself with git), then sync; nothing was changed"
         )
     return MemvaultError(
-        f"cannot sync: git would not start the rebase ({exc.reason}); nothing was changed: "
+        f"cannot sync: git would not start the {what} ({exc.reason}); nothing was changed: "
         "fix what git reports, then sync"
     )
 

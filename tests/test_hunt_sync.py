@@ -212,3 +212,13 @@ def test_a_union_merge_attribute_never_glues_two_versions_of_a_memory_together(
     assert "## Conflicting version" in merged.body
     found = run_checks(pair.b.vault, pair.b.history, "none")
     assert [p.kind for p in found if p.path == path] == ["conflict"]
+
+
+def test_a_fast_forward_stopped_by_a_link_memvault_never_commits_names_it(pair: Pair) -> None:
+    sync(pair.b)
+    (pair.b.root / "facts/host.md").symlink_to("/etc/hostname")  # never committed
+    _push_from_elsewhere(pair, {"facts/host.md": b"# Host\n\nThe host is wren\n"}, "a note")
+    head = git(pair.b.root, "rev-parse", "HEAD")
+    with pytest.raises(MemvaultError, match=r"git will not fast-forward .*facts/host\.md"):
+        sync(pair.b)  # was git's own error, naming none of memvault's reasons
+    assert git(pair.b.root, "rev-parse", "HEAD") == head
