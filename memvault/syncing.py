@@ -110,6 +110,7 @@ def sync(
         interrupted.undo(service.vault, history)  # a killed sync's merge or rebase
     branch = _branch(history)
     name = _remote(history, branch, remote)
+    _same_branch(history, name, branch)
     changed: list[str] = []
     inside = _running.set(True)
     try:
@@ -230,6 +231,34 @@ def _remote(history: History, branch: str, wanted: str | None) -> str:
     raise InvalidInputError(f"the vault has several remotes ({', '.join(remotes)}): pick one")
 
 
+def _same_branch(history: History, remote: str, branch: str) -> None:
+    """Sync exchanges the branch with the remote's branch of the same name: refuse a branch
+    set to track another one (it would start a branch of its own there, silently apart)."""
+    if history.run("config", "--get", f"branch.{branch}.remote", check=False).strip() != remote:
+        return
+    merge = history.run("config", "--get", f"branch.{branch}.merge", check=False).strip()
+    if merge and merge != f"refs/heads/{branch}":
+        other = merge.removeprefix("refs/heads/")
+        raise InvalidInputError(
+            f"the vault's branch {branch} tracks {remote}/{other}, but sync exchanges a branch "
+            f"with the remote's branch of the same name: rename it (`git -C {history.root} "
+            f"branch -m {other}`), then sync; nothing was changed"
+        )
+
+
+def _refuse_other_branches(history: History, remote: str, branch: str) -> None:
+    """A remote that holds other branches but not this one: pushing would start it apart
+    from the others (nothing exchanged, every sync fine), so only a person starts it."""
+    refs = history.run("for-each-ref", "--format=%(refname)", f"refs/remotes/{remote}/")
+    others = [r.split("/", 3)[3] for r in refs.split() if not r.endswith("/HEAD")]
+    if others:
+        raise InvalidInputError(
+            f"{remote} has no branch {branch} (its branches: {', '.join(others[:5])}): to "
+            f"sync with one of those, `git -C {history.root} branch -m NAME` first; to start "
+            f"{branch} there, `git -C {history.root} push -u {remote} {branch}`, then sync"
+        )
+
+
 # -- integrating ---------------------------------------------------------------------
 def _integrate(
     service: MemoryService, remote: str, branch: str, replace: bool = False
@@ -237,6 +266,8 @@ def _integrate(
     history = service.history
     theirs = history.commit_of(f"refs/remotes/{remote}/{branch}")
     ours = history.head()
+    if theirs is None:
+        _refuse_other_branches(history, remote, branch)
     if theirs is None or ours is None or history.is_ancestor(theirs, ours):
         return _Integrated("up to date" if theirs else "nothing on the remote yet")
     _refuse_state(history, remote, ours, theirs)

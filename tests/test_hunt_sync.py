@@ -10,7 +10,7 @@ import pytest
 
 from memvault.config import Settings
 from memvault.doctor import run_checks
-from memvault.errors import MemvaultError
+from memvault.errors import InvalidInputError, MemvaultError
 from memvault.models import ChangeEvent
 from memvault.service import MemoryService
 from memvault.syncing import clone_vault, sync
@@ -222,3 +222,28 @@ def test_a_fast_forward_stopped_by_a_link_memvault_never_commits_names_it(pair: 
     with pytest.raises(MemvaultError, match=r"git will not fast-forward .*facts/host\.md"):
         sync(pair.b)  # was git's own error, naming none of memvault's reasons
     assert git(pair.b.root, "rev-parse", "HEAD") == head
+
+
+def test_a_branch_tracking_the_remotes_branch_of_another_name_is_refused_not_split_off(
+    pair: Pair,
+) -> None:
+    git(pair.b.root, "branch", "-m", "main", "master")
+    git(pair.b.root, "branch", "-u", "origin/main")  # as a person sets it up
+    pair.b.remember("Tea is served at four", type="fact")
+    head = git(pair.b.root, "rev-parse", "HEAD")
+    with pytest.raises(InvalidInputError, match=r"tracks origin/main.*branch -m main"):
+        sync(pair.b)  # was "nothing on the remote yet", and a new branch master pushed
+    assert git(pair.remote, "branch", "--format=%(refname:short)").split() == ["main"]
+    assert git(pair.b.root, "rev-parse", "HEAD") == head
+
+
+def test_a_remote_holding_other_branches_but_not_this_one_is_not_given_a_new_one(
+    pair: Pair,
+) -> None:
+    git(pair.b.root, "branch", "-m", "main", "master")
+    git(pair.b.root, "branch", "--unset-upstream")
+    with pytest.raises(InvalidInputError, match=r"origin has no branch master .*: main\)"):
+        sync(pair.b)
+    assert git(pair.remote, "branch", "--format=%(refname:short)").split() == ["main"]
+    git(pair.b.root, "push", "-q", "-u", "origin", "master")  # the person means it
+    assert sync(pair.b).error is None
