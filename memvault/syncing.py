@@ -523,8 +523,8 @@ def _settle_one(
         decoded = [t.decode("utf-8") if t is not None else None for t in (base, ours, other)]
     except UnicodeDecodeError:  # not text memvault can merge: both kept, byte for byte
         heading = merging.conflict_heading(remote, when).encode("utf-8")
-        kept = [ours.rstrip(b"\n"), heading, other.strip(b"\n")]
-        return b"\n\n".join(kept) + b"\n", True
+        both = [ours.rstrip(b"\n"), heading, other.strip(b"\n")]
+        return b"\n\n".join(both) + b"\n", True
     mine, their_text = decoded[1], decoded[2]
     assert mine is not None and their_text is not None
     merged = merging.merge_memory(
