@@ -46,11 +46,13 @@ ATTEMPTS = 2  # a push refused because the remote moved meanwhile: fetch and int
 MOVED = "the remote moved meanwhile"
 # `merge=union` in .gitattributes (advice for obsidian-git) has git glue both sides' lines
 # together: frontmatter keys twice, two bodies in one, no conflict. memvault's own rebase
-# and merge run it as git's line merge instead, so overlaps reach the memory merge.
+# and merge run it as git's line merge instead for notes (.md), so overlaps reach the memory
+# merge; other files keep their union.
 _LINE_MERGE = {
     "GIT_CONFIG_COUNT": "1",
     "GIT_CONFIG_KEY_0": "merge.union.driver",
-    "GIT_CONFIG_VALUE_0": "git merge-file --quiet --marker-size=%L %A %O %B",
+    "GIT_CONFIG_VALUE_0": "case %P in *.[mM][dD]) git merge-file --quiet --marker-size=%L "
+    "%A %O %B ;; *) git merge-file --quiet --union %A %O %B ;; esac",
 }
 _running: ContextVar[bool] = ContextVar("memvault_sync_running", default=False)
 

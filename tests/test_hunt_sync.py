@@ -196,9 +196,12 @@ def test_cloning_a_remote_that_tracks_memvaults_state_folder_is_refused_and_leav
 def test_a_union_merge_attribute_never_glues_two_versions_of_a_memory_together(
     pair: Pair,
 ) -> None:
-    (pair.a.root / ".gitattributes").write_text("*.md merge=union\n", encoding="utf-8")
+    (pair.a.root / ".gitattributes").write_text("* merge=union\n", encoding="utf-8")
+    (pair.a.root / "shopping.txt").write_text("milk\n", encoding="utf-8")
     path = _shared(pair, "Reports are written in British English")  # the attribute too
     memory_id = pair.a.get(path).id
+    (pair.a.root / "shopping.txt").write_text("milk\neggs\n", encoding="utf-8")
+    (pair.b.root / "shopping.txt").write_text("milk\nbread\n", encoding="utf-8")
     pair.a.update(memory_id, content="Reports use British English, no Oxford comma")
     pair.a.update(memory_id, fields={"tags": ["style"]})
     pair.b.update(memory_id, content="Reports use American English since March")
@@ -212,6 +215,8 @@ def test_a_union_merge_attribute_never_glues_two_versions_of_a_memory_together(
     assert "## Conflicting version" in merged.body
     found = run_checks(pair.b.vault, pair.b.history, "none")
     assert [p.kind for p in found if p.path == path] == ["conflict"]
+    shopping = (pair.b.root / "shopping.txt").read_text(encoding="utf-8")  # not a note:
+    assert "eggs" in shopping and "bread" in shopping  # the union the person asked for
 
 
 def test_a_fast_forward_stopped_by_a_link_memvault_never_commits_names_it(pair: Pair) -> None:
