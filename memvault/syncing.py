@@ -78,7 +78,7 @@ class SyncResult:
 
     remote: str
     branch: str
-    action: str  # up to date | fast-forward | rebased | merged | pushed only | offline | ...
+    action: str  # up to date | fast-forward | rebased | merged | offline | refused | ...
     fetched: bool
     pushed: int  # commits sent to the remote
     changed: tuple[str, ...] = ()  # files the remote's commits changed here
@@ -107,6 +107,19 @@ def sync(
     ``pause`` (default: ``service.pause``, the running watcher's) is held while git
     rewrites the tree. ``replace_remote``: when this vault purged and the remote holds
     nothing but the commits the purge rewrote, push over them (the purge reaches it)."""
+    try:
+        return _sync(service, remote, pause, replace_remote)
+    except MemvaultError as exc:  # status shows it, not an older sync that went well
+        now = service.clock().replace(microsecond=0).isoformat()
+        save_state(
+            service, SyncResult(remote or "", "", "refused", False, 0, error=str(exc), time=now)
+        )
+        raise
+
+
+def _sync(
+    service: MemoryService, remote: str | None, pause: Pause | None, replace_remote: bool
+) -> SyncResult:
     history = service.history
     with service.vault.write_lock(service.settings.lock_timeout):
         interrupted.undo(service.vault, history)  # a killed sync's merge or rebase

@@ -3,6 +3,7 @@ vaults and a plain git clone standing for another machine, in tmp_path)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from memvault.config import Settings
 from memvault.doctor import run_checks
 from memvault.errors import InvalidInputError, MemvaultError
 from memvault.models import ChangeEvent
+from memvault.reports import status
 from memvault.service import MemoryService
 from memvault.syncing import clone_vault, sync
 from memvault.template import create_vault
@@ -58,7 +60,6 @@ def test_a_remote_that_commits_memvaults_state_folder_is_refused_and_changes_not
     # one's (Whoosh unpickles it), and the tracked state would stop every later sync
     sync(pair.b)
     state = pair.b.root / ".memvault" / "sync.json"
-    mine = state.read_bytes()
     head = git(pair.b.root, "rev-parse", "HEAD")
     other = _push_from_elsewhere(
         pair,
@@ -68,7 +69,7 @@ def test_a_remote_that_commits_memvaults_state_folder_is_refused_and_changes_not
     with pytest.raises(MemvaultError, match=r"state folder \.memvault/.*git rm -r --cached"):
         sync(pair.b)
     assert git(pair.b.root, "rev-parse", "HEAD") == head
-    assert state.read_bytes() == mine
+    assert json.loads(state.read_text(encoding="utf-8"))["action"] == "refused"  # not `{}`
     assert git(pair.b.root, "status", "--porcelain") == ""
     git(other, "rm", "-r", "-q", "--cached", ".memvault")
     git(other, "-c", "user.name=Other", "-c", "user.email=o@x", "commit", "-qm", "untrack")
@@ -252,3 +253,14 @@ def test_a_remote_holding_other_branches_but_not_this_one_is_not_given_a_new_one
     assert git(pair.remote, "branch", "--format=%(refname:short)").split() == ["main"]
     git(pair.b.root, "push", "-q", "-u", "origin", "master")  # the person means it
     assert sync(pair.b).error is None
+
+
+def test_status_shows_a_refused_sync_not_the_last_one_that_went_well(pair: Pair) -> None:
+    assert sync(pair.b).action == "up to date"
+    (pair.b.root / "facts/host.md").symlink_to("/etc/hostname")
+    _push_from_elsewhere(pair, {"facts/host.md": b"# Host\n\nThe host is wren\n"}, "a note")
+    with pytest.raises(MemvaultError) as refused:
+        sync(pair.b)
+    last = status(pair.b).sync
+    assert last is not None and last["action"] == "refused"  # was the earlier `up to date`
+    assert last["error"] == str(refused.value)
