@@ -973,7 +973,8 @@ def status(ctx: Ctx) -> None:
         if data.sync:
             last = data.sync
             state = f"not synced: {last['error']}" if last.get("error") else last["action"]
-            click.echo(f"last sync ({last['time']}, {last['remote']}): {state}")
+            when = ", ".join(str(v) for v in (last["time"], last["remote"]) if v)
+            click.echo(f"last sync ({when}): {state}")
         for path in data.conflicts:
             click.echo(f"conflict: {path}")
         for client, count in data.proposals.items():

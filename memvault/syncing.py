@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 from . import frontmatter, interrupted, merging, purging, recovery
 from .config import Settings
-from .errors import GitError, InvalidInputError, MemvaultError
+from .errors import GitError, InvalidInputError, MalformedMemoryError, MemvaultError
 from .history import History, format_message
 from .models import EVERY, ChangeEvent, WriteResult
 from .template import create_vault, exclude_state_dir
+from .vault import STATE_DIR
 
 if TYPE_CHECKING:
     from .service import MemoryService
@@ -43,6 +44,16 @@ REPLACED = "replaced the remote's history"  # sync --replace-remote, after a pur
 ADOPTED = "took the remote's purge"  # the remote was purged elsewhere: so is this vault
 ATTEMPTS = 2  # a push refused because the remote moved meanwhile: fetch and integrate again
 MOVED = "the remote moved meanwhile"
+# `merge=union` in .gitattributes (advice for obsidian-git) has git glue both sides' lines
+# together: frontmatter keys twice, two bodies in one, no conflict. memvault's own rebase
+# and merge run it as git's line merge instead for notes (.md), so overlaps reach the memory
+# merge; other files keep their union.
+_LINE_MERGE = {
+    "GIT_CONFIG_COUNT": "1",
+    "GIT_CONFIG_KEY_0": "merge.union.driver",
+    "GIT_CONFIG_VALUE_0": "case %P in *.[mM][dD]) git merge-file --quiet --marker-size=%L "
+    "%A %O %B ;; *) git merge-file --quiet --union %A %O %B ;; esac",
+}
 _running: ContextVar[bool] = ContextVar("memvault_sync_running", default=False)
 
 
@@ -67,7 +78,7 @@ class SyncResult:
 
     remote: str
     branch: str
-    action: str  # up to date | fast-forward | rebased | merged | pushed only | offline | ...
+    action: str  # up to date | fast-forward | rebased | merged | offline | refused | ...
     fetched: bool
     pushed: int  # commits sent to the remote
     changed: tuple[str, ...] = ()  # files the remote's commits changed here
@@ -96,11 +107,25 @@ def sync(
     ``pause`` (default: ``service.pause``, the running watcher's) is held while git
     rewrites the tree. ``replace_remote``: when this vault purged and the remote holds
     nothing but the commits the purge rewrote, push over them (the purge reaches it)."""
+    try:
+        return _sync(service, remote, pause, replace_remote)
+    except MemvaultError as exc:  # status shows it, not an older sync that went well
+        now = service.clock().replace(microsecond=0).isoformat()
+        save_state(
+            service, SyncResult(remote or "", "", "refused", False, 0, error=str(exc), time=now)
+        )
+        raise
+
+
+def _sync(
+    service: MemoryService, remote: str | None, pause: Pause | None, replace_remote: bool
+) -> SyncResult:
     history = service.history
     with service.vault.write_lock(service.settings.lock_timeout):
         interrupted.undo(service.vault, history)  # a killed sync's merge or rebase
     branch = _branch(history)
     name = _remote(history, branch, remote)
+    _same_branch(history, name, branch)
     changed: list[str] = []
     inside = _running.set(True)
     try:
@@ -221,6 +246,34 @@ def _remote(history: History, branch: str, wanted: str | None) -> str:
     raise InvalidInputError(f"the vault has several remotes ({', '.join(remotes)}): pick one")
 
 
+def _same_branch(history: History, remote: str, branch: str) -> None:
+    """Sync exchanges the branch with the remote's branch of the same name: refuse a branch
+    set to track another one (it would start a branch of its own there, silently apart)."""
+    if history.run("config", "--get", f"branch.{branch}.remote", check=False).strip() != remote:
+        return
+    merge = history.run("config", "--get", f"branch.{branch}.merge", check=False).strip()
+    if merge and merge != f"refs/heads/{branch}":
+        other = merge.removeprefix("refs/heads/")
+        raise InvalidInputError(
+            f"the vault's branch {branch} tracks {remote}/{other}, but sync exchanges a branch "
+            f"with the remote's branch of the same name: rename it (`git -C {history.root} "
+            f"branch -m {other}`), then sync; nothing was changed"
+        )
+
+
+def _refuse_other_branches(history: History, remote: str, branch: str) -> None:
+    """A remote that holds other branches but not this one: pushing would start it apart
+    from the others (nothing exchanged, every sync fine), so only a person starts it."""
+    refs = history.run("for-each-ref", "--format=%(refname)", f"refs/remotes/{remote}/")
+    others = [r.split("/", 3)[3] for r in refs.split() if not r.endswith("/HEAD")]
+    if others:
+        raise InvalidInputError(
+            f"{remote} has no branch {branch} (its branches: {', '.join(others[:5])}): to "
+            f"sync with one of those, `git -C {history.root} branch -m NAME` first; to start "
+            f"{branch} there, `git -C {history.root} push -u {remote} {branch}`, then sync"
+        )
+
+
 # -- integrating ---------------------------------------------------------------------
 def _integrate(
     service: MemoryService, remote: str, branch: str, replace: bool = False
@@ -228,10 +281,16 @@ def _integrate(
     history = service.history
     theirs = history.commit_of(f"refs/remotes/{remote}/{branch}")
     ours = history.head()
+    if theirs is None:
+        _refuse_other_branches(history, remote, branch)
     if theirs is None or ours is None or history.is_ancestor(theirs, ours):
         return _Integrated("up to date" if theirs else "nothing on the remote yet")
+    _refuse_state(history, remote, ours, theirs)
     if history.is_ancestor(ours, theirs):
-        history.run("merge", "--ff-only", "--quiet", theirs)
+        try:
+            history.run("merge", "--ff-only", "--quiet", theirs)
+        except GitError as exc:  # a file memvault never commits is in the way
+            raise _not_started(service, exc, "fast-forward") from exc
         return _Integrated("fast-forward")
     after = purging.refuse_undoing_a_purge(history, remote, branch, ours, theirs, replace)
     if after and after.kind == "replace":
@@ -245,6 +304,31 @@ def _integrate(
     return _Integrated("merged", _merge(service, remote, branch, theirs))
 
 
+def _refuse_state(history: History, remote: str, ours: str, theirs: str) -> None:
+    """Refuse the remote's commits when they change memvault's own state folder: git
+    overwrites the files it ignores, so they would replace this vault's index (Whoosh
+    unpickles its table of contents: code run on this machine) and state, and stay
+    tracked, so every later sync would stop at them."""
+    base = history.run("merge-base", ours, theirs, check=False).strip()
+    names = (
+        history.run("diff", "--name-only", "--no-renames", base, theirs, "--", STATE_DIR)
+        if base  # unrelated histories: whatever theirs holds there
+        else history.run("ls-tree", "-r", "--name-only", theirs, "--", STATE_DIR)
+    )
+    if names.strip():
+        raise MemvaultError(f"sync refused: {_state_tracked(remote, names)}, then sync")
+
+
+def _state_tracked(where: str, names: str) -> str:
+    shown = ", ".join(names.split()[:3])
+    return (
+        f"the commits on {where} change memvault's own state folder {STATE_DIR}/ ({shown}), "
+        "which is never synced (this machine's index and statistics would be replaced by "
+        "another's); nothing was changed. On the machine that committed it, run "
+        f"`git rm -r --cached {STATE_DIR}`, commit and push"
+    )
+
+
 def _adopt(service: MemoryService, ours: str, theirs: str, base: str) -> _Integrated:
     """Take the remote's history, rewritten by another machine's purge: this vault's own
     commits (after ``base``) are replayed onto it, the memories the purge removed lose
@@ -254,7 +338,9 @@ def _adopt(service: MemoryService, ours: str, theirs: str, base: str) -> _Integr
     ids = {i.path: i.id for i in service.records(EVERY)}
     with interrupted.recorded(service.vault, history, "rebase", ours, theirs):
         try:
-            history.run("rebase", "--quiet", "--no-autostash", "--onto", theirs, base)
+            history.run(
+                "rebase", "--quiet", "--no-autostash", "--onto", theirs, base, env=_LINE_MERGE
+            )
         except GitError as exc:
             if not history.unfinished():
                 raise _not_started(service, exc) from exc
@@ -305,7 +391,7 @@ def _rebase(service: MemoryService, ours: str, onto: str) -> bool:
     history = service.history
     with interrupted.recorded(service.vault, history, "rebase", ours, onto):
         try:
-            history.run("rebase", "--quiet", "--no-autostash", onto)
+            history.run("rebase", "--quiet", "--no-autostash", onto, env=_LINE_MERGE)
         except GitError as exc:
             if not history.unfinished():
                 raise _not_started(service, exc) from exc
@@ -315,19 +401,20 @@ def _rebase(service: MemoryService, ours: str, onto: str) -> bool:
     return True
 
 
-def _not_started(service: MemoryService, exc: GitError) -> MemvaultError:
-    """Why git would not even start the rebase (nothing changed): usually an uncommitted
-    change that memvault never commits (a symlink, a FIFO), since it commits the rest."""
+def _not_started(service: MemoryService, exc: GitError, what: str = "rebase") -> MemvaultError:
+    """Why git would not even start the rebase or fast-forward (nothing changed): usually an
+    uncommitted change that memvault never commits (a symlink, a FIFO), since it commits the
+    rest."""
     vault = service.vault
     refused = [why for p in service.history.uncommitted() if (why := recovery.refusal(vault, p))]
     if refused:
         return MemvaultError(
-            "cannot sync: git will not rebase over uncommitted changes, and memvault never "
+            f"cannot sync: git will not {what} over uncommitted changes, and memvault never "
             f"commits these: {'; '.join(refused[:3])}. Replace or remove them (or commit "
             "them yourself with git), then sync; nothing was changed"
         )
     return MemvaultError(
-        f"cannot sync: git would not start the rebase ({exc.reason}); nothing was changed: "
+        f"cannot sync: git would not start the {what} ({exc.reason}); nothing was changed: "
         "fix what git reports, then sync"
     )
 
@@ -347,7 +434,7 @@ def _merge_recorded(
     history = service.history
     try:
         try:
-            history.run("merge", "--no-ff", "--no-commit", "--quiet", theirs)
+            history.run("merge", "--no-ff", "--no-commit", "--quiet", theirs, env=_LINE_MERGE)
         except GitError:
             if not unmerged_files(history):
                 raise  # not a conflict (e.g. an untracked file in the way)
@@ -391,13 +478,43 @@ def _settle(service: MemoryService, remote: str, theirs: str) -> tuple[str, ...]
     conflicts = []
     for path, by_stage in stages.items():
         base, ours, theirs_blob = (by_stage.get(n) for n in (1, 2, 3))
+        if ours is None and theirs_blob is None:  # moved away on both sides, to two places
+            history.run("rm", "-q", "--", path)
+            continue
         texts = [blobs.get(b) if b else None for b in (base, ours, theirs_blob)]
+        if _two_memories(service, path, texts):
+            _keep_apart(service, path, texts[2])
+            texts = [None, texts[1], None]  # this side's, as it was
         data, conflict = _settle_one(service, remote, theirs, path, texts)
         service.vault.write(path, data)
         history.run("add", "--", path)
         if conflict:
             conflicts.append(path)
     return tuple(conflicts)
+
+
+def _two_memories(service: MemoryService, path: str, texts: list[bytes | None]) -> bool:
+    """Whether both sides added a different memory (another id) at the same path: two
+    memories that chose one name (the same title), not two versions of one."""
+    base, ours, other = texts
+    if base is not None or ours is None or other is None:
+        return False
+    if not service.vault.is_memory_path(path):
+        return False
+    try:
+        ids = [frontmatter.parse(t.decode("utf-8")).meta.get("id") for t in (ours, other)]
+    except (UnicodeDecodeError, MalformedMemoryError):
+        return False
+    return all(isinstance(i, str) and i for i in ids) and ids[0] != ids[1]
+
+
+def _keep_apart(service: MemoryService, path: str, theirs: bytes | None) -> None:
+    """The other side's memory at a free path beside ``path`` (this side's stays there)."""
+    assert theirs is not None
+    folder, _, name = path.rpartition("/")
+    other = service.vault.free_path(folder, name[: -len(".md")])
+    service.vault.write(other, theirs)
+    service.history.run("add", "--", other)
 
 
 def _settle_one(
@@ -416,11 +533,13 @@ def _settle_one(
     if not service.vault.is_memory_path(path):
         log.warning("%s changed on both sides and is not a memory: kept this side's", path)
         return ours, False
+    when = _when(service.history, theirs, path)
     try:
         decoded = [t.decode("utf-8") if t is not None else None for t in (base, ours, other)]
-    except UnicodeDecodeError:
-        return ours, False
-    when = _when(service.history, theirs, path)
+    except UnicodeDecodeError:  # not text memvault can merge: both kept, byte for byte
+        heading = merging.conflict_heading(remote, when).encode("utf-8")
+        both = [ours.rstrip(b"\n"), heading, other.strip(b"\n")]
+        return b"\n\n".join(both) + b"\n", True
     mine, their_text = decoded[1], decoded[2]
     assert mine is not None and their_text is not None
     merged = merging.merge_memory(
@@ -500,7 +619,7 @@ def _after(service: MemoryService, before: str | None) -> ChangeEvent:
         return ChangeEvent()
     out = history.run("diff", "--name-status", "--no-renames", "-z", before, after)
     tokens = [t for t in out.split("\0") if t]
-    pairs = list(zip(tokens[::2], tokens[1::2], strict=False))
+    pairs = [_typed(service, s, p) for s, p in zip(tokens[::2], tokens[1::2], strict=False)]
     event = ChangeEvent(
         changed=tuple(p for s, p in pairs if s.startswith("M")),
         added=tuple(p for s, p in pairs if s.startswith("A")),
@@ -511,6 +630,14 @@ def _after(service: MemoryService, before: str | None) -> ChangeEvent:
     if pairs:
         service.publish(event)
     return event
+
+
+def _typed(service: MemoryService, status: str, path: str) -> tuple[str, str]:
+    """A type change (a file replaced by a symlink, or one put back) as what it is to
+    memvault: the memory removed, or added."""
+    if not status.startswith("T"):
+        return status, path
+    return ("A" if service.vault.is_safe_file(path) else "D"), path
 
 
 def save_state(service: MemoryService, result: SyncResult) -> None:
@@ -576,6 +703,10 @@ def clone_vault(
         )
     if branch:
         clone.run("checkout", "--quiet", "-B", branch, "--track", f"origin/{branch}")
+    tracked = clone.run("ls-tree", "-r", "--name-only", "HEAD", "--", STATE_DIR)
+    if tracked.strip():  # never opened: another machine's index (Whoosh unpickles it)
+        _empty(root, existed)
+        raise MemvaultError(f"could not clone: {_state_tracked(url, tracked)}, then clone again")
     exclude_state_dir(root)
     return "cloned"
 
