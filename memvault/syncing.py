@@ -543,7 +543,7 @@ def _settle_one(
     mine, their_text = decoded[1], decoded[2]
     assert mine is not None and their_text is not None
     merged = merging.merge_memory(
-        decoded[0], mine, their_text, remote, when, _line_merge(service.history)
+        decoded[0], mine, their_text, remote, when, service.history.merge_lines
     )
     return merged.text.encode("utf-8"), merged.conflict
 
@@ -570,19 +570,6 @@ def _when(history: History, rev: str, path: str) -> str:
     fmt = ["--date=format:%Y-%m-%d %H:%M", "--format=%ad"]
     out = history.run("log", "-1", *fmt, rev, "--", path, check=False).strip()
     return out or dt.date.today().isoformat()
-
-
-def _line_merge(history: History) -> merging.LineMerge:
-    """A three-way line merge of two bodies with ``git merge-file``; None on overlap."""
-
-    def merge(base: str, ours: str, theirs: str) -> str | None:
-        with history.temp_files(ours, base, theirs) as names:
-            try:
-                return history.run("merge-file", "-p", "--quiet", *names)
-            except GitError:
-                return None  # overlapping changes (exit code: how many)
-
-    return merge
 
 
 # -- pushing -------------------------------------------------------------------------
