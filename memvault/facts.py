@@ -92,7 +92,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "signed",
         re.compile(
-            r"\b[A-Za-z][A-Za-z0-9]*(?:\+\+|#)(?![\w+#])|\b[A-Za-z]{1,2}[+\-−](?![\w+#\-−])"
+            # ASCII edges: in Python \w and \b read Chinese as letters (用户是O+型血)
+            r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z0-9]*(?:\+\+|#)(?![A-Za-z0-9_+#])"
+            r"|(?<![A-Za-z0-9_])[A-Za-z]{1,2}[+\-−](?![A-Za-z0-9_+#\-−])"
         ),
     ),
     ("iso", re.compile(r"(?<!\d)(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})(?!\d)")),

@@ -90,7 +90,9 @@ def normalise(text: str) -> str:
 # Signs that punctuation-blind normalising drops but that change what is said: a currency
 # symbol, a percent sign, a minus before a digit, a sign ending a short name ($1200 / €1200,
 # -5 / 5, C++ / C#, blood type A+ / A-).
-_AMOUNT_MARKS = re.compile(r"[$€£¥₹₩%+#]|(?<![\w.])[-−](?=\d)|\b[A-Za-z]{1,2}[-−](?![\w-])")
+_AMOUNT_MARKS = re.compile(
+    r"[$€£¥₹₩%+#]|(?<![\w.])[-−](?=\d)|(?<![A-Za-z0-9_])[A-Za-z]{1,2}[-−](?![A-Za-z0-9_-])"
+)
 
 
 def same_text(a: str, b: str) -> bool:

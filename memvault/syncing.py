@@ -305,13 +305,16 @@ def _integrate(
 
 
 def _refuse_state(history: History, remote: str, ours: str, theirs: str) -> None:
-    """Refuse the remote's commits when they change memvault's own state folder: git
-    overwrites the files it ignores, so they would replace this vault's index (Whoosh
-    unpickles its table of contents: code run on this machine) and state, and stay
-    tracked, so every later sync would stop at them."""
+    """Refuse the remote's commits when they add or change files in memvault's own state
+    folder: git overwrites the files it ignores, so they would replace this vault's index
+    (Whoosh unpickles its table of contents: code run on this machine) and state, and stay
+    tracked, so every later sync would stop at them. Deleting them passes: it is how a
+    vault whose history tracked the folder stops tracking it."""
     base = history.run("merge-base", ours, theirs, check=False).strip()
     names = (
-        history.run("diff", "--name-only", "--no-renames", base, theirs, "--", STATE_DIR)
+        history.run(  # deletions pass: the way out for a vault that tracked it
+            "diff", "--name-only", "--no-renames", "--diff-filter=d", base, theirs, "--", STATE_DIR
+        )
         if base  # unrelated histories: whatever theirs holds there
         else history.run("ls-tree", "-r", "--name-only", theirs, "--", STATE_DIR)
     )

@@ -296,9 +296,20 @@ def test_importing_an_unchanged_folder_again_keeps_edits_made_in_the_vault_since
     assert (again.updated, again.unchanged, again.commit) == (0, 1, None)
     assert commit_count(text_only.root) == commits
     assert "late February" in text_only.get("roses.md").body
+    # the source now changes the line edited in the vault: the edit is kept, never overwritten
     (source / "roses.md").write_text(note.format("April"), encoding="utf-8")
-    changed = text_only.import_path(source)
-    assert changed.updated == 1 and "in April" in text_only.get("roses.md").body
+    with pytest.raises(InvalidInputError, match="edited in the vault since the last import"):
+        text_only.import_path(source)  # its one note skipped: nothing imported, and why
+    assert "late February" in text_only.get("roses.md").body
+    assert commit_count(text_only.root) == commits
+    # and a change elsewhere in the note comes in beside the edit
+    (source / "roses.md").write_text(
+        "---\ntags: [garden, roses]\n---\n# Roses\n\nPrune the roses in March.\n",
+        encoding="utf-8",
+    )
+    merged = text_only.import_path(source)
+    assert merged.updated == 1 and text_only.get("roses.md").tags == ("garden", "roses")
+    assert "late February" in text_only.get("roses.md").body
 
 
 def test_a_persons_edits_commit_beside_an_edit_inside_another_repository_in_the_vault(

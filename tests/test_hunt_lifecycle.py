@@ -36,6 +36,7 @@ def add(service: MemoryService, text: str, **kwargs: Any) -> str:
         ("冰箱冷冻室的温度设为-5度", "冰箱冷冻室的温度设为5度"),
         ("The backend service is written in C++.", "The backend service is written in C#."),
         ("The user's blood type is O+", "The user's blood type is O-"),
+        ("用户是O+型血", "用户是O-型血"),  # \w and \b read Chinese as letters
         ("用户对花生过敏", "用户对花生无过敏"),
         ("The user works at Google.", "The user worked at Google."),
         (

@@ -82,6 +82,22 @@ def test_a_remote_that_commits_memvaults_state_folder_is_refused_and_changes_not
     assert sync(pair.b).error is None  # no tracked state file stops a rebase
 
 
+def test_a_vault_whose_history_tracked_the_state_folder_syncs_once_it_is_untracked(
+    pair: Pair,
+) -> None:
+    """A vault that took a tracked .memvault/ with plain git (obsidian-git) was refused
+    for ever: the remote's untracking commit was a change to the state folder too."""
+    sync(pair.b)
+    other = _push_from_elsewhere(pair, {".memvault/stray.txt": b"x"}, "tracked by mistake")
+    git(pair.b.root, "pull", "-q", "--no-rebase", "origin", "main")
+    git(other, "rm", "-r", "-q", "--cached", ".memvault")
+    git(other, "-c", "user.name=Other", "-c", "user.email=o@x", "commit", "-qm", "untrack")
+    git(other, "push", "-q")
+    result = sync(pair.b)
+    assert result.error is None and result.action == "fast-forward"
+    assert git(pair.b.root, "ls-files", ".memvault") == ""
+
+
 def test_a_memory_that_is_not_utf8_edited_on_both_sides_keeps_both_and_is_a_conflict(
     pair: Pair,
 ) -> None:
