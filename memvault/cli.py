@@ -8,7 +8,7 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -1205,8 +1205,22 @@ def serve(
         def announce(where: str) -> None:
             click.echo(f"memvault: serving {ctx.vault} over {where}{auth}", err=True)
 
-        with suppress(KeyboardInterrupt):  # Ctrl-C: the person stopped it on purpose
+        try:
             run_server(ctx.vault, use_http, host, port, token, watch, announce)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: stopped on purpose, all cleaned up
+            if not use_http:
+                _exit_now()
+
+
+def _exit_now() -> None:
+    """Exit 0 once a stopped stdio server has cleaned up: stdin is read by a worker thread
+    that the interpreter would wait for at exit, for ever while the host holds stdin open."""
+    import logging
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(0)
 
 
 @cli.command()

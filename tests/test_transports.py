@@ -252,6 +252,33 @@ def test_sigterm_stops_a_stdio_server_as_ctrl_c_does_committing_what_the_watcher
     assert git(vault_path, "status", "--porcelain") == ""
 
 
+def test_sigterm_stops_a_stdio_server_whose_host_keeps_stdin_open(vault_path: Path) -> None:
+    """After SIGTERM the server cleaned up and then never exited: the interpreter waited
+    at exit for the worker thread blocked reading stdin, which the host held open."""
+    env = {**os.environ, "MEMVAULT_EMBEDDER": "none"}
+    proc = subprocess.Popen(
+        [sys.executable, *serve_args(vault_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    assert proc.stdin and proc.stdout
+    try:
+        request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE}
+        proc.stdin.write(json.dumps(request) + "\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 0  # stdin still open: nothing else ends it
+    finally:
+        proc.kill()
+        proc.stdin.close()
+        proc.stdout.close()
+        proc.wait()
+
+
 def test_serve_on_a_missing_vault_fails_without_first_saying_it_serves(tmp_path: Path) -> None:
     missing = tmp_path / "no" / "vault"
     proc = subprocess.run(
