@@ -165,8 +165,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 _NEGATION = re.compile(
     r"\b(not|no|never|none|nor|neither|without|cannot|can't|don't|doesn't|didn't|isn't|aren't"
     r"|wasn't|weren't|won't|stopped|no longer|dislikes?|hates?)\b|不|没|别|未|勿|讨厌|并非"
-    # 无 and 非 negate (无过敏, 非素食者), not in 无论 (regardless), 无线 (wireless), 非常 (very)
-    r"|无(?!论|线|聊|数|比|疑|锡|奈)|非(?!常|洲|凡|得)",
+    # 无 and 非 negate (无过敏, 非素食者), not in 无论 (regardless), 无线 (wireless), 非常 (very),
+    # 无所谓 (either is fine), 无人机 (drone), 无限 (unlimited), 南非, 除非 (unless), 莫非, 是非
+    r"|无(?!论|线|聊|数|比|疑|锡|奈|所谓|人机|限)|(?<![南除莫是])非(?!常|洲|凡|得)",
     re.IGNORECASE,
 )
 _FACT, _KEEP = "\ue000", "\ue001"  # private-use marks: a fact's span; a span to keep as text
@@ -609,26 +610,39 @@ def swaps(new: str, old: str) -> list[tuple[str, str]]:
     return [(" ".join(so[i1:i2]), " ".join(sn[j1:j2])) for _, i1, i2, j1, j2 in changed]
 
 
+_COPULA = frozenset(("is", "are", "was", "were", "be", "been", "being", "am", "'s"))
+# a verb in the past is followed by a preposition or an article, or ends the sentence
+# ("worked at Google", "rented the flat", "the flat we rented"); before a noun it is an
+# adjective ("the preferred drink")
+_AFTER_VERB = frozenset(("at", "in", "on", "for", "with", "as", "from", "to", "by", "into"))
+_AFTER_VERB |= {"a", "an", "the", "my", "our", "his", "her", "their", "its"}
+
+
 def tenses(new: str, old: str) -> list[tuple[str, str]]:
-    """The same word in the past (-ed) in one text only, as (old, new) words: "works at" /
-    "worked at" (stemming makes them one word), "prefers" / "preferred". A fact that held
-    and one that holds are not the same fact."""
-    words = [
-        [(_key(w), w) for w in _words(extract(t).rest) if w not in _FILLER] for t in (old, new)
-    ]
-    before, after = ([key for key, _ in side] for side in words)
+    """The same verb in the past (-ed) in one text only, as (old, new) words: "works at" /
+    "worked at" (stemming makes them one word). A fact that held and one that holds are
+    not the same fact. Only in a verb's place: "is based on" or "the preferred drink" say
+    what "bases" and "prefers" say."""
+    raw = [_words(extract(t).rest) for t in (old, new)]
+    words = [[(_key(w), w, i) for i, w in enumerate(side) if w not in _FILLER] for side in raw]
+    before, after = ([key for key, _, _ in side] for side in words)
     out = []
     for block in SequenceMatcher(None, before, after, autojunk=False).get_matching_blocks():
         for n in range(block.size):
-            (key, was), (_, now) = words[0][block.a + n], words[1][block.b + n]
-            if was != now and _past(was, key) != _past(now, key):
+            (key, was, i), (_, now, j) = words[0][block.a + n], words[1][block.b + n]
+            if was != now and _past(raw[0], i, key) != _past(raw[1], j, key):
                 out.append((was, now))
     return out
 
 
-def _past(word: str, key: str) -> bool:
-    """Whether ``word`` is its stem ``key`` in the past (-ed): worked, lived, not need."""
-    return word.endswith("ed") and not key.endswith("ed") and word.isascii()
+def _past(words: list[str], i: int, key: str) -> bool:
+    """Whether ``words[i]`` is its stem ``key`` in the past (-ed: worked, lived, not need)
+    in a verb's place: not after a copula, and before a preposition or at the end."""
+    word = words[i]
+    if not word.endswith("ed") or key.endswith("ed") or not word.isascii():
+        return False
+    after = words[i + 1] if i + 1 < len(words) else None
+    return (i == 0 or words[i - 1] not in _COPULA) and (after is None or after in _AFTER_VERB)
 
 
 def additions(new: str, old: str) -> list[str]:

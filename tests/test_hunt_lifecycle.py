@@ -263,3 +263,29 @@ def test_consolidate_never_merges_memories_of_different_scopes(service: MemorySe
     assert service.get(mine).status == "active"
     lifecycle.forget_scope(service, "session:trip-b")
     assert service.get(mine).status == "active"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (
+            "The user prefers green tea in the morning",
+            "The user's preferred drink in the morning is green tea",
+        ),
+        ("Deploys are based on the staging branch", "Deploys base on the staging branch"),
+        ("The cat's name is Tom", "The cat is named Tom"),
+    ],
+)
+def test_a_word_in_ed_that_is_no_verb_in_the_past_is_no_change_of_tense(old: str, new: str) -> None:
+    """The tense rule read "the preferred drink" and "is based on" as verbs in the past,
+    calling paraphrases contradictions (and only in one order: "is named" after "name")."""
+    assert facts.tenses(new, old) == [] and facts.tenses(old, new) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("用户住在开普敦", "用户是南非人，住在开普敦"), ("用户吃什么都可以", "用户无所谓吃什么")],
+)
+def test_south_africa_and_either_is_fine_hold_no_negation(old: str, new: str) -> None:
+    """南非 (South Africa) and 无所谓 (either is fine) were read as negations."""
+    assert not any("negation" in c for c in facts.compare(old, new).conflicts)
