@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import unicodedata
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any
@@ -177,6 +178,9 @@ def tokens(text: str) -> list[str]:
 
 
 def _latin_tokens(text: str) -> Iterator[str]:
+    if not text.isascii():  # one word however it was composed: a Mac's decomposed "Café",
+        # and "İstanbul", whose lower case is i + a combining dot
+        text = unicodedata.normalize("NFC", text.lower().replace("i\u0307", "i"))
     for match in _WORD.finditer(text.lower()):
         word = match.group(0).replace("’", "'")
         if word.endswith("'s"):

@@ -610,3 +610,15 @@ def test_a_word_ending_in_a_star_finds_the_words_it_starts(text_only: MemoryServ
 )
 def test_which_words_are_prefixes(query: str, rest: str, prefixes: list[str]) -> None:
     assert prefix_words(query) == (rest, prefixes)
+
+
+def test_a_word_is_one_term_however_its_letters_were_composed(text_only: MemoryService) -> None:
+    """A note saved on a Mac may spell "Café" decomposed (e + a combining accent): it was
+    the term "cafe" and a query typed elsewhere ("café") never found it; "İstanbul" was
+    "stanbul"."""
+    assert tokens("Cafe\u0301 crème") == tokens("Café crème") == ["café", "crème"]
+    assert tokens("İSTANBUL") == tokens("Istanbul") == ["istanbul"]
+    made = text_only.remember("Meet Ana at the Cafe\u0301 Luso in İstanbul.", type="fact")
+    assert made.memory is not None
+    for query in ("café luso", "istanbul"):
+        assert [h.id for h in text_only.recall(query)] == [made.memory.id], query
