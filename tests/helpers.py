@@ -27,6 +27,17 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 PERSON = "Ada Person"  # the person a vault's repository names (person_vault)
+# what a raw client (a pipe, an HTTP post) sends first
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw-pipe", "version": "1"},
+    },
+}
 
 
 def git(vault: Path, *args: str) -> str:

@@ -19,18 +19,7 @@ from mcp.types import INVALID_PARAMS
 from memvault.server import build_server, note_uri
 from memvault.service import MemoryService
 
-from .helpers import call_tool, run_memvault
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw-pipe", "version": "1"},
-    },
-}
+from .helpers import INITIALIZE, call_tool, run_memvault
 
 
 def run(

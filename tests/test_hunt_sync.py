@@ -12,7 +12,7 @@ import pytest
 from memvault.config import Settings
 from memvault.doctor import run_checks
 from memvault.errors import InvalidInputError, MemvaultError
-from memvault.models import ChangeEvent
+from memvault.models import ChangeEvent, Memory
 from memvault.reports import status
 from memvault.service import MemoryService
 from memvault.syncing import clone_vault, sync
@@ -44,13 +44,13 @@ def _push_from_elsewhere(pair: Pair, files: dict[str, bytes], message: str) -> P
     return other
 
 
-def _shared(pair: Pair, text: str) -> str:
-    """A memory on both sides: written on A, synced to B; its path."""
-    written = pair.a.remember(text, type="preference").memory
+def _shared(pair: Pair, text: str, type: str = "preference") -> Memory:
+    """A memory on both sides: written on A, synced to B."""
+    written = pair.a.remember(text, type=type).memory
     assert written is not None
     sync(pair.a)
     sync(pair.b)
-    return written.path
+    return written
 
 
 def test_a_remote_that_commits_memvaults_state_folder_is_refused_and_changes_nothing(
@@ -101,7 +101,7 @@ def test_a_vault_whose_history_tracked_the_state_folder_syncs_once_it_is_untrack
 def test_a_memory_that_is_not_utf8_edited_on_both_sides_keeps_both_and_is_a_conflict(
     pair: Pair,
 ) -> None:
-    path = _shared(pair, "Reports are written in British English")
+    path = _shared(pair, "Reports are written in British English").path
     on_a, on_b = pair.a.root / path, pair.b.root / path
     on_a.write_bytes(on_a.read_bytes().replace(b"British English", b"English, no Oxford comma"))
     on_b.write_bytes(on_b.read_bytes().replace(b"British English", b"Fran\xe7ais (caf\xe9)"))
@@ -117,10 +117,7 @@ def test_a_memory_that_is_not_utf8_edited_on_both_sides_keeps_both_and_is_a_conf
 def test_a_memory_moved_to_two_places_on_two_machines_merges_and_keeps_both_copies(
     pair: Pair,
 ) -> None:
-    written = pair.a.remember("The staging database is called heron", type="fact").memory
-    assert written is not None
-    sync(pair.a)
-    sync(pair.b)
+    written = _shared(pair, "The staging database is called heron", "fact")
     pair.a.forget(written.id, mode="archive")  # to archive/facts/
     git(pair.b.root, "mv", written.path, "projects/heron.md")  # moved by hand
     git(pair.b.root, "commit", "-qm", "moved by hand")
@@ -163,10 +160,7 @@ def test_a_vault_started_apart_takes_the_remote_but_never_its_state_folder(
 def test_a_memory_the_remote_replaced_by_a_symlink_is_reported_gone_to_subscribers(
     pair: Pair,
 ) -> None:
-    written = pair.a.remember("The staging database is called heron", type="fact").memory
-    assert written is not None
-    sync(pair.a)
-    sync(pair.b)
+    written = _shared(pair, "The staging database is called heron", "fact")
     other = pair.remote.parent / "elsewhere"
     git(pair.remote.parent, "clone", "-q", str(pair.remote), str(other))
     (other / written.path).unlink()
@@ -215,7 +209,7 @@ def test_a_union_merge_attribute_never_glues_two_versions_of_a_memory_together(
 ) -> None:
     (pair.a.root / ".gitattributes").write_text("* merge=union\n", encoding="utf-8")
     (pair.a.root / "shopping.txt").write_text("milk\n", encoding="utf-8")
-    path = _shared(pair, "Reports are written in British English")  # the attribute too
+    path = _shared(pair, "Reports are written in British English").path  # the attribute too
     memory_id = pair.a.get(path).id
     (pair.a.root / "shopping.txt").write_text("milk\neggs\n", encoding="utf-8")
     (pair.b.root / "shopping.txt").write_text("milk\nbread\n", encoding="utf-8")

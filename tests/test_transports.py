@@ -22,16 +22,9 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from .helpers import broken_git_index, call_tool, git
+from .helpers import INITIALIZE, broken_git_index, call_tool, git
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
-
-
-INITIALIZE = {
-    "protocolVersion": "2025-11-25",
-    "capabilities": {},
-    "clientInfo": {"name": "raw-pipe", "version": "1"},
-}
 
 
 def serve_args(vault: Path, *extra: str) -> list[str]:
@@ -105,16 +98,7 @@ def test_every_byte_on_stdout_is_json_rpc(vault_path: Path) -> None:
     )
     assert proc.stdin and proc.stdout
     messages = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "raw-pipe", "version": "1"},
-            },
-        },
+        INITIALIZE,
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {
             "jsonrpc": "2.0",
@@ -201,7 +185,7 @@ def test_a_start_up_recovery_that_fails_is_logged_and_the_vault_still_served(
                 assert "Traceback" not in line
                 if "could not commit what was left uncommitted" in line:
                     break
-            request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE}
+            request = INITIALIZE
             proc.stdin.write(json.dumps(request) + "\n")
             proc.stdin.flush()
             answer = json.loads(proc.stdout.readline())
@@ -233,7 +217,7 @@ def test_sigterm_stops_a_stdio_server_as_ctrl_c_does_committing_what_the_watcher
     uri = "memory://note/facts/boat.md"
     try:
         for number, (method, params) in enumerate(
-            [("initialize", INITIALIZE), ("resources/subscribe", {"uri": uri})], 1
+            [("initialize", INITIALIZE["params"]), ("resources/subscribe", {"uri": uri})], 1
         ):
             request = {"jsonrpc": "2.0", "id": number, "method": method, "params": params}
             proc.stdin.write(json.dumps(request) + "\n")
@@ -266,7 +250,7 @@ def test_sigterm_stops_a_stdio_server_whose_host_keeps_stdin_open(vault_path: Pa
     )
     assert proc.stdin and proc.stdout
     try:
-        request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE}
+        request = INITIALIZE
         proc.stdin.write(json.dumps(request) + "\n")
         proc.stdin.flush()
         assert json.loads(proc.stdout.readline())["id"] == 1

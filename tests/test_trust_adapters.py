@@ -26,7 +26,7 @@ from memvault.server.http import http_app
 from memvault.server.tools import call
 from memvault.service import MemoryService
 
-from .helpers import call_tool, commit_count, git
+from .helpers import INITIALIZE, call_tool, commit_count, git
 
 MODES = ["legacy", "2026-07-28"]
 LONG_ID = "a" * 5000
@@ -301,18 +301,6 @@ def test_an_os_error_in_a_tool_names_what_failed_and_what_to_do(service: MemoryS
     assert text.startswith("name_too_long: ") and "shorter" in text and len(text) < 400
     text = asyncio.run(message(bug))
     assert text.startswith("internal_error: ") and "KeyError" in text and "memvault doctor" in text
-
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "case-test", "version": "1"},
-    },
-}
 
 
 # -- HTTP: bearer scheme in any case, blank tokens are no tokens ------------------------------
