@@ -223,6 +223,11 @@ def _sort_key(sort: str) -> Callable[[MemoryInfo], Any]:
     raise InvalidInputError(f"sort must be {', '.join(SORTS)}, not {sort!r}")
 
 
+def _tag_set(tags: Sequence[str]) -> set[str]:
+    """Tags as Obsidian compares them: case aside, with or without the ``#``."""
+    return {tag.lstrip("#").casefold() for tag in tags}
+
+
 def _within(path: str, folder: str) -> bool:
     """Whether ``path`` is in ``folder``, case aside (``inbox`` is a person's ``Inbox/``,
     as on the disks of macOS and Windows)."""
@@ -254,7 +259,7 @@ class Filters:
         return (
             (self.include_archived or memory.status not in ("archived", "superseded"))
             and (not self.types or memory.type in self.types)
-            and (not self.tags or set(self.tags) <= set(memory.tags))
+            and (not self.tags or _tag_set(self.tags) <= _tag_set(memory.tags))
             and (not self.folder or _within(memory.path, self.folder))
             and (not self.scope or bool(set(self.scope) & set(memory.scope)))
             and (self.include_expired or not memory.expires or not self._expired(memory))

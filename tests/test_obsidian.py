@@ -301,3 +301,18 @@ def test_a_templates_setting_that_names_no_folder_of_the_vault_hides_nothing(
     (root / ".obsidian" / "templates.json").write_text(setting, encoding="utf-8")
     (root / "note.md").write_text("# Note\n\nKept.\n", encoding="utf-8")
     assert Vault(root).is_memory_path("note.md")
+
+
+def test_a_tag_filter_matches_tags_as_obsidian_does_case_and_hash_aside(
+    text_only: MemoryService,
+) -> None:
+    """Obsidian's #Drinks and #drinks are one tag: a filter on `drinks` found nothing."""
+    from memvault.models import Filters
+
+    made = text_only.remember("The user drinks oolong tea.", type="fact", tags=["Drinks"])
+    assert made.memory is not None
+    for tags in (("drinks",), ("#DRINKS",), ("Drinks",)):
+        hits = text_only.recall("oolong tea", filters=Filters(tags=tags))
+        listed = text_only.list_memories(Filters(tags=tags)).memories
+        assert [h.id for h in hits] == [m.id for m in listed] == [made.memory.id], tags
+    assert text_only.recall("oolong tea", filters=Filters(tags=("coffee",))) == []
