@@ -15,6 +15,7 @@ from typing import Any
 from . import frontmatter, ids, knowledge_graph, note, validate
 from .errors import InvalidInputError, MalformedMemoryError, UnsafePathError
 from .models import ImportSkip
+from .vault import template_folders
 
 _KNOWN = ("content", "text", "body", "title", "folder", "path")
 # Folders never imported and never reported: git's, Obsidian's settings and trash, memvault's
@@ -40,8 +41,13 @@ def from_folder(
 ) -> Iterator[ImportItem | ImportSkip]:
     """Markdown files under ``root``, relative paths kept; a skip for each unreadable one,
     and for the folder ``vault`` (the vault itself, when ``root`` holds it)."""
+    templates = set(template_folders(root))  # the source's own Obsidian settings say which
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
+        for name in [d for d in dirnames if (here / d).relative_to(root).as_posix() in templates]:
+            dirnames.remove(name)
+            rel = (here / name).relative_to(root).as_posix()
+            yield _skip(rel, "templates", f"{here / name} is Obsidian's template folder there")
         for name in [d for d in dirnames if not pruned(d) and (here / d).is_symlink()]:
             rel = (here / name).relative_to(root).as_posix()
             yield _skip(rel, "symlink", f"{here / name} is a symlinked folder: not followed")

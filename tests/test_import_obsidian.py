@@ -380,3 +380,19 @@ def test_the_import_command_says_the_vectors_come_later(vault_path: Path, tmp_pa
     assert said.exit_code == 0, said.output
     assert f"embedded: 0 of {EMBED_NOW + 1} memories" in said.stderr
     assert "memvault reindex" in said.stderr
+
+
+def test_the_source_s_template_folder_is_not_imported(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    """Importing an Obsidian vault copied its Templates/ (`# {{date}}`) in as memories:
+    the vault's own settings said which folder holds templates, the import did not ask."""
+    source = obsidian_folder(tmp_path)
+    (source / ".obsidian" / "templates.json").write_text('{"folder": "Meta/Templates"}')
+    (source / "Meta" / "Templates").mkdir(parents=True)
+    (source / "Meta" / "Templates" / "Daily.md").write_text("# {{date}}\n\n## Tasks\n")
+    (source / "Meta" / "about.md").write_text("# About\n\nThis vault is mine.\n")
+    report = text_only.import_path(source)
+    assert "Meta/about.md" in report.paths
+    assert not any(p.startswith("Meta/Templates") for p in report.paths)
+    assert ("Meta/Templates", "templates") in [(s.path, s.reason) for s in report.skipped]
