@@ -27,7 +27,7 @@ from .validate import MAX_TITLE_CHARS
 PEOPLE = frozenset({"person", "people", "human", "user", "contact"})
 _UNSAFE_NAME = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f\x7f]')  # what Obsidian refuses in a name
 _UNSAFE_LABEL = re.compile(r"[\[\]|#^\r\n]")
-_MAX_STEM = 100
+_MAX_STEM_BYTES = 180  # a file name holds 255 bytes: room for " 2", ".md" and a -2 suffix
 
 
 @dataclass
@@ -75,7 +75,7 @@ class Graph:
         if not isinstance(observations, list):
             return _skip(where, "observations must be a list")
         entity = self._entities.setdefault(_name(name), _Entity(_name(name), kind.strip(), where))
-        entity.observations += [_observation(o) for o in observations if _observation(o)]
+        entity.observations += [text for text in map(_observation, observations) if text]
         return None
 
     def records(self) -> Iterator[tuple[dict[str, Any], str] | ImportSkip]:
@@ -101,7 +101,7 @@ def _record(entity: _Entity, stems: dict[str, str]) -> dict[str, Any]:
     if entity.relations:
         lines += ["", "Relations:"]
         lines += [f"- {rel} {_link(target, stems)}" for rel, target in entity.relations]
-    title = entity.name if len(entity.name) <= MAX_TITLE_CHARS else entity.name[:MAX_TITLE_CHARS]
+    title = entity.name[:MAX_TITLE_CHARS]
     record: dict[str, Any] = {
         "title": title,
         "content": "\n".join(lines).strip() or title,
@@ -133,7 +133,9 @@ def _stems(entities: Any) -> dict[str, str]:
 
 def _stem(name: str) -> str:
     stem = " ".join(_UNSAFE_NAME.sub(" ", unicodedata.normalize("NFC", name)).split())
-    stem = stem.strip(". ")[:_MAX_STEM].strip(". ")
+    while len(stem.encode("utf-8")) > _MAX_STEM_BYTES:  # by bytes: 60 Chinese are 180
+        stem = stem[:-1]
+    stem = stem.strip(". ")
     try:
         ids.clean_relpath(f"entities/{stem}.md")
     except UnsafePathError:

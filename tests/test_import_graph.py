@@ -207,3 +207,21 @@ def test_names_are_told_apart_as_written_once_spaces_and_composition_are_set_asi
     assert amelie.meta["aliases"] == ["Amélie Poulain"] and "None" not in amelie.body
     assert related_titles(text_only, amelie.path) == {"Café"}
     assert '- {"x": 1}' in text_only.get("entities/Café.md").body
+
+
+def test_a_very_long_name_gets_a_file_name_a_disk_can_hold_and_keeps_its_links(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    """100 Chinese characters are 300 bytes: over the 255 a file name may hold."""
+    long = "长" * 300
+    lines = [
+        {"type": "entity", "name": long, "entityType": "project", "observations": ["大项目"]},
+        {"type": "entity", "name": "Ana", "entityType": "person", "observations": ["PM"]},
+        {"type": "relation", "from": "Ana", "to": long, "relationType": "leads"},
+    ]
+    report = text_only.import_path(write_graph(tmp_path / "memory.jsonl", lines))
+    assert (report.imported, report.skipped) == (2, ())
+    (path,) = [p for p in report.paths if p.startswith("entities/")]
+    assert len(path.rsplit("/", 1)[1].encode("utf-8")) <= 255
+    assert text_only.get(path).meta["aliases"] == [long]
+    assert related_titles(text_only, "people/Ana.md") == {long[:200]}
