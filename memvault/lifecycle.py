@@ -264,6 +264,9 @@ def _why_not(service: MemoryService, proposal: Proposal) -> str | None:
     the user stated (``source: user``) without them; an archive needs the policy's verdict
     to hold still (a person may have moved ``expires`` on meanwhile)."""
     memories = [service.get(i) for i in proposal.ids]
+    for memory in memories:
+        if memory.status != "active" or memory.path.startswith("archive/"):
+            return f"{memory.path} is {memory.status} now; consolidate again"
     if proposal.kind == "archive":
         (memory,) = memories
         access = service.access.of([memory.id]).get(memory.id)
@@ -271,9 +274,6 @@ def _why_not(service: MemoryService, proposal: Proposal) -> str | None:
         if policy.forget_verdict(memory.info(), service.clock(), access, rule) is None:
             return f"{memory.path} changed since the plan and is no longer to archive"
         return None
-    for memory in memories:
-        if memory.status != "active" or memory.path.startswith("archive/"):
-            return f"{memory.path} is {memory.status} now; consolidate again"
     keep, drop = proposal.ids
     if str(memories[1].meta.get("source") or "") == "user":
         return (

@@ -186,6 +186,27 @@ def test_an_archive_step_is_not_applied_once_a_person_moved_its_expiry_on(
     assert kept.status == "active" and not kept.path.startswith("archive/")
 
 
+def test_an_archive_step_whose_memory_a_person_archived_meanwhile_is_not_applied(
+    svc: MemoryService, clock: Clock
+) -> None:
+    """It was reported applied, with no commit: the archive had been the person's."""
+    ids = [
+        add(svc, text, dates={"expires": "2026-01-10"})
+        for text in ("Bring the blue folder to the Monday review.", "The parking pass is 4471.")
+    ]
+    clock.days(30)
+
+    def archive_the_other(event: ChangeEvent) -> None:
+        svc.listeners.remove(archive_the_other)
+        archived = svc.get(event.added[0]).id
+        svc.forget(next(i for i in ids if i != archived), "archive", "done with it")
+
+    svc.listeners.append(archive_the_other)
+    steps = lifecycle.consolidate(svc, dry_run=False)
+    assert [(p.kind, p.applied) for p in steps] == [("archive", True), ("archive", False)]
+    assert "is archived now" in steps[1].reason and steps[1].commit is None
+
+
 # -- expiry: a date written without dashes is still a date, lasting through that day --------
 def test_an_expiry_date_written_compactly_lasts_through_that_day(
     svc: MemoryService, clock: Clock
