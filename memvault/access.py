@@ -62,7 +62,10 @@ class AccessStats:
                 self._db.executemany(
                     "INSERT INTO access(id, hits, last_accessed) VALUES(?, 1, ?) "
                     "ON CONFLICT(id) DO UPDATE SET hits = hits + 1, "
-                    "last_accessed = excluded.last_accessed",
+                    # never backwards: another process's clock may run behind this one's
+                    "last_accessed = CASE WHEN last_accessed IS NULL "
+                    "OR excluded.last_accessed > last_accessed "
+                    "THEN excluded.last_accessed ELSE last_accessed END",
                     [(i, when) for i in ids],
                 )
         except sqlite3.Error as exc:

@@ -6,6 +6,7 @@ memory had been archived meanwhile. Real vaults, real git, real embeddings."""
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -310,3 +311,19 @@ def test_a_word_in_ed_that_is_no_verb_in_the_past_is_no_change_of_tense(old: str
 def test_south_africa_and_either_is_fine_hold_no_negation(old: str, new: str) -> None:
     """南非 (South Africa) and 无所谓 (either is fine) were read as negations."""
     assert not any("negation" in c for c in facts.compare(old, new).conflicts)
+
+
+def test_a_read_by_a_process_whose_clock_runs_behind_never_moves_the_last_access_back(
+    tmp_path: Path,
+) -> None:
+    """Two processes share .memvault/access.sqlite; the one whose clock is behind set
+    last_accessed back, so a memory read today could look idle to soft forgetting."""
+    from memvault.access import AccessStats
+
+    today = dt.datetime(2026, 12, 2, 12, 0, tzinfo=dt.UTC)
+    ahead = AccessStats(tmp_path / "access.sqlite", lambda: today)
+    behind = AccessStats(tmp_path / "access.sqlite", lambda: today - dt.timedelta(days=3))
+    ahead.hit(["m1"])
+    behind.hit(["m1"])
+    seen = ahead.of(["m1"])["m1"]
+    assert seen.hits == 2 and seen.last_accessed == today.isoformat()
