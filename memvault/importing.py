@@ -247,10 +247,14 @@ class _Run:
                 f"{path} in the vault has problems ({memory.problems[0]}): "
                 "fix it by hand, then import again"
             )
-        old = self.vault.read_bytes(path)
-        current = frontmatter.parse(old.decode("utf-8"))
-        if _same(current, doc, item.defaults) or self._imported_as_is(path, doc, item.defaults):
+        old = self.vault.read_bytes(path).decode("utf-8")
+        current = frontmatter.parse(old)
+        if _same(current, doc, item.defaults):
             self.unchanged += 1
+            return
+        base = self._last_imported(path)  # read once: for the check below and the merge
+        if _says(base, doc, item.defaults):
+            self.unchanged += 1  # the source did not change since the import that wrote it
             return
         changes: dict[str, Any] = {"id": memory.id}
         for key in sorted(MEMVAULT_KEYS - {"id"}):
@@ -258,17 +262,16 @@ class _Run:
                 changes[key] = current.meta[key]
         if "updated" not in doc.meta or "updated" in item.defaults:
             changes["updated"] = self.now
-        text = self._with_edits(path, old.decode("utf-8"), frontmatter.render(doc, changes))
+        text = self._with_edits(path, base, old, frontmatter.render(doc, changes))
         validate.file_size(path, text, self.vault.max_file_bytes)
         self.vault.write(path, text, expected_hash=memory.content_hash)
         self.written.append(path)
         self.updated.append(path)
 
-    def _with_edits(self, path: str, current: str, text: str) -> str:
+    def _with_edits(self, path: str, base: str | None, current: str, text: str) -> str:
         """``text`` (the source's new version) with what was edited in the vault since the
-        import that wrote ``path`` merged in: field by field, line by line. An edit the
+        import that wrote ``base`` merged in: field by field, line by line. An edit the
         source's change overlaps is never overwritten: the vault's file is kept."""
-        base = self._last_imported(path)
         if base is None or base == current:
             return text
         merged = merging.merge_memory(
@@ -288,18 +291,6 @@ class _Run:
         assert self.imported is not None
         (text,) = self.history.texts_at([(self.imported[path], path)])
         return text
-
-    def _imported_as_is(
-        self, path: str, doc: frontmatter.Document, defaults: frozenset[str]
-    ) -> bool:
-        """Whether the last import that wrote ``path`` wrote what the source says now: the
-        source did not change since, and the vault's copy was edited after it (by a person
-        or memvault), which a re-import must not take back."""
-        text = self._last_imported(path)
-        try:
-            return text is not None and _same(frontmatter.parse(text), doc, defaults)
-        except MalformedMemoryError:
-            return False
 
     # -- attachments ----------------------------------------------------------
     def _attachments(self, root: Path) -> None:
@@ -401,6 +392,15 @@ class _Run:
             skipped=tuple(self.skipped),
             attachments=tuple(self.attachments),
         )
+
+
+def _says(base: str | None, doc: frontmatter.Document, defaults: frozenset[str]) -> bool:
+    """Whether ``base`` (what the last import wrote, None: none did) says what the source
+    says now: then the vault's copy, edited since or not, is left as it is."""
+    try:
+        return base is not None and _same(frontmatter.parse(base), doc, defaults)
+    except MalformedMemoryError:
+        return False
 
 
 def _same(
