@@ -201,11 +201,11 @@ class FullText:
         over posting lists read once per segment (:class:`_Postings`)."""
         with self._lock:
             view = self._view()
-            groups = view.groups(text)
+            groups, prefixed = view.groups(text)
             terms = list(dict.fromkeys(t for group in groups for t in group))
             if not terms:
                 return {}
-            scores = view.bm25(terms, _prefixed(text, groups))
+            scores = view.bm25(terms, prefixed)
             matched = np.flatnonzero(scores > 0)
             best = matched[np.lexsort((matched, -scores[matched]))][:limit]
             return {view.ids[n]: float(scores[n]) for n in best.tolist()}
@@ -216,11 +216,11 @@ class FullText:
         Memories not in the index are left out."""
         with self._lock:
             view = self._view()
-            groups = view.groups(text)
+            groups, prefixed = view.groups(text)
             numbers = {i: view.numbers[i] for i in dict.fromkeys(ids) if i in view.numbers}
             if not groups or not numbers:
                 return {}
-            found = view.containing(groups, _prefixed(text, groups))
+            found = view.containing(groups, prefixed)
             return {i: int(found[n]) / len(groups) for i, n in numbers.items()}
 
     def holding(self, term: str) -> tuple[int, int]:
@@ -366,12 +366,6 @@ def _tree_sum(clauses: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray,
     return nodes[0][2]
 
 
-def _prefixed(text: str, groups: list[list[str]]) -> frozenset[str]:
-    """The terms of ``groups`` that only a prefix word of ``text`` brought."""
-    plain = set(tokens(prefix_words(text)[0]))
-    return frozenset(t for group in groups for t in group if t not in plain)
-
-
 class _View:
     """One searcher's segments: document numbers <-> ids of the live documents, and the
     scores and term counts of a query over all of them."""
@@ -441,15 +435,16 @@ class _View:
             self.held[term] = (int(most), len(self.numbers))
         return self.held[term]
 
-    def groups(self, text: str) -> list[list[str]]:
+    def groups(self, text: str) -> tuple[list[list[str]], frozenset[str]]:
         """The query's terms, each a group of one, and per word ending in ``*`` the group
         of index terms it stands for (the most frequent PREFIX_TERMS; none found: empty,
-        so it still counts as one of the query's terms that a memory lacks)."""
+        so it still counts as one of the query's terms that a memory lacks); and the terms
+        only a prefix word brought."""
         rest, prefixes = prefix_words(text)
-        groups = [[term] for term in dict.fromkeys(tokens(rest))]
-        for prefix in dict.fromkeys(prefixes):
-            groups.append(self._expand(prefix))
-        return groups
+        plain = list(dict.fromkeys(tokens(rest)))
+        expanded = [self._expand(prefix) for prefix in dict.fromkeys(prefixes)]
+        brought = frozenset(t for group in expanded for t in group) - set(plain)
+        return [[term] for term in plain] + expanded, brought
 
     def _expand(self, prefix: str) -> list[str]:
         """Index terms (stems) of words that start with ``prefix``, most frequent first:
