@@ -15,7 +15,7 @@ from .config import Settings
 from .errors import MemvaultError, UntrustedRepositoryError
 from .history import History
 from .recovery import committable
-from .vault import IGNORE_FILE, STATE_DIR, Vault
+from .vault import IGNORE_FILE, STATE_DIR, Vault, case_variants
 
 log = logging.getLogger(__name__)
 
@@ -131,12 +131,7 @@ def _spelled_otherwise(root: Path) -> set[str]:
     """The template's folders the person has in another case (``People/``, ``Inbox/``): on
     a case-sensitive disk a second ``people/`` would stand beside theirs (memvault writes
     into theirs, see Vault.spelled)."""
-    try:
-        names = {entry.name for entry in os.scandir(root) if entry.is_dir(follow_symlinks=False)}
-    except OSError:
-        return set()
-    folded = {name.casefold() for name in names}
-    return {n for n in PERSONS_CASE if n not in names and n.casefold() in folded}
+    return {n for n in PERSONS_CASE if not os.path.lexists(root / n) and case_variants(root, n)}
 
 
 def template_dir() -> Path:

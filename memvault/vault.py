@@ -553,14 +553,7 @@ class Vault:
         top, _, rest = folder.partition("/")
         if not top or os.path.lexists(self.root / top):
             return folder
-        try:
-            same = [
-                entry.name
-                for entry in os.scandir(self.root)
-                if entry.name.casefold() == top.casefold() and entry.is_dir(follow_symlinks=False)
-            ]
-        except OSError:
-            return folder
+        same = case_variants(self.root, top)
         return f"{same[0]}/{rest}".rstrip("/") if len(same) == 1 else folder
 
     def free_path(self, folder: str, slug: str) -> str:
@@ -572,6 +565,21 @@ class Vault:
             candidate, n = f"{base}-{n}.md", n + 1
         self.abspath(candidate)
         return candidate
+
+
+def case_variants(root: Path, name: str) -> list[str]:
+    """The folders of ``root`` whose names differ from ``name`` only in case (a person's
+    ``Inbox/`` for ``inbox``); none when ``root`` cannot be read."""
+    try:
+        return [
+            entry.name
+            for entry in os.scandir(root)
+            if entry.name != name
+            and entry.name.casefold() == name.casefold()
+            and entry.is_dir(follow_symlinks=False)
+        ]
+    except OSError:
+        return []
 
 
 def template_folders(root: Path) -> tuple[str, ...]:
