@@ -143,13 +143,17 @@ def watching(service: MemoryService, debounce: float = 0.4) -> Iterator[Watched]
 
 
 def in_process(
-    service: MemoryService, body: Callable[[Client], Awaitable[Any]], **client: Any
+    service: MemoryService,
+    body: Callable[[Client], Awaitable[Any]],
+    mode: str = "legacy",
+    **client: Any,
 ) -> Any:
-    """Run ``body`` with a real in-process MCP client session of ``service``'s server."""
+    """Run ``body`` with a real in-process MCP client session of ``service``'s server
+    (``mode``: the protocol era, "legacy" or "2026-07-28")."""
     server, notifier = build_server(service)
 
     async def main() -> Any:
-        async with Client(server, mode="legacy", **client) as session:
+        async with Client(server, mode=mode, **client) as session:
             return await body(session)
 
     try:

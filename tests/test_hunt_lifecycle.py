@@ -6,6 +6,7 @@ memory had been archived meanwhile. Real vaults, real git, real embeddings."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from mcp.types import ElicitRequestParams, ElicitResult
 
 from memvault import facts, lifecycle, policy, profile
 from memvault.errors import MalformedMemoryError
-from memvault.models import ChangeEvent
+from memvault.models import ChangeEvent, Proposal
 from memvault.service import MemoryService
 
 from .helpers import Clock, commit_count, git, in_process
@@ -163,24 +164,34 @@ def test_supersedes_naming_one_memory_twice_or_by_path_supersedes_it_once_by_id(
     assert git(svc.root, "status", "--porcelain") == ""
 
 
-def test_an_archive_step_is_not_applied_once_a_person_moved_its_expiry_on(
-    svc: MemoryService, clock: Clock
-) -> None:
+def _consolidate_two_expired(
+    svc: MemoryService, clock: Clock, meanwhile: Callable[[str], object]
+) -> list[Proposal]:
+    """Consolidate two expired memories (two archive steps); after the first step is
+    applied, ``meanwhile`` gets the id of the other one (what a person does then)."""
     ids = [
         add(svc, text, dates={"expires": "2026-01-10"})
         for text in ("Bring the blue folder to the Monday review.", "The parking pass is 4471.")
     ]
     clock.days(30)
 
-    def extend_the_other(event: ChangeEvent) -> None:
-        """After the first archive, a person gives the other memory another month."""
-        svc.listeners.remove(extend_the_other)
+    def after_the_first(event: ChangeEvent) -> None:
+        svc.listeners.remove(after_the_first)
         archived = svc.get(event.added[0]).id
-        path = svc.root / svc.get(next(i for i in ids if i != archived)).path
+        meanwhile(next(i for i in ids if i != archived))
+
+    svc.listeners.append(after_the_first)
+    return lifecycle.consolidate(svc, dry_run=False)
+
+
+def test_an_archive_step_is_not_applied_once_a_person_moved_its_expiry_on(
+    svc: MemoryService, clock: Clock
+) -> None:
+    def extend(other: str) -> None:  # a person gives the other memory another month
+        path = svc.root / svc.get(other).path
         path.write_text(path.read_text().replace("expires: 2026-01-10", "expires: 2026-03-01"))
 
-    svc.listeners.append(extend_the_other)
-    steps = lifecycle.consolidate(svc, dry_run=False)
+    steps = _consolidate_two_expired(svc, clock, extend)
     assert [(p.kind, p.applied) for p in steps] == [("archive", True), ("archive", False)]
     assert "no longer to archive" in steps[1].reason
     kept = svc.get(steps[1].ids[0])
@@ -191,19 +202,9 @@ def test_an_archive_step_whose_memory_a_person_archived_meanwhile_is_not_applied
     svc: MemoryService, clock: Clock
 ) -> None:
     """It was reported applied, with no commit: the archive had been the person's."""
-    ids = [
-        add(svc, text, dates={"expires": "2026-01-10"})
-        for text in ("Bring the blue folder to the Monday review.", "The parking pass is 4471.")
-    ]
-    clock.days(30)
-
-    def archive_the_other(event: ChangeEvent) -> None:
-        svc.listeners.remove(archive_the_other)
-        archived = svc.get(event.added[0]).id
-        svc.forget(next(i for i in ids if i != archived), "archive", "done with it")
-
-    svc.listeners.append(archive_the_other)
-    steps = lifecycle.consolidate(svc, dry_run=False)
+    steps = _consolidate_two_expired(
+        svc, clock, lambda other: svc.forget(other, "archive", "done with it")
+    )
     assert [(p.kind, p.applied) for p in steps] == [("archive", True), ("archive", False)]
     assert "is archived now" in steps[1].reason and steps[1].commit is None
 

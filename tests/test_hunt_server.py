@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,28 +15,10 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
-from memvault.server import build_server, note_uri
+from memvault.server import note_uri
 from memvault.service import MemoryService
 
-from .helpers import INITIALIZE, call_tool, run_memvault
-
-
-def run(
-    service: MemoryService,
-    mode: str,
-    body: Callable[[Client], Awaitable[Any]],
-    **client_kwargs: Any,
-) -> Any:
-    server, notifier = build_server(service)
-
-    async def main() -> Any:
-        async with Client(server, mode=mode, **client_kwargs) as client:
-            return await body(client)
-
-    try:
-        return asyncio.run(main())
-    finally:
-        service.listeners.remove(notifier.on_change)
+from .helpers import INITIALIZE, call_tool, in_process, run_memvault
 
 
 def test_a_client_that_only_listens_hears_of_changes_made_elsewhere(svc: MemoryService) -> None:
@@ -62,7 +43,7 @@ def test_a_client_that_only_listens_hears_of_changes_made_elsewhere(svc: MemoryS
             await asyncio.wait_for(first(), timeout=10)
         return events
 
-    assert uri in run(svc, "2026-07-28", body)
+    assert uri in in_process(svc, body, "2026-07-28")
 
 
 @pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
@@ -80,7 +61,7 @@ def test_a_legacy_client_that_only_reads_hears_that_the_list_changed(svc: Memory
         await asyncio.to_thread(svc.remember, "The office moved to Elm Street.", type="fact")
         await asyncio.wait_for(changed.wait(), timeout=10)
 
-    run(svc, "legacy", body, message_handler=on_message)
+    in_process(svc, body, "legacy", message_handler=on_message)
 
 
 def test_a_garbled_line_on_stdio_is_answered_not_left_hanging(vault_path: Path) -> None:
@@ -151,7 +132,7 @@ def test_list_memories_refuses_a_cursor_it_never_gave(svc: MemoryService) -> Non
             if not (cursor := page["next_cursor"]):
                 return refused, seen
 
-    refused, seen = run(svc, "legacy", body)
+    refused, seen = in_process(svc, body, "legacy")
     assert all("invalid_input: cursor" in r and "next_cursor" in r for r in refused), refused
     assert len(seen) == len(set(seen)) == 3
 
@@ -178,7 +159,7 @@ def test_a_wrong_prompt_request_is_invalid_params_naming_what_is_wrong(
             errors[what] = caught.value
         return errors
 
-    errors = run(svc, mode, body)
+    errors = in_process(svc, body, mode)
     assert {e.error.code for e in errors.values()} == {INVALID_PARAMS}
     assert "nope" in errors["unknown"].error.message
     assert "topic" in errors["missing"].error.message
@@ -206,7 +187,7 @@ def test_update_memory_with_empty_content_keeps_the_text(svc: MemoryService) -> 
             refused.append(str(result.content[0].text))  # type: ignore[union-attr]
         return refused
 
-    for message in run(svc, "legacy", body):
+    for message in in_process(svc, body, "legacy"):
         assert "invalid_input: content is empty" in message
     assert (svc.root / made.memory.path).read_text(encoding="utf-8") == before
     assert svc.history.run("rev-list", "--count", "HEAD") == commits
@@ -224,7 +205,7 @@ def test_a_blank_title_is_no_title(svc: MemoryService) -> None:
         await call_tool(client, "update_memory", change)
         return made, await call_tool(client, "get_memory", {"id": made["id"]})
 
-    made, got = run(svc, "legacy", body)
+    made, got = in_process(svc, body, "legacy")
     assert made["path"] == "facts/the-user-s-dog-is-called-pepper.md"
     assert got["title"] == "The user's dog is called Pepper."
     assert "# The user's dog is called Pepper.\n" in got["body"]

@@ -195,6 +195,27 @@ def test_a_start_up_recovery_that_fails_is_logged_and_the_vault_still_served(
     assert answer["result"]["serverInfo"]["name"] == "memvault"
 
 
+def _stdio_server(vault: Path, stderr: int, **env: str) -> subprocess.Popen[str]:
+    """``memvault serve`` over pipes, as a host starts it (full text only)."""
+    return subprocess.Popen(
+        [sys.executable, *serve_args(vault)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        env={**os.environ, "MEMVAULT_EMBEDDER": "none", **env},
+    )
+
+
+def _ask(proc: subprocess.Popen[str], request: dict[str, Any]) -> dict[str, Any]:
+    """Send one request on the server's stdin; its answer, the next line of stdout."""
+    assert proc.stdin and proc.stdout
+    proc.stdin.write(json.dumps(request) + "\n")
+    proc.stdin.flush()
+    answer: dict[str, Any] = json.loads(proc.stdout.readline())
+    return answer
+
+
 def test_sigterm_stops_a_stdio_server_as_ctrl_c_does_committing_what_the_watcher_saw(
     vault_path: Path,
 ) -> None:
@@ -204,15 +225,7 @@ def test_sigterm_stops_a_stdio_server_as_ctrl_c_does_committing_what_the_watcher
     note.write_text("---\ntype: fact\n---\nThe boat is blue.\n")
     git(vault_path, "add", "facts/boat.md")
     git(vault_path, "commit", "-qm", "a note")
-    env = {**os.environ, "MEMVAULT_DEBOUNCE_SECONDS": "600", "MEMVAULT_EMBEDDER": "none"}
-    proc = subprocess.Popen(
-        [sys.executable, *serve_args(vault_path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    proc = _stdio_server(vault_path, subprocess.PIPE, MEMVAULT_DEBOUNCE_SECONDS="600")
     assert proc.stdin and proc.stdout
     uri = "memory://note/facts/boat.md"
     try:
@@ -220,9 +233,7 @@ def test_sigterm_stops_a_stdio_server_as_ctrl_c_does_committing_what_the_watcher
             [("initialize", INITIALIZE["params"]), ("resources/subscribe", {"uri": uri})], 1
         ):
             request = {"jsonrpc": "2.0", "id": number, "method": method, "params": params}
-            proc.stdin.write(json.dumps(request) + "\n")
-            proc.stdin.flush()
-            assert json.loads(proc.stdout.readline())["id"] == number
+            assert _ask(proc, request)["id"] == number
         note.write_text("---\ntype: fact\n---\nThe boat is green now.\n")
         for line in proc.stdout:  # the watcher indexed the edit and says so
             if json.loads(line).get("params", {}).get("uri") == uri:
@@ -239,21 +250,10 @@ def test_sigterm_stops_a_stdio_server_as_ctrl_c_does_committing_what_the_watcher
 def test_sigterm_stops_a_stdio_server_whose_host_keeps_stdin_open(vault_path: Path) -> None:
     """After SIGTERM the server cleaned up and then never exited: the interpreter waited
     at exit for the worker thread blocked reading stdin, which the host held open."""
-    env = {**os.environ, "MEMVAULT_EMBEDDER": "none"}
-    proc = subprocess.Popen(
-        [sys.executable, *serve_args(vault_path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
+    proc = _stdio_server(vault_path, subprocess.DEVNULL)
     assert proc.stdin and proc.stdout
     try:
-        request = INITIALIZE
-        proc.stdin.write(json.dumps(request) + "\n")
-        proc.stdin.flush()
-        assert json.loads(proc.stdout.readline())["id"] == 1
+        assert _ask(proc, INITIALIZE)["id"] == 1
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=120) == 0  # stdin still open: nothing else ends it
     finally:
