@@ -997,8 +997,14 @@ def status(ctx: Ctx) -> None:
     help="After a purge here: replace the remote's history with this vault's, when it holds "
     "nothing but what the purge rewrote.",
 )
+@click.option(
+    "--accept-settings",
+    is_flag=True,
+    help="Take the remote's loosening of a setting that decides what this machine trusts "
+    "(agent_writes, propose_clients, allow_secrets, embedder); refused without it.",
+)
 @pass_ctx
-def sync(ctx: Ctx, remote: str | None, replace_remote: bool) -> None:
+def sync(ctx: Ctx, remote: str | None, replace_remote: bool, accept_settings: bool) -> None:
     """Commit pending edits, fetch, integrate and push through a git remote.
 
     Same memory changed on both sides: both texts are kept and the memory is flagged
@@ -1007,7 +1013,9 @@ def sync(ctx: Ctx, remote: str | None, replace_remote: bool) -> None:
     from .syncing import sync as sync_vault
 
     with _errors(ctx):
-        result = sync_vault(_service(ctx), remote, replace_remote=replace_remote)
+        result = sync_vault(
+            _service(ctx), remote, replace_remote=replace_remote, accept_settings=accept_settings
+        )
 
     def human() -> None:
         where = f"{result.remote}/{result.branch}"

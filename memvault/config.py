@@ -201,15 +201,33 @@ def load_settings(vault: Path | None, overrides: dict[str, Any] | None = None) -
     values: dict[str, Any] = {}
     if vault is not None and (vault / SETTINGS_FILE).is_file():
         try:
-            data = tomllib.loads((vault / SETTINGS_FILE).read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            text = (vault / SETTINGS_FILE).read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
             raise InvalidInputError(f"{SETTINGS_FILE} is not valid TOML ({exc}): fix it") from exc
-        values.update(data.get("memvault", data))
+        values.update(_file_values(text))
     for setting in SETTINGS_TABLE:
         env = os.environ.get(f"MEMVAULT_{setting.name.upper()}")
         if env is not None:
             values[setting.name] = env
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    return _settings_of(values)
+
+
+def file_settings(text: str) -> Settings:
+    """The settings a ``.memvault.toml`` holding ``text`` sets (the defaults for the rest),
+    checked as ``load_settings`` checks them."""
+    return _settings_of(_file_values(text))
+
+
+def _file_values(text: str) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInputError(f"{SETTINGS_FILE} is not valid TOML ({exc}): fix it") from exc
+    return dict(data.get("memvault", data))
+
+
+def _settings_of(values: dict[str, Any]) -> Settings:
     types = _per_type(values.pop("types", {}))
     known = {f.name for f in fields(Settings)} - {"types"}
     unknown = sorted(set(values) - known)

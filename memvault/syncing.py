@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import frontmatter, interrupted, merging, purging, recovery
+from . import frontmatter, incoming, interrupted, merging, purging, recovery
 from .config import Settings
 from .errors import GitError, InvalidInputError, MalformedMemoryError, MemvaultError
 from .history import History, format_message
@@ -96,19 +96,30 @@ class _Integrated:
     purged: dict[str, str] = field(default_factory=dict)  # ADOPTED: path -> id it erased
 
 
+@dataclass(frozen=True)
+class _Consent:
+    """What the person allowed this sync to do beyond exchanging memories."""
+
+    replace_remote: bool = False
+    accept_settings: bool = False
+
+
 def sync(
     service: MemoryService,
     remote: str | None = None,
     pause: Pause | None = None,
     replace_remote: bool = False,
+    accept_settings: bool = False,
 ) -> SyncResult:
     """Commit pending edits, fetch, integrate and push; re-index what changed.
 
     ``pause`` (default: ``service.pause``, the running watcher's) is held while git
     rewrites the tree. ``replace_remote``: when this vault purged and the remote holds
-    nothing but the commits the purge rewrote, push over them (the purge reaches it)."""
+    nothing but the commits the purge rewrote, push over them (the purge reaches it).
+    ``accept_settings``: take the remote's change to a setting that decides what this
+    machine trusts (:mod:`incoming`; refused otherwise)."""
     try:
-        return _sync(service, remote, pause, replace_remote)
+        return _sync(service, remote, pause, _Consent(replace_remote, accept_settings))
     except MemvaultError as exc:  # status shows it, not an older sync that went well
         now = service.clock().replace(microsecond=0).isoformat()
         save_state(
@@ -118,7 +129,7 @@ def sync(
 
 
 def _sync(
-    service: MemoryService, remote: str | None, pause: Pause | None, replace_remote: bool
+    service: MemoryService, remote: str | None, pause: Pause | None, consent: _Consent
 ) -> SyncResult:
     history = service.history
     with service.vault.write_lock(service.settings.lock_timeout):
@@ -132,7 +143,7 @@ def _sync(
         with _lock_for(service.root):  # the tool, the schedule and after-writes take turns
             for _ in range(ATTEMPTS):
                 result = _round(
-                    service, name, branch, pause or service.pause or nullcontext, replace_remote
+                    service, name, branch, pause or service.pause or nullcontext, consent
                 )
                 changed += result.changed
                 if result.error is None or MOVED not in result.error:
@@ -147,7 +158,7 @@ def _sync(
 
 
 def _round(
-    service: MemoryService, remote: str, branch: str, pause: Pause, replace: bool = False
+    service: MemoryService, remote: str, branch: str, pause: Pause, consent: _Consent
 ) -> SyncResult:
     """One fetch, integrate (under the write lock), push."""
     history = service.history
@@ -163,7 +174,7 @@ def _round(
         with service._writing():
             _commit_pending(service)
             before = history.head()
-            integrated = _integrate(service, remote, branch, replace)
+            integrated = _integrate(service, remote, branch, consent)
         event = _after(service, before)  # before the watcher looks again
         if integrated.action == ADOPTED:
             _forget_purged(service, remote, branch, integrated.purged)
@@ -275,9 +286,7 @@ def _refuse_other_branches(history: History, remote: str, branch: str) -> None:
 
 
 # -- integrating ---------------------------------------------------------------------
-def _integrate(
-    service: MemoryService, remote: str, branch: str, replace: bool = False
-) -> _Integrated:
+def _integrate(service: MemoryService, remote: str, branch: str, consent: _Consent) -> _Integrated:
     history = service.history
     theirs = history.commit_of(f"refs/remotes/{remote}/{branch}")
     ours = history.head()
@@ -285,14 +294,16 @@ def _integrate(
         _refuse_other_branches(history, remote, branch)
     if theirs is None or ours is None or history.is_ancestor(theirs, ours):
         return _Integrated("up to date" if theirs else "nothing on the remote yet")
-    _refuse_state(history, remote, ours, theirs)
+    incoming.refuse(history, remote, branch, ours, theirs, consent.accept_settings)
     if history.is_ancestor(ours, theirs):
         try:
             history.run("merge", "--ff-only", "--quiet", theirs)
         except GitError as exc:  # a file memvault never commits is in the way
             raise _not_started(service, exc, "fast-forward") from exc
         return _Integrated("fast-forward")
-    after = purging.refuse_undoing_a_purge(history, remote, branch, ours, theirs, replace)
+    after = purging.refuse_undoing_a_purge(
+        history, remote, branch, ours, theirs, consent.replace_remote
+    )
     if after and after.kind == "replace":
         return _Integrated(REPLACED, lease=theirs)
     if after:
@@ -302,34 +313,6 @@ def _integrate(
     ):
         return _Integrated("rebased")
     return _Integrated("merged", _merge(service, remote, branch, theirs))
-
-
-def _refuse_state(history: History, remote: str, ours: str, theirs: str) -> None:
-    """Refuse the remote's commits when they add or change files in memvault's own state
-    folder: git overwrites the files it ignores, so they would replace this vault's index
-    (Whoosh unpickles its table of contents: code run on this machine) and state, and stay
-    tracked, so every later sync would stop at them. Deleting them passes: it is how a
-    vault whose history tracked the folder stops tracking it."""
-    base = history.run("merge-base", ours, theirs, check=False).strip()
-    names = (
-        history.run(  # deletions pass: the way out for a vault that tracked it
-            "diff", "--name-only", "--no-renames", "--diff-filter=d", base, theirs, "--", STATE_DIR
-        )
-        if base  # unrelated histories: whatever theirs holds there
-        else history.run("ls-tree", "-r", "--name-only", theirs, "--", STATE_DIR)
-    )
-    if names.strip():
-        raise MemvaultError(f"sync refused: {_state_tracked(remote, names)}, then sync")
-
-
-def _state_tracked(where: str, names: str) -> str:
-    shown = ", ".join(names.split()[:3])
-    return (
-        f"the commits on {where} change memvault's own state folder {STATE_DIR}/ ({shown}), "
-        "which is never synced (this machine's index and statistics would be replaced by "
-        "another's); nothing was changed. On the machine that committed it, run "
-        f"`git rm -r --cached {STATE_DIR}`, commit and push"
-    )
 
 
 def _adopt(service: MemoryService, ours: str, theirs: str, base: str) -> _Integrated:
@@ -696,7 +679,9 @@ def clone_vault(
     tracked = clone.run("ls-tree", "-r", "--name-only", "HEAD", "--", STATE_DIR)
     if tracked.strip():  # never opened: another machine's index (Whoosh unpickles it)
         _empty(root, existed)
-        raise MemvaultError(f"could not clone: {_state_tracked(url, tracked)}, then clone again")
+        raise MemvaultError(
+            f"could not clone: {incoming.state_tracked(url, tracked)}, then clone again"
+        )
     exclude_state_dir(root)
     return "cloned"
 
