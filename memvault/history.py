@@ -39,6 +39,7 @@ from .models import Commit
 log = logging.getLogger(__name__)
 
 _RS, _US, _GS = "\x1e", "\x1f", "\x1d"
+_LOG_FORMAT = _RS + _US.join(["%H", "%aI", "%an", "%s", f"%(trailers:only,unfold,separator={_GS})"])
 _SHA = r"(?:[0-9a-f]{40}|[0-9a-f]{64})"  # SHA-1, or SHA-256 (git init --object-format)
 # where a commit's record starts in a log: a separator a person's commit subject may hold
 # too (any control character goes), followed by the sha, which no subject comes before
@@ -875,10 +876,9 @@ class History:
     ) -> list[Commit]:
         """Commits, newest first (of ``rev``'s history, else HEAD's); for one path,
         following renames, also a move git did not see as one (:meth:`_moved_unseen`)."""
-        fmt = _RS + _US.join(["%H", "%aI", "%an", "%s", f"%(trailers:only,unfold,separator={_GS})"])
         # --cc: a merge lists the files it holds in a version neither parent had (a
         # person's resolution of a conflict), which plain --name-status leaves out
-        args = ["log", f"--format={fmt}", "--name-status", "--cc", "-z"]
+        args = ["log", f"--format={_LOG_FORMAT}", "--name-status", "--cc", "-z"]
         if limit and path is None:  # a file's log is cut after the merges are dropped
             args.append(f"-n{limit}")
         if rev is not None:
@@ -896,6 +896,47 @@ class History:
                 left = limit - len(found) if limit else None
                 found += self.log(earlier, left, rev=f"{found[-1].sha}^")
         return found[:limit] if limit else found
+
+    def log_of(
+        self, path: str, memory_id: str | None = None, rev: str | None = None
+    ) -> list[Commit]:
+        """The commits of the memory now (or last) at ``path`` (``memory_id``, else the id
+        its newest version gives), newest first: :meth:`log` of the path less the commits
+        of another memory that stood there, and, when a sync's merge moved it to ``path``
+        (two machines filed two memories at one path: one went to ``-2``; git follows no
+        such move), its history before the merge."""
+        found = self.log(path, rev=rev)
+        texts = self.texts_at([(rev or "HEAD", path), *((c.sha, c.path) for c in found if c.path)])
+        memory_id = memory_id or next((i for i in map(_front_id, texts) if i), None)
+        texts = texts[1:]
+        if memory_id is None:  # a note without an id: its path's history
+            return found
+        theirs = {
+            c.sha
+            for c, t in zip(found, texts, strict=True)
+            if _front_id(t) not in (None, memory_id)
+        }
+        found = [c for c in found if c.sha not in theirs]
+        added = self.run("log", "-m", "--first-parent", "--diff-filter=A", "-1", "--name-status",
+                         "-z", f"--format={_LOG_FORMAT}", rev or "HEAD", "--", path)  # fmt: skip
+        merge = next((c for c in (_parse_record(r, path) for r in _split(added)) if c), None)
+        came = self._merged_from(merge.sha, memory_id) if merge else None
+        if merge is None or came is None or any(c.sha == merge.sha for c in found):
+            return found
+        return [*found, merge, *self.log_of(came[1], memory_id, rev=came[0])]
+
+    def _merged_from(self, merge: str, memory_id: str) -> tuple[str, str] | None:
+        """(parent, path): where, in a parent other than the first, the merge ``merge``
+        found the memory ``memory_id`` it wrote elsewhere (None: not a merge, or no such)."""
+        for parent in self.run("rev-list", "--parents", "-n1", merge).split()[2:]:
+            out = self.run(
+                "diff", "--name-only", "--no-renames", "--diff-filter=MD", "-z", parent, merge
+            )
+            names = [n for n in out.split("\0") if n]
+            for name, text in zip(names, self.texts_at([(parent, n) for n in names]), strict=True):
+                if _front_id(text) == memory_id:
+                    return parent, name
+        return None
 
     def _moved_unseen(self, commit: Commit, name: str) -> str | None:
         """The name the file ``name`` had before ``commit`` added it, where the commit moved
@@ -922,8 +963,7 @@ class History:
         renames detected."""
         if self.head() is None:
             return []
-        fmt = _RS + _US.join(["%H", "%aI", "%an", "%s", f"%(trailers:only,unfold,separator={_GS})"])
-        args = ["log", "--reverse", "-M", f"--format={fmt}", "--name-status", "-z"]
+        args = ["log", "--reverse", "-M", f"--format={_LOG_FORMAT}", "--name-status", "-z"]
         args.append(tip if since is None else f"{since}..{tip}")
         return [c for c in (_parse_record(r, None) for r in _split(self.run(*args))) if c]
 

@@ -253,7 +253,8 @@ class MemoryService:
     def log(self, id_or_path: str | None = None, limit: int | None = None) -> list[Commit]:
         if id_or_path is None:
             return self.history.log(limit=limit)
-        return self.history.log(self.history_path(id_or_path), limit=limit)
+        memory_id = id_or_path.strip() if ids.is_id(id_or_path.strip()) else None
+        return self.history.log_of(self.history_path(id_or_path), memory_id)[:limit]
 
     def show_at(self, id_or_path: str, rev: str) -> str:
         path = self.history_path(id_or_path)

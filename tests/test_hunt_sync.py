@@ -274,3 +274,17 @@ def test_status_shows_a_refused_sync_not_the_last_one_that_went_well(pair: Pair)
     last = status(pair.b).sync
     assert last is not None and last["action"] == "refused"  # was the earlier `up to date`
     assert last["error"] == str(refused.value)
+
+
+def test_the_log_of_a_memory_two_machines_filed_at_one_path_is_its_own(pair: Pair) -> None:
+    """After the sync moved one of them to `-2`, the log of the one that stayed listed the
+    other's creation too (git follows the path, on both sides of the merge)."""
+    on_a = pair.a.remember("Dentist appointment is on 3 March at 10:00", title="Dentist").memory
+    on_b = pair.b.remember("The dentist is Dr Ruiz on Elm Street", title="Dentist").memory
+    assert on_a is not None and on_b is not None
+    sync(pair.a)
+    sync(pair.b)
+    for memory in (on_a, on_b):
+        subjects = [c.subject for c in pair.b.log(memory.id)]
+        assert len([s for s in subjects if s.startswith("remember:")]) == 1, subjects
+        assert pair.b.log(pair.b.get(memory.id).path) == pair.b.log(memory.id)
