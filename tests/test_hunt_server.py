@@ -209,3 +209,35 @@ def test_a_blank_title_is_no_title(svc: MemoryService) -> None:
     assert made["path"] == "facts/the-user-s-dog-is-called-pepper.md"
     assert got["title"] == "The user's dog is called Pepper."
     assert "# The user's dog is called Pepper.\n" in got["body"]
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_subscribing_to_a_resource_that_is_not_there_is_refused_not_silent(
+    svc: MemoryService,
+) -> None:
+    """A misspelt URI was accepted and then never announced: the client waited for ever.
+    Memories by path or id, the views and memory://changes are followed; anything else,
+    or a memory that does not exist, is refused (-32602) with where to look instead."""
+    made = svc.remember("The office moved to Elm Street.", type="fact").memory
+    assert made is not None
+
+    async def body(client: Client) -> list[str]:
+        for uri in (
+            note_uri(made.path),
+            f"memory://note/{made.id}",
+            "memory://index",
+            "memory://changes",
+        ):
+            await client.session.subscribe_resource(uri)
+        refused = []
+        for uri in ("memory://note/facts/nowhere.md", "memory://indx", "file:///etc/passwd"):
+            with pytest.raises(MCPError) as error:
+                await client.session.subscribe_resource(uri)
+            assert error.value.error.code == INVALID_PARAMS
+            refused.append(error.value.error.message)
+        return refused
+
+    refused = in_process(svc, body, "legacy")
+    assert "no memory is at memory://note/facts/nowhere.md" in refused[0]
+    assert all("subscribe to memory://changes" in m for m in refused)
+    assert "this server has no resource at memory://indx" in refused[1]

@@ -23,6 +23,8 @@ from mcp.server.subscriptions import (
     ResourcesListChanged,
     ResourceUpdated,
 )
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 
 from .. import changes, reports
 from ..errors import MemvaultError
@@ -104,8 +106,13 @@ class Notifier:
             self._forget_aliases()
 
     async def subscribe(self, uri: str, session: Any) -> None:
-        self.attach(session)
+        """Follow ``uri`` for the session's connection; a URI that names no resource of this
+        server is refused (-32602), not followed in silence for ever."""
         target = await self._where(uri)
+        views = (*reports.AGGREGATES, changes.URI)
+        if target is None or not (target.startswith(NOTE_PREFIX) or target in views):
+            raise MCPError(INVALID_PARAMS, _unknown(uri, uri.startswith(NOTE_PREFIX)))
+        self.attach(session)
         with self._lock:
             self._legacy.setdefault(uri, set()).add(_connection(session))
             if target != uri and uri.startswith(NOTE_PREFIX):
@@ -177,6 +184,14 @@ class Notifier:
         except Exception as exc:  # a broken connection must not stop the others
             log.debug("dropping connection after failed notification: %s", exc)
             self.detach(connection)
+
+
+def _unknown(uri: str, note: bool) -> str:
+    what = "no memory is" if note else "this server has no resource"
+    return (
+        f"not_found: {what} at {uri}: read memory://index for the memories there are; to "
+        f"hear of new ones, subscribe to {changes.URI}"
+    )
 
 
 def _connection(session: Any) -> Any:
