@@ -294,10 +294,17 @@ def _facts_of(kind: str, m: re.Match[str]) -> Found | None:
         return _code(m.group(0))
     if kind == "signed":
         return [("signed", m.group(0).lower().replace("−", "-"))]
+    if kind == "number" and _VERSION_BEFORE.search(m.string, 0, m.start()):
+        digits = m.group("digits")
+        if digits and not m.group("minus") and re.fullmatch(r"\d+\.\d+", digits):
+            return [("number", digits)]  # as written: Python 3.10 is not Python 3.1
     reader = _READERS.get(kind)
     return reader(m.groupdict()) if reader else []
 
 
+# A decimal right after a name or "version" is a version, where every digit counts
+# (36.0 and 36 degrees are one value; Python 3.10 and Python 3.1 are two).
+_VERSION_BEFORE = re.compile(r"(?:(?<![\w'’])[A-Z][A-Za-z]*|\b[Vv]ersion|版本)\s*$")
 _NUMBER_WORD = re.compile(r"\d+(?:[.,]\d+)*(?:-?[A-Za-z]+)+")  # 36GB, 2nd, 3-day: a number
 
 

@@ -167,6 +167,21 @@ def test_a_code_or_a_dash_joined_number_is_one_value_in_its_own_order() -> None:
     assert facts.extract("36GB on the 2nd floor").values == {("number", "36"), ("number", "2")}
 
 
+def test_a_version_keeps_every_digit_a_measurement_does_not() -> None:
+    """Python 3.10 -> 3.1 was judged a duplicate (read as one float), and dropped."""
+    for new, old in (
+        ("The project uses Python 3.10", "The project uses Python 3.1"),
+        ("We run Node 18.10 in production", "We run Node 18.1 in production"),
+        ("升级到版本 2.0", "升级到版本 2"),
+    ):
+        assert facts.compare(new, old).conflicts, (new, old)
+    for same in (
+        ("Body temperature was 36.0 degrees", "Body temperature was 36 degrees"),
+        ("The ticket costs 3.10 dollars", "The ticket costs 3.1 dollars"),
+    ):
+        assert facts.compare(*same) == facts.Difference((), ())
+
+
 def test_a_1_written_as_a_digit_is_a_number_not_an_article() -> None:
     def number_extras(new: str, old: str) -> list[str]:
         return [e for e in facts.compare(new, old).extras if e.startswith("number")]
