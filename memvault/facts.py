@@ -29,6 +29,7 @@ _CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四":
 _CN_DIGITS |= {"五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _CN_UNITS = {"十": 10, "百": 100, "千": 1000}
 _CN_BIG = {"万": 10_000, "亿": 100_000_000}
+_BIG = _CN_BIG | {"k": 1000, "K": 1000}  # after digits: 12万, 1.5亿, 120k
 _CN_NUM = "零〇一二两三四五六七八九十百千万亿"
 _NUM_ZH = rf"(?:\d+|[{_CN_NUM}]+)"
 # Common words that contain a numeral but state no number ("together", "always", "very" ...).
@@ -153,7 +154,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             # a sign (-5, 零下五, minus 5) is part of the value: -5 degrees is not 5 degrees
             rf"(?P<minus>(?<![A-Za-z0-9_.,:/\-−])[-−](?=\d)|零下\s*|\bminus\s+)?"
-            rf"(?:(?<![\d.,])(?P<digits>\d+(?:[.,]\d+)*)(?P<big>[万亿])?"
+            rf"(?:(?<![\d.,])(?P<digits>\d+(?:[.,]\d+)*)(?P<big>[万亿]|[kK](?![A-Za-z0-9]))?"
             rf"|(?P<zh>[{_CN_NUM}]+)"
             r"|\b(?P<en>(?:" + "|".join(sorted(_EN_NUMBERS, key=len, reverse=True)) + r")"
             r"(?:-(?:one|two|three|four|five|six|seven|eight|nine))?)\b)",
@@ -296,7 +297,8 @@ def _facts_of(kind: str, m: re.Match[str]) -> Found | None:
         return [("signed", m.group(0).lower().replace("−", "-"))]
     if kind == "number" and _VERSION_BEFORE.search(m.string, 0, m.start()):
         digits = m.group("digits")
-        if digits and not m.group("minus") and re.fullmatch(r"\d+\.\d+", digits):
+        plain = not (m.group("minus") or m.group("big"))
+        if digits and plain and re.fullmatch(r"\d+\.\d+", digits):
             return [("number", digits)]  # as written: Python 3.10 is not Python 3.1
     reader = _READERS.get(kind)
     return reader(m.groupdict()) if reader else []
@@ -378,7 +380,7 @@ def _number(g: Groups) -> Found:
             digits = digits.replace(",", "")
         value: str | int | float = digits
         if re.fullmatch(r"\d+(?:\.\d+)?", digits):
-            number = float(digits) * (_CN_BIG[g["big"]] if g["big"] else 1)
+            number = float(digits) * (_BIG[g["big"]] if g["big"] else 1)
             value = int(number) if number.is_integer() else number
         kind = "year" if re.fullmatch(r"(?:19|20)\d\d", digits) and not g["big"] else "number"
         return [(kind, f"{'-' if g['minus'] else ''}{value}")]

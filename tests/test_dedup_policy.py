@@ -182,6 +182,16 @@ def test_a_version_keeps_every_digit_a_measurement_does_not() -> None:
         assert facts.compare(*same) == facts.Difference((), ())
 
 
+def test_thousands_written_with_a_k_are_the_same_number() -> None:
+    """ "1k" was 1 and "k" a word: 1k / 1000 a contradiction, 120k / 130k fine either way."""
+    assert facts.compare("Budget is 1k a month", "Budget is 1000 a month") == facts.Difference(
+        (), ()
+    )
+    assert facts.compare("Salary 1.5K", "Salary 1,500") == facts.Difference((), ())
+    assert facts.compare("Salary is 120k", "Salary is 130k").conflicts
+    assert facts.extract("36kg").values == {("number", "36")}  # a unit, not thousands
+
+
 def test_a_1_written_as_a_digit_is_a_number_not_an_article() -> None:
     def number_extras(new: str, old: str) -> list[str]:
         return [e for e in facts.compare(new, old).extras if e.startswith("number")]
