@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import os
 import pty
 import subprocess
@@ -337,3 +338,33 @@ def test_a_confirmation_nobody_answers_falls_back_to_the_token(
     assert svc.get(memory_id).id == memory_id  # nothing deleted
     done = forget(svc, {"id": memory_id, "mode": "delete", "confirm": result["confirm"]})
     assert done["action"] == "deleted"
+
+
+def test_a_2026_07_28_client_is_given_the_token_without_a_warning_each_time(
+    svc: MemoryService,
+) -> None:
+    """The server cannot ask such a client (no server-initiated requests); each destructive
+    forget logged a WARNING that it "could not ask through the client", as if broken."""
+    memory_id = add(svc, "The user's old office is room 402.", type="fact")
+    elicit, asked = answering("accept")
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = logging.getLogger("memvault.server.tools")
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.DEBUG)
+
+    async def body(client: Client) -> Any:
+        return (
+            await client.call_tool("forget", {"id": memory_id, "mode": "delete"})
+        ).structured_content
+
+    try:
+        out = in_process(svc, body, "2026-07-28", elicitation_callback=elicit)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    assert out["action"] == "needs_confirmation" and out["confirm"] and asked == []
+    assert [r.getMessage() for r in records if r.levelno >= logging.WARNING] == []
+    assert any("confirming by token" in r.getMessage() for r in records)  # said, quietly

@@ -21,6 +21,7 @@ import anyio.to_thread
 from mcp.server.elicitation import AcceptedElicitation
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import NoBackChannelError
 from mcp.types import ClientCapabilities, ElicitationCapability, ToolAnnotations
 from pydantic import BaseModel, Field
 
@@ -675,7 +676,10 @@ async def _elicit(ctx: Context, question: str) -> bool | None:
             "no answer to the confirmation within %.0f s: confirming by token", ELICIT_SECONDS
         )
         return None
-    except Exception as exc:  # no back channel, or the client failed: confirm by token
+    except NoBackChannelError:  # a 2026-07-28 call: the server asks nothing, as designed
+        log.debug("no channel to ask the client through: confirming by token")
+        return None
+    except Exception as exc:  # the client failed: confirm by token
         log.warning("could not ask through the client (%s): confirming by token", exc)
         return None
     return isinstance(answer, AcceptedElicitation) and answer.data.confirm
