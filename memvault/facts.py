@@ -120,6 +120,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "en_time",
         re.compile(
             r"(?<![\d:.])(?P<h>\d{1,2})(?:[:.](?P<mi>\d{2}))?\s*(?P<p>[ap])\.?m\b\.?"
+            r"|(?<![\d:.])(?P<hw>\d{1,2})(?::(?P<miw>\d{2}))?(?:\s+o'clock)?\s+"
+            r"(?:in\s+the\s+(?P<part>morning|afternoon|evening)|at\s+(?P<night>night))\b"
             r"|(?<![\d:.])(?P<h24>[01]?\d|2[0-3]):(?P<mi24>[0-5]\d)(?![\d:])"
             r"|\b(?P<word>noon|midnight)\b",
             re.IGNORECASE,
@@ -334,6 +336,11 @@ def _en_time(g: Groups) -> Found:
         return [("time", "0:00"), ("daypart", "pm" if g["word"].lower() == "noon" else "am")]
     if g["h"]:
         return _time(int(g["h"]), _num(g["mi"]), (g["p"] or "").lower() == "p")
+    if g["hw"]:  # 9 in the morning = 9am; 8 at night = 8pm (12 at night: midnight)
+        hour, part = int(g["hw"]), (g["part"] or "night").lower()
+        return _time(
+            hour, _num(g["miw"]), part != "morning" and not (part == "night" and hour == 12)
+        )
     return _time(int(g["h24"] or 0), int(g["mi24"] or 0), None)
 
 

@@ -182,6 +182,17 @@ def test_a_version_keeps_every_digit_a_measurement_does_not() -> None:
         assert facts.compare(*same) == facts.Difference((), ())
 
 
+def test_a_time_said_with_the_part_of_the_day_is_the_time() -> None:
+    """"9 in the morning" / "9am" was a changed number 9 against a time: a contradiction."""
+    for same in (
+        ("Standup is at 9 in the morning", "Standup is at 9am"),
+        ("The call is at 3:30 in the afternoon", "The call is at 15:30"),
+        ("Lights out at 11 at night", "Lights out at 11pm"),
+    ):
+        assert facts.compare(*same) == facts.Difference((), ()), same
+    assert facts.compare("Gym at 6 in the evening", "Gym at 6 in the morning").conflicts
+
+
 def test_thousands_written_with_a_k_are_the_same_number() -> None:
     """ "1k" was 1 and "k" a word: 1k / 1000 a contradiction, 120k / 130k fine either way."""
     assert facts.compare("Budget is 1k a month", "Budget is 1000 a month") == facts.Difference(
