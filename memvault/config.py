@@ -224,7 +224,16 @@ def _file_values(text: str) -> dict[str, Any]:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InvalidInputError(f"{SETTINGS_FILE} is not valid TOML ({exc}): fix it") from exc
-    return dict(data.get("memvault", data))
+    table = data.get("memvault", data)
+    if not isinstance(table, dict):
+        raise InvalidInputError(f"memvault in {SETTINGS_FILE} must be a table ([memvault])")
+    outside = sorted(set(data) - {"memvault"}) if table is not data else []
+    if outside:  # read by nobody, until the table goes and they suddenly count
+        raise InvalidInputError(
+            f"{', '.join(outside)} in {SETTINGS_FILE} stand outside its [memvault] table and "
+            "would be ignored: move them into it (or drop the table's heading)"
+        )
+    return dict(table)
 
 
 def _settings_of(values: dict[str, Any]) -> Settings:
@@ -238,6 +247,11 @@ def _settings_of(values: dict[str, Any]) -> Settings:
         )
     defaults = Settings()
     coerced = {k: _coerce(k, v, getattr(defaults, k)) for k, v in values.items()}
+    if coerced.get("agent_writes", "direct") not in ("direct", "propose"):
+        raise InvalidInputError(
+            f"agent_writes must be 'direct' or 'propose', not {coerced['agent_writes']!r}: "
+            f"fix it in {SETTINGS_FILE} or MEMVAULT_AGENT_WRITES"
+        )
     return replace(defaults, **coerced, types=types)
 
 

@@ -25,7 +25,7 @@ LOOSENING: dict[str, Callable[[Any, Any], bool]] = {
     "agent_writes": lambda old, new: new == "direct",
     "propose_clients": lambda old, new: bool(set(old) - set(new)),
     "allow_secrets": lambda old, new: bool(new),
-    "embedder": lambda old, new: str(new).startswith("st:"),
+    "embedder": lambda old, new: str(new).strip().startswith("st:"),
 }
 
 
@@ -68,49 +68,61 @@ def state_tracked(where: str, names: str) -> str:
 def _refuse_settings(
     history: History, where: str, revs: tuple[str, str, str], accept: bool
 ) -> None:
-    """A ``.memvault.toml`` the remote changed must load here, and loosen no trust setting
-    this vault has (``LOOSENING``), unless ``accept``."""
-    base, ours, theirs = (_text(history, rev) for rev in revs)
+    """The ``.memvault.toml`` this sync would leave (the remote's change merged into this
+    vault's, as the rebase or merge will) must load here, and loosen no trust setting this
+    vault has (``LOOSENING``) unless ``accept``."""
+    base, ours, theirs = (_blob(history, rev) for rev in revs)
     if theirs in (base, ours):
         return
     try:
-        incoming = file_settings(theirs or "")
-    except InvalidInputError as exc:
+        _regular_file(history, revs[2])
+        texts = [(b or b"").decode("utf-8") for b in (base, ours, theirs)]
+        merged = history.merge_lines(*texts)
+        incoming = file_settings(texts[1] if merged is None else merged)
+    except (InvalidInputError, UnicodeDecodeError) as exc:
         raise MemvaultError(
             f"sync refused: the commits on {where} leave {SETTINGS_FILE} unusable here "
-            f"({exc}); nothing was changed. Fix it on the machine that committed it, commit "
-            "and push, then sync"
+            f"({exc}); nothing was changed. Fix it on the machine that committed it (or, if "
+            "that machine runs a newer memvault, upgrade this one), then sync"
         ) from exc
     if accept:
         return
-    before, mine = _settings(base), _settings(ours)
+    mine = _settings(ours)
     changed = [
         f"{name} {getattr(mine, name)!r} -> {getattr(incoming, name)!r}"
         for name, loosens in LOOSENING.items()
-        if getattr(incoming, name) not in (getattr(before, name), getattr(mine, name))
+        if getattr(incoming, name) != getattr(mine, name)
         and loosens(getattr(mine, name), getattr(incoming, name))
     ]
     if changed:
         raise MemvaultError(
             f"sync refused: the commits on {where} loosen settings that decide what this "
-            f"machine trusts ({'; '.join(changed)} in {SETTINGS_FILE}); nothing was changed. "
+            f"machine trusts ({'; '.join(changed)}, by {SETTINGS_FILE}); nothing was changed. "
             f"Check them (`git -C {history.root} diff HEAD {where} -- {SETTINGS_FILE}`), "
             "then take them with `memvault sync --accept-settings`, or undo them on the "
             "machine that made them"
         )
 
 
-def _text(history: History, rev: str) -> str | None:
-    if not rev or not history.exists_at(rev, SETTINGS_FILE):
+def _blob(history: History, rev: str) -> bytes | None:
+    if not rev:
         return None
     try:
-        return history.file_bytes(rev, SETTINGS_FILE).decode("utf-8", errors="replace")
-    except GitError:
+        return history.file_bytes(rev, SETTINGS_FILE)
+    except GitError:  # no such file there
         return None
 
 
-def _settings(text: str | None) -> Settings:
+def _regular_file(history: History, rev: str) -> None:
+    """A link (git stores its target as the blob) would be read one way here and followed
+    another way by every later command."""
+    mode = history.run("ls-tree", rev, "--", SETTINGS_FILE).split(" ", 1)[0]
+    if mode and mode not in ("100644", "100755"):
+        raise InvalidInputError(f"{SETTINGS_FILE} is not a plain file there (mode {mode})")
+
+
+def _settings(blob: bytes | None) -> Settings:
     try:
-        return file_settings(text or "")
-    except InvalidInputError:  # an old unusable file: compare with the defaults
+        return file_settings((blob or b"").decode("utf-8"))
+    except (InvalidInputError, UnicodeDecodeError):  # an old unusable file: the defaults
         return Settings()

