@@ -902,28 +902,27 @@ class History:
     ) -> list[Commit]:
         """The commits of the memory now (or last) at ``path`` (``memory_id``, else the id
         its newest version gives), newest first: :meth:`log` of the path less the commits
-        of another memory that stood there, and, when a sync's merge moved it to ``path``
-        (two machines filed two memories at one path: one went to ``-2``; git follows no
-        such move), its history before the merge."""
+        of another memory that stood there (:func:`_own`), and, when a sync's merge moved
+        it (two machines filed two memories at one path: one went to ``-2``; git follows
+        no such move), its history before the merge."""
         found = self.log(path, rev=rev)
-        texts = self.texts_at([(rev or "HEAD", path), *((c.sha, c.path) for c in found if c.path)])
+        versions = [(c.sha, c.path or path) for c in found]
+        versions += [(f"{c.sha}^", _name_before(c, path)) for c in found]
+        texts = self.texts_at([(rev or "HEAD", path), *versions])
         memory_id = memory_id or next((i for i in map(_front_id, texts) if i), None)
-        texts = texts[1:]
         if memory_id is None:  # a note without an id: its path's history
             return found
-        theirs = {
-            c.sha
-            for c, t in zip(found, texts, strict=True)
-            if _front_id(t) not in (None, memory_id)
-        }
-        found = [c for c in found if c.sha not in theirs]
+        own = _own(found, texts[1 : len(found) + 1], texts[len(found) + 1 :], memory_id)
+        oldest = own[-1] if own else None
+        name = _name_before(oldest, path) if oldest else path
+        at = (f"{oldest.sha}^" if name != oldest.path else oldest.sha) if oldest else rev
         added = self.run("log", "-m", "--first-parent", "--diff-filter=A", "-1", "--name-status",
-                         "-z", f"--format={_LOG_FORMAT}", rev or "HEAD", "--", path)  # fmt: skip
-        merge = next((c for c in (_parse_record(r, path) for r in _split(added)) if c), None)
+                         "-z", f"--format={_LOG_FORMAT}", at or "HEAD", "--", name)  # fmt: skip
+        merge = next((c for c in (_parse_record(r, name) for r in _split(added)) if c), None)
         came = self._merged_from(merge.sha, memory_id) if merge else None
-        if merge is None or came is None or any(c.sha == merge.sha for c in found):
-            return found
-        return [*found, merge, *self.log_of(came[1], memory_id, rev=came[0])]
+        if merge is None or came is None or any(c.sha == merge.sha for c in own):
+            return own
+        return [*own, merge, *self.log_of(came[1], memory_id, rev=came[0])]
 
     def _merged_from(self, merge: str, memory_id: str) -> tuple[str, str] | None:
         """(parent, path): where, in a parent other than the first, the merge ``merge``
@@ -1382,6 +1381,31 @@ _NO_BLOB = "0" * 40
 
 
 _FRONT_ID = re.compile(r"\A---[ \t]*\r?\n(?:.*\r?\n)*?id:[ \t]*[\"']?([^\"'\s#]+)", re.MULTILINE)
+
+
+def _name_before(commit: Commit, path: str) -> str:
+    """The name the file at ``commit.path`` had in the commit's parent (a rename's old one)."""
+    name = commit.path or path
+    return next((old for old, new in commit.renames if new == name), name)
+
+
+def _own(
+    found: list[Commit], texts: list[str | None], before: list[str | None], memory_id: str
+) -> list[Commit]:
+    """Of a path's commits (newest first, with the file's text in each and in its parent),
+    those of the memory ``memory_id``: a commit whose file is another id's (or that
+    deleted another id's) is left out, unless this memory's own later commit changed
+    that id to its own in place (a person edited the ``id:``; a rename git saw from
+    another file is another memory's history)."""
+    ids, own = {memory_id}, []
+    for commit, text, earlier in zip(found, texts, before, strict=True):
+        here = _front_id(text) or _front_id(earlier)
+        if here is not None and here not in ids:
+            continue
+        own.append(commit)
+        if _name_before(commit, commit.path or "") == commit.path:
+            ids.add(_front_id(earlier) or memory_id)
+    return own
 
 
 def _front_id(text: str | None) -> str | None:

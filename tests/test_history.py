@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
+from mcp import Client
 
 from memvault.errors import GitError, MemvaultError
 from memvault.history import History
+from memvault.service import MemoryService
 
-from .helpers import commit_count, git
+from .helpers import call_tool, commit_count, git, in_process
 
 
 def new_history(root: Path) -> History:
@@ -208,3 +211,40 @@ def test_a_ref_that_moved_is_reported_at_once_not_waited_for_as_a_busy_lock(
         history.run("update-ref", "HEAD", first, first)
     assert not [r for r in caplog.records if "retrying" in r.getMessage()]
     assert git(history.root, "rev-parse", "HEAD").strip() == second
+
+
+def test_a_memory_log_leaves_out_another_memory_that_stood_at_its_path(
+    text_only: MemoryService,
+) -> None:
+    """A path reused after a delete: the new memory's log listed the old one's commits,
+    and memory_history of the old id (asked by its path) the new one's."""
+    old = text_only.remember("The printer is on floor two near the kitchen", title="Printer")
+    assert old.memory is not None
+    text_only.forget(old.memory.id, mode="delete")
+    new = text_only.remember("Printer codes are in the blue binder at reception", title="Printer")
+    assert new.memory is not None and new.memory.path == old.memory.path
+    assert [c.subject.split(":")[0] for c in text_only.log(new.memory.id)] == ["remember"]
+    assert [c.subject.split(":")[0] for c in text_only.log(old.memory.id)] == [
+        "forget",
+        "remember",
+    ]
+
+    async def body(client: Client) -> Any:
+        return await call_tool(client, "memory_history", {"id": old.memory.id})  # type: ignore[union-attr]
+
+    history = in_process(text_only, body)
+    assert [c["subject"].split(":")[0] for c in history["commits"]] == ["forget", "remember"]
+
+
+def test_the_log_of_a_memory_whose_id_a_person_edited_keeps_its_earlier_versions(
+    text_only: MemoryService,
+) -> None:
+    text_only.remember("The office printer is on floor two", title="Printer")
+    made = text_only.remember("The VPN password rotates every ninety days", title="VPN").memory
+    assert made is not None
+    text_only.update(made.id, content="The VPN password rotates every sixty days")
+    file = text_only.root / made.path
+    file.write_text(file.read_text().replace(made.id, "01J0000000000000000000ABCD"))
+    git(text_only.root, "commit", "-qam", "person: fix the id")
+    subjects = [c.subject.split(":")[0] for c in text_only.log(made.path)]
+    assert subjects == ["person", "update", "remember"]  # not the printer's creation

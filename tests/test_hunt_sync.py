@@ -288,3 +288,16 @@ def test_the_log_of_a_memory_two_machines_filed_at_one_path_is_its_own(pair: Pai
         subjects = [c.subject for c in pair.b.log(memory.id)]
         assert len([s for s in subjects if s.startswith("remember:")]) == 1, subjects
         assert pair.b.log(pair.b.get(memory.id).path) == pair.b.log(memory.id)
+
+
+def test_the_log_of_a_memory_the_sync_moved_to_2_keeps_its_start_once_archived(
+    pair: Pair,
+) -> None:
+    on_a = pair.a.remember("Dentist appointment is on 3 March at 10:00", title="Dentist").memory
+    pair.b.remember("The dentist is Dr Ruiz on Elm Street", title="Dentist")
+    assert on_a is not None
+    sync(pair.a)
+    sync(pair.b)
+    pair.b.forget(on_a.id)  # archived: moved from its -2 path
+    subjects = [c.subject.split(":")[0] for c in pair.b.log(on_a.id)]
+    assert subjects == ["forget", "sync", "remember"]

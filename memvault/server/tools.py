@@ -272,7 +272,7 @@ def forget(
 def memory_history(service: MemoryService, id: Id) -> HistoryOut:
     """A memory's changes (across renames): who, when, what."""
     path = service.history_path(id)
-    commits = [CommitOut.model_validate(c.brief()) for c in service.log(path)]
+    commits = [CommitOut.model_validate(c.brief()) for c in service.log(id)]
     return HistoryOut(path=path, commits=commits)
 
 
