@@ -15,6 +15,8 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
+from memvault import proposals
+from memvault.config import Settings
 from memvault.server import note_uri
 from memvault.service import MemoryService
 
@@ -241,3 +243,27 @@ def test_subscribing_to_a_resource_that_is_not_there_is_refused_not_silent(
     assert "no memory is at memory://note/facts/nowhere.md" in refused[0]
     assert all("subscribe to memory://changes" in m for m in refused)
     assert "this server has no resource at memory://indx" in refused[1]
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_a_proposing_client_may_subscribe_to_its_own_proposal(vault_path: Path) -> None:
+    """In proposal mode remember returns the uri the memory will have once accepted: a
+    client following it is told when a person accepts it."""
+    svc = MemoryService.open(vault_path, Settings(embedder="none", agent_writes="propose"))
+    accepted = asyncio.Event()
+
+    async def on_message(message: Any) -> None:
+        if getattr(message, "method", "") == "notifications/resources/updated":
+            accepted.set()
+
+    async def body(client: Client) -> None:
+        made = await call_tool(client, "remember", {"content": "The gate code is 4411."})
+        await client.session.subscribe_resource(made["uri"])
+        (waiting,) = proposals.pending(svc)
+        await asyncio.to_thread(proposals.accept, svc, waiting.id)
+        await asyncio.wait_for(accepted.wait(), timeout=10)
+
+    try:
+        in_process(svc, body, "legacy", message_handler=on_message)
+    finally:
+        svc.close()

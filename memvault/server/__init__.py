@@ -44,7 +44,9 @@ store secrets. Nothing is lost: every change can be reverted."""
 def build_server(service: MemoryService) -> tuple[MCPServer, Notifier]:
     """The MCP server over ``service``; the notifier is already listening to it."""
     bus = InMemorySubscriptionBus()
-    notifier = Notifier(bus, lambda name: service.get(name).path)
+    settings = service.settings
+    proposing = settings.agent_writes == "propose" or bool(settings.propose_clients)
+    notifier = Notifier(bus, lambda name: service.get(name).path, proposing)
     mcp: MCPServer = MCPServer(
         name="memvault",
         instructions=INSTRUCTIONS,

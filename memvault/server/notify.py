@@ -62,10 +62,14 @@ class Notifier:
     """
 
     def __init__(
-        self, bus: InMemorySubscriptionBus, locate: Callable[[str], str] | None = None
+        self,
+        bus: InMemorySubscriptionBus,
+        locate: Callable[[str], str] | None = None,
+        proposing: bool = False,
     ) -> None:
         self.bus = bus
         self.locate = locate
+        self.proposing = proposing  # a note not in the vault may be a client's proposal
         self.loop: asyncio.AbstractEventLoop | None = None
         self._legacy: dict[str, set[Any]] = {}
         self._aliases: dict[str, str | None] = {}
@@ -107,11 +111,16 @@ class Notifier:
 
     async def subscribe(self, uri: str, session: Any) -> None:
         """Follow ``uri`` for the session's connection; a URI that names no resource of this
-        server is refused (-32602), not followed in silence for ever."""
+        server is refused (-32602), not followed in silence for ever (in proposal mode a
+        note not in the vault may be the client's proposal, followed until accepted)."""
         target = await self._where(uri)
-        views = (*reports.AGGREGATES, changes.URI)
-        if target is None or not (target.startswith(NOTE_PREFIX) or target in views):
-            raise MCPError(INVALID_PARAMS, _unknown(uri, uri.startswith(NOTE_PREFIX)))
+        note, views = uri.startswith(NOTE_PREFIX), (*reports.AGGREGATES, changes.URI)
+        if target is None:  # no memory: followed only where it may be a waiting proposal
+            known = note and self.proposing
+        else:
+            known = target.startswith(NOTE_PREFIX) or target in views
+        if not known:
+            raise MCPError(INVALID_PARAMS, _unknown(uri, note))
         self.attach(session)
         with self._lock:
             self._legacy.setdefault(uri, set()).add(_connection(session))
