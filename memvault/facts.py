@@ -120,7 +120,10 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "en_time",
         re.compile(
             r"(?<![\d:.])(?P<h>\d{1,2})(?:[:.](?P<mi>\d{2}))?\s*(?P<p>[ap])\.?m\b\.?"
-            r"|(?<![\d:.])(?P<hw>\d{1,2})(?::(?P<miw>\d{2}))?(?:\s+o'clock)?\s+"
+            # a time only after at/by/until... ("take 2 in the morning" is a count)
+            r"|(?:(?<=\bat\s)|(?<=\bby\s)|(?<=around\s)|(?<=until\s)|(?<=\btill\s)"
+            r"|(?<=\bfrom\s)|(?<=before\s)|(?<=\bafter\s)|(?<=\bto\s))"
+            r"(?P<hw>\d{1,2})(?::(?P<miw>\d{2}))?(?:\s+o'clock)?\s+"
             r"(?:in\s+the\s+(?P<part>morning|afternoon|evening)|at\s+(?P<night>night))\b"
             r"|(?<![\d:.])(?P<h24>[01]?\d|2[0-3]):(?P<mi24>[0-5]\d)(?![\d:])"
             r"|\b(?P<word>noon|midnight)\b",
@@ -297,18 +300,31 @@ def _facts_of(kind: str, m: re.Match[str]) -> Found | None:
         return _code(m.group(0))
     if kind == "signed":
         return [("signed", m.group(0).lower().replace("−", "-"))]
-    if kind == "number" and _VERSION_BEFORE.search(m.string, 0, m.start()):
+    if (
+        kind == "number"
+        and _VERSION_BEFORE.search(m.string, 0, m.start())
+        and not _UNIT_AFTER.match(m.string, m.end())
+    ):
         digits = m.group("digits")
         plain = not (m.group("minus") or m.group("big"))
-        if digits and plain and re.fullmatch(r"\d+\.\d+", digits):
+        if digits and plain and re.fullmatch(r"\d+\.\d*[1-9]\d*", digits):  # 2.0 is 2
             return [("number", digits)]  # as written: Python 3.10 is not Python 3.1
     reader = _READERS.get(kind)
     return reader(m.groupdict()) if reader else []
 
 
-# A decimal right after a name or "version" is a version, where every digit counts
-# (36.0 and 36 degrees are one value; Python 3.10 and Python 3.1 are two).
-_VERSION_BEFORE = re.compile(r"(?:(?<![\w'’])[A-Z][A-Za-z]*|\b[Vv]ersion|版本)\s*$")
+# A decimal right after "version" or a name (a capitalised word inside a sentence: not
+# its first word, not an acronym like GPA), with no unit after it, is a version, where
+# every digit counts: Python 3.10 and Python 3.1 are two; 36.0 and 36 degrees, "Dose 0.50
+# mg" and "0.5 mg", version 2.0 and version 2 are one value.
+_VERSION_BEFORE = re.compile(
+    r"(?:\b(?:[Vv]ersion|[Vv]er\.?)|版本|(?<=[A-Za-z,;]\s)[A-Z][a-z][A-Za-z]*)\s*$"
+)
+_UNIT_AFTER = re.compile(
+    r"\s*(?:%|°|(?:mg|g|kg|km|m|cm|mm|ml|l|lbs?|oz|degrees?|hours?|h|min|minutes?|s|"
+    r"seconds?|percent)(?![A-Za-z]))",
+    re.IGNORECASE,
+)
 _NUMBER_WORD = re.compile(r"\d+(?:[.,]\d+)*(?:-?[A-Za-z]+)+")  # 36GB, 2nd, 3-day: a number
 
 
@@ -336,11 +352,10 @@ def _en_time(g: Groups) -> Found:
         return [("time", "0:00"), ("daypart", "pm" if g["word"].lower() == "noon" else "am")]
     if g["h"]:
         return _time(int(g["h"]), _num(g["mi"]), (g["p"] or "").lower() == "p")
-    if g["hw"]:  # 9 in the morning = 9am; 8 at night = 8pm (12 at night: midnight)
+    if g["hw"]:  # 9 in the morning = 9am; 8 at night = 8pm, but 1 to 4 at night are am
         hour, part = int(g["hw"]), (g["part"] or "night").lower()
-        return _time(
-            hour, _num(g["miw"]), part != "morning" and not (part == "night" and hour == 12)
-        )
+        small_hours = part == "night" and (hour == 12 or hour <= 4)
+        return _time(hour, _num(g["miw"]), part != "morning" and not small_hours)
     return _time(int(g["h24"] or 0), int(g["mi24"] or 0), None)
 
 

@@ -172,12 +172,17 @@ def test_a_version_keeps_every_digit_a_measurement_does_not() -> None:
     for new, old in (
         ("The project uses Python 3.10", "The project uses Python 3.1"),
         ("We run Node 18.10 in production", "We run Node 18.1 in production"),
-        ("升级到版本 2.0", "升级到版本 2"),
+        ("升级到版本 3.10", "升级到版本 3.1"),
     ):
         assert facts.compare(new, old).conflicts, (new, old)
     for same in (
         ("Body temperature was 36.0 degrees", "Body temperature was 36 degrees"),
         ("The ticket costs 3.10 dollars", "The ticket costs 3.1 dollars"),
+        ("The user's GPA 3.80 is on file", "The user's GPA 3.8 is on file"),  # no name
+        ("Dose 0.50 mg", "Dose 0.5 mg"),
+        ("Weight 72.0 kg", "Weight 72 kg"),
+        ("GPA 3.80", "GPA 3.8"),  # a sentence's first word is no name
+        ("We moved to version 2.0", "We moved to version 2"),
     ):
         assert facts.compare(*same) == facts.Difference((), ())
 
@@ -188,9 +193,11 @@ def test_a_time_said_with_the_part_of_the_day_is_the_time() -> None:
         ("Standup is at 9 in the morning", "Standup is at 9am"),
         ("The call is at 3:30 in the afternoon", "The call is at 15:30"),
         ("Lights out at 11 at night", "Lights out at 11pm"),
+        ("The flight lands at 1 at night", "The flight lands at 1am"),
     ):
         assert facts.compare(*same) == facts.Difference((), ()), same
     assert facts.compare("Gym at 6 in the evening", "Gym at 6 in the morning").conflicts
+    assert not facts.compare("Take 2 in the morning", "Take 2 tablets at 8am").conflicts
 
 
 def test_thousands_written_with_a_k_are_the_same_number() -> None:
