@@ -319,6 +319,9 @@ class Watcher:
     def _hash(self, rel: str) -> str | None:
         """Content hash of a regular file; None when it is gone. Raises UnsafePathError
         (without opening it) for a symlink, FIFO or anything leading outside the vault."""
+        full = self.root / rel
+        if full.is_dir() and not full.is_symlink():  # the note made way for a folder
+            return None
         try:
             return content_hash(self.service.read_regular(rel))
         except FileNotFoundError:
@@ -455,6 +458,8 @@ class Watcher:
         for rel in batch:
             full = self.root / rel
             if full.is_dir() and not full.is_symlink():  # a symlinked folder is not entered
+                if rel.lower().endswith(".md"):  # maybe a note replaced by a folder of its name
+                    files.add(rel)
                 for dirpath, dirnames, filenames in os.walk(full):
                     dirnames[:] = [d for d in dirnames if not d.startswith(".")]
                     for name in filenames:
