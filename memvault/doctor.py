@@ -43,7 +43,9 @@ def check_files(
                     memory.path,
                     "duplicate_id",
                     f"{memory.path} has the same id {memory.id} as {seen[memory.id]}: "
-                    "give one of them a new id (delete its `id:` line) or remove the copy",
+                    "recall and list show only one of them (the one indexed first, else the "
+                    "older file); give the other a new id (delete its `id:` line) or remove "
+                    "the copy",
                 )
             )
         else:

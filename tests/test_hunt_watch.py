@@ -6,10 +6,12 @@ never sleeps.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 
 import pytest
 
+from memvault.doctor import run_checks
 from memvault.service import MemoryService
 
 from .helpers import Watched, git, watching
@@ -31,6 +33,64 @@ def indexed_paths(service: MemoryService) -> set[str]:
     return {record.path for record in service.index.records()}
 
 
+def test_deleting_a_hand_copy_of_a_note_keeps_the_original_findable(watched: Watched) -> None:
+    service, watcher, _ = watched
+    created = service.remember("The dentist is Dr Molar, on Tuesdays at nine.", type="fact")
+    assert created.memory is not None
+    original, memory_id = created.memory.path, created.memory.id
+    copy = service.vault.root / "facts" / "dentist copy.md"
+    shutil.copy(service.vault.root / original, copy)  # same `id:`, a newer file
+    assert watcher.wait_for(lambda: watcher.commits == 1)
+    assert found(service, "dentist Molar") == [(original, memory_id)]  # not the copy
+    assert any(p.kind == "duplicate_id" for p in run_checks(service.vault, service.history, "none"))
+
+    copy.unlink()
+    assert watcher.wait_for(lambda: watcher.commits == 2)
+    assert found(service, "dentist Molar") == [(original, memory_id)]
+
+
+def test_a_hand_copy_takes_the_id_once_the_original_is_deleted(watched: Watched) -> None:
+    service, watcher, _ = watched
+    created = service.remember("The boat is moored at pier seven in Porto.", type="fact")
+    assert created.memory is not None
+    root, memory_id = service.vault.root, created.memory.id
+    shutil.copy(root / created.memory.path, root / "facts" / "boat.md")
+    assert watcher.wait_for(lambda: watcher.commits == 1)
+    (root / created.memory.path).unlink()
+    assert watcher.wait_for(lambda: watcher.commits == 2)
+    assert found(service, "boat moored pier") == [("facts/boat.md", memory_id)]
+
+
+def test_removing_a_copied_folder_keeps_every_original_note_indexed(
+    text_only: MemoryService,
+) -> None:
+    """`cp -r` of a folder as a backup, then `rm -r` of the backup: the sync of the index
+    (what `reindex`, a start and the watcher run) keeps the originals."""
+    root = text_only.vault.root
+    for i in range(5):
+        text_only.remember(f"Project note {i}: the zebra migration step {i}.", folder="projects")
+    originals = indexed_paths(text_only)
+    shutil.copytree(root / "projects", root / "projects-backup")
+    text_only.sync_index()
+    assert indexed_paths(text_only) == originals
+    shutil.rmtree(root / "projects-backup")
+    text_only.sync_index()
+    assert indexed_paths(text_only) == originals
+    assert {path for path, _ in found(text_only, "zebra migration step")} == originals
+
+
+def test_a_full_reindex_gives_the_id_to_the_original_not_to_its_cp_a_copy(
+    text_only: MemoryService,
+) -> None:
+    root = text_only.vault.root
+    created = text_only.remember("The piano tuner comes every March.", type="fact")
+    assert created.memory is not None
+    shutil.copytree(root / "facts", root / "old-facts")  # `cp -a`: the same modification time
+    text_only.reset_index()
+    text_only.sync_index()
+    assert found(text_only, "piano tuner March") == [(created.memory.path, created.memory.id)]
+
+
 def test_a_note_replaced_by_a_folder_of_its_name_leaves_the_index(watched: Watched) -> None:
     service, watcher, events = watched
     created = service.remember("The spare key is under the blue flower pot.", type="fact")
@@ -44,3 +104,16 @@ def test_a_note_replaced_by_a_folder_of_its_name_leaves_the_index(watched: Watch
     assert found(service, "spare key flower pot") == []
     assert any(created.memory.path in e.removed for e in events)
     assert git(service.vault.root, "status", "--porcelain") == ""
+
+
+def test_a_note_moved_away_frees_its_id_for_the_copy_at_the_next_sync(
+    text_only: MemoryService,
+) -> None:
+    root = text_only.vault.root
+    created = text_only.remember("The piano tuner comes every March.", type="fact")
+    assert created.memory is not None
+    shutil.copy(root / created.memory.path, root / "inbox" / "tuner.md")
+    text_only.sync_index()
+    (root / created.memory.path).unlink()
+    text_only.sync_index([created.memory.path])
+    assert found(text_only, "piano tuner March") == [("inbox/tuner.md", created.memory.id)]
