@@ -66,7 +66,14 @@ class IndexSync:
             read = [p for p in read if p not in gone]
         done, embed, left = 0, len(read) <= EMBED_NOW, False
         for start in range(0, len(read), INDEX_BATCH):
-            batch = self._held(self._read(read[start : start + INDEX_BATCH]))
+            chunk = read[start : start + INDEX_BATCH]
+            batch = self._read(chunk)
+            # a file that cannot be read now (binary, too large, not UTF-8) is not served
+            # as it was: its old record goes
+            unread = set(chunk) - {m.path for m in batch}
+            if unread:
+                self.index.remove_paths(unread)
+            batch = self._held(batch)
             now = embed and self._embeds_now(batch)
             self.upsert(batch, now)
             left = left or (bool(batch) and not now)

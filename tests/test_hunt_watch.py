@@ -117,3 +117,22 @@ def test_a_note_moved_away_frees_its_id_for_the_copy_at_the_next_sync(
     (root / created.memory.path).unlink()
     text_only.sync_index([created.memory.path])
     assert found(text_only, "piano tuner March") == [("inbox/tuner.md", created.memory.id)]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"\xff\xfe\x00\x01 a note saved as binary", b"# Pasted log\n" + b"x" * 1_100_000],
+    ids=["binary", "too-large"],
+)
+def test_a_note_that_can_no_longer_be_read_is_no_longer_listed(
+    watched: Watched, content: bytes
+) -> None:
+    service, watcher, _ = watched
+    created = service.remember("The garage code hint is grandma's birthday.", type="fact")
+    assert created.memory is not None
+    (service.vault.root / created.memory.path).write_bytes(content)
+    assert watcher.wait_for(lambda: watcher.commits == 1)
+    assert created.memory.path not in indexed_paths(service)
+    page = service.list_memories()
+    assert [m.path for m in page.memories] == []
+    assert created.memory.path in {p.path for p in page.unreadable}
