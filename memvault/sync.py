@@ -174,11 +174,11 @@ class IndexSync:
         id-less file got its first path's id back) loses that entry.
         """
         ids = {m.id for m in memories}
+        held = {d.id: d.path for d in self.index.records()} if memories else {}
         for memory in memories:  # a write to a copy: the file it displaces is kept in mind
-            holder = self.index.record(memory.id)
-            elsewhere = holder is not None and holder.path != memory.path
-            if holder is not None and elsewhere and self._holds(holder.path, memory.id):
-                self.shadowed.setdefault(memory.id, set()).add(holder.path)
+            holder = held.get(memory.id, memory.path)
+            if holder != memory.path and self._holds(holder, memory.id):
+                self.shadowed.setdefault(memory.id, set()).add(holder)
         self.index.remove(
             [i for i in self.index.ids_at([m.path for m in memories]) if i not in ids]
         )
