@@ -230,7 +230,10 @@ def check_locks(history: History) -> list[Problem]:
 
 
 def check_embedder(spec: str) -> list[Problem]:
-    """memvault works without vectors, but the person should know recall is text-only."""
+    """memvault works without vectors, but the person should know recall is text-only
+    (unless they chose it: ``embedder = "none"`` is no problem to attend to)."""
+    if spec.strip() in ("", "none"):
+        return []
     loader = EmbedderLoader(spec, background=False)
     if loader.get() is None:
         return [Problem("", "embedder", f"{loader.error}: recall uses full text only")]

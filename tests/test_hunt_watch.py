@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from memvault.cli import cli
 from memvault.doctor import run_checks
 from memvault.service import MemoryService
 
@@ -136,3 +139,12 @@ def test_a_note_that_can_no_longer_be_read_is_no_longer_listed(
     page = service.list_memories()
     assert [m.path for m in page.memories] == []
     assert created.memory.path in {p.path for p in page.unreadable}
+
+
+def test_doctor_passes_a_clean_vault_whose_person_chose_no_embedder(vault_path: Path) -> None:
+    (vault_path / ".memvault.toml").write_text('embedder = "none"\n', encoding="utf-8")
+    git(vault_path, "add", ".memvault.toml")
+    git(vault_path, "commit", "-q", "-m", "text only")
+    result = CliRunner().invoke(cli, ["--vault", str(vault_path), "doctor"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("ok: no problems found")
