@@ -15,7 +15,9 @@ from click.testing import CliRunner
 
 from memvault.cli import cli
 from memvault.doctor import run_checks
+from memvault.history import History
 from memvault.service import MemoryService
+from memvault.vault import Vault
 
 from .helpers import Watched, git, watching
 
@@ -148,3 +150,24 @@ def test_doctor_passes_a_clean_vault_whose_person_chose_no_embedder(vault_path: 
     result = CliRunner().invoke(cli, ["--vault", str(vault_path), "doctor"])
     assert result.exit_code == 0, result.output
     assert result.output.startswith("ok: no problems found")
+
+
+def test_doctor_names_two_notes_without_id_first_saved_at_one_path(
+    person_vault: MemoryService,
+) -> None:
+    """Obsidian's new note is `Untitled.md`: renamed to `Groceries.md`, then another new
+    `Untitled.md`; both derive their id from the first path, and the index holds one."""
+    root = person_vault.vault.root
+    untitled = root / "inbox" / "Untitled.md"
+    untitled.write_text("Buy oat milk, lentils and saffron at the market.\n", encoding="utf-8")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "new note")
+    git(root, "mv", "inbox/Untitled.md", "inbox/Groceries.md")
+    git(root, "commit", "-qm", "named")
+    untitled.write_text("Call the plumber about the dripping kitchen tap.\n", encoding="utf-8")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "another new note")
+    problems = run_checks(Vault(root), History(root), "none")
+    named = [p for p in problems if p.kind == "duplicate_id"]
+    assert [p.path for p in named] == ["inbox/Untitled.md"]
+    assert "inbox/Groceries.md" in named[0].message and "`id:`" in named[0].message
