@@ -111,6 +111,16 @@ def test_a_note_replaced_by_a_folder_of_its_name_leaves_the_index(watched: Watch
     assert git(service.vault.root, "status", "--porcelain") == ""
 
 
+def test_a_new_folder_named_like_a_note_is_only_a_folder(watched: Watched) -> None:
+    service, watcher, events = watched
+    folder = service.vault.root / "projects" / "ideas.md"
+    folder.mkdir()
+    (folder / "kite.md").write_text("Build a kite from bamboo and silk.\n", encoding="utf-8")
+    assert watcher.wait_for(lambda: watcher.commits == 1)
+    assert indexed_paths(service) == {"projects/ideas.md/kite.md"}
+    assert not [e for e in events if "projects/ideas.md" in e.removed]
+
+
 def test_a_note_moved_away_frees_its_id_for_the_copy_at_the_next_sync(
     text_only: MemoryService,
 ) -> None:
