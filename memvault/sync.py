@@ -267,6 +267,7 @@ class IndexSync:
         Waits for nothing and writes nothing (the index catches up in :meth:`sync`)."""
         stats, unsafe = self.vault.walk()
         by_path = {d.path: d for d in self.index.records()}
+        held = {d.id: d.path for d in by_path.values()}
         infos: list[MemoryInfo] = []
         problems: list[Problem] = []
         changed = []
@@ -279,10 +280,33 @@ class IndexSync:
             problems.extend(Problem(path, "malformed", p) for p in doc.problems)
         memories, unread = self.vault.read_all(changed)
         infos.extend(m.info(*stats[m.path]) for m in memories)
-        return infos, problems + unread + self.vault.unsafe_problems(unsafe)
+        unsafe_ones = self.vault.unsafe_problems(unsafe)
+        return infos, problems + unread + unsafe_ones + _same_ids(infos, held)
 
     def records(self, filters: Filters | None = None) -> list[MemoryInfo]:
         """Index records of memories (fast; no file reads), filtered."""
         self.ensure(wait=False)
         filters = filters or Filters()
         return [info for info in self.index.records() if filters.accepts(info)]
+
+
+def _same_ids(infos: Sequence[MemoryInfo], held: dict[str, str]) -> list[Problem]:
+    """A problem for each file holding an id another file holds too (a copy made by hand)
+    that the index leaves out (``held``: id -> the path it holds; see IndexSync._held)."""
+    paths: dict[str, list[str]] = {}
+    for info in infos:
+        paths.setdefault(info.id, []).append(info.path)
+    out: list[Problem] = []
+    for memory_id, found in paths.items():
+        kept = held.get(memory_id) if held.get(memory_id) in found else min(found)
+        out.extend(
+            Problem(
+                path,
+                "duplicate_id",
+                f"{path} has the same id {memory_id} as {kept}, which is searched and listed "
+                "instead; `memvault doctor` says how to give it an id of its own",
+            )
+            for path in sorted(found)
+            if path != kept
+        )
+    return out

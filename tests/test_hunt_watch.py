@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from memvault.cli import cli
 from memvault.doctor import run_checks
 from memvault.history import History
+from memvault.reports import status
 from memvault.service import MemoryService
 from memvault.vault import Vault
 
@@ -181,3 +182,14 @@ def test_doctor_names_two_notes_without_id_first_saved_at_one_path(
     named = [p for p in problems if p.kind == "duplicate_id"]
     assert [p.path for p in named] == ["inbox/Untitled.md"]
     assert "inbox/Groceries.md" in named[0].message and "`id:`" in named[0].message
+
+
+def test_vault_status_counts_a_hand_copy_with_the_same_id_as_a_problem(watched: Watched) -> None:
+    service, watcher, _ = watched
+    created = service.remember("The lighthouse keeper is named Bartholomew Quill.", type="fact")
+    assert created.memory is not None
+    root = service.vault.root
+    shutil.copy(root / created.memory.path, root / "facts" / "keeper.md")
+    assert watcher.wait_for(lambda: watcher.commits == 1)
+    assert [(p.path, p.kind) for p in service.problems()] == [("facts/keeper.md", "duplicate_id")]
+    assert status(service).problems == 1
