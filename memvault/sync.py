@@ -7,6 +7,7 @@ whose (mtime, size) changed are re-read) and the paths each write or the watcher
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -36,6 +37,9 @@ class IndexSync:
         self.index = index
         self.settings = settings
         self.unreadable: dict[str, Problem] = {}  # files the last syncs could not index
+        # id -> other files holding it that the index leaves out (a copy made by hand):
+        # one of them is indexed once the id's holder lets go of it (see _held)
+        self.shadowed: dict[str, set[str]] = {}
         self._synced = False
         self._syncing = False
         self._lock = threading.Lock()
@@ -62,16 +66,77 @@ class IndexSync:
             read = [p for p in read if p not in gone]
         done, embed, left = 0, len(read) <= EMBED_NOW, False
         for start in range(0, len(read), INDEX_BATCH):
-            batch = self._read(read[start : start + INDEX_BATCH])
+            chunk = read[start : start + INDEX_BATCH]
+            batch = self._read(chunk)
+            # a file that cannot be read now (binary, too large, not UTF-8) is not served
+            # as it was: its old record goes
+            unread = set(chunk) - {m.path for m in batch}
+            if unread:
+                self.index.remove_paths(unread)
+            batch = self._held(batch)
             now = embed and self._embeds_now(batch)
             self.upsert(batch, now)
             left = left or (bool(batch) and not now)
             done += len(batch)
             if progress:
                 progress(min(start + INDEX_BATCH, len(read)), len(read))
+        self._revive()
         if left and self.filler is not None:
             self.filler.wake.set()
         return done
+
+    def _held(self, batch: list[Memory]) -> list[Memory]:
+        """Of the files holding one id (a note copied by hand keeps its `id:`), the one
+        the index holds keeps it, else the oldest file (a copy is newer than what it
+        copies): a copy never takes the original's place, and deleting the copy never
+        takes the original out of the index. The others are left out (``shadowed``,
+        named by `doctor` as duplicate_id) until the holder lets go of the id."""
+        held = {d.id: d.path for d in self.index.records()}
+        groups: dict[str, list[Memory]] = {}
+        for memory in batch:
+            groups.setdefault(memory.id, []).append(memory)
+        kept = []
+        for memory_id, group in groups.items():
+            holder = held.get(memory_id)
+            if holder in {m.path for m in group} or not self._holds(holder, memory_id):
+                first = min((m.path for m in group), key=lambda p: (p != holder, *self._age(p)))
+            else:
+                first = None  # the holder, not re-read now, keeps the id
+            for memory in group:
+                if memory.path == first:
+                    kept.append(memory)
+                    for paths_of in self.shadowed.values():
+                        paths_of.discard(memory.path)
+                else:
+                    self.shadowed.setdefault(memory_id, set()).add(memory.path)
+        return kept
+
+    def _age(self, path: str) -> tuple[int, int, str]:
+        """What orders files oldest first: modified, then changed (`cp -a` keeps the
+        modification time, not the change time), then the path."""
+        try:
+            st = os.stat(self.vault.abspath(path))
+        except (MemvaultError, OSError):
+            return (0, 0, path)
+        return (st.st_mtime_ns, st.st_ctime_ns, path)
+
+    def _holds(self, path: str | None, memory_id: str) -> bool:
+        """Whether the file at ``path`` still holds ``memory_id``."""
+        if path is None:
+            return False
+        try:
+            return self.vault.read(path).id == memory_id
+        except (MemvaultError, OSError):
+            return False
+
+    def _revive(self) -> None:
+        """Index, for each shadowed id the index no longer holds, one of the files left
+        out for it (the holder was deleted, moved away or given another id)."""
+        held = {d.id for d in self.index.records()} if self.shadowed else set()
+        for memory_id in [i for i in self.shadowed if i not in held]:
+            paths = sorted(p for p in self.shadowed.pop(memory_id) if self.vault.is_safe_file(p))
+            found = [m for m in self._read(paths) if m.id == memory_id]
+            self.upsert(self._held(found))
 
     def read(self, paths: Sequence[str]) -> list[Memory]:
         """The memories at ``paths`` (unreadable ones are noted and left out)."""
@@ -109,6 +174,11 @@ class IndexSync:
         id-less file got its first path's id back) loses that entry.
         """
         ids = {m.id for m in memories}
+        held = {d.id: d.path for d in self.index.records()} if memories else {}
+        for memory in memories:  # a write to a copy: the file it displaces is kept in mind
+            holder = held.get(memory.id, memory.path)
+            if holder != memory.path and self._holds(holder, memory.id):
+                self.shadowed.setdefault(memory.id, set()).add(holder)
         self.index.remove(
             [i for i in self.index.ids_at([m.path for m in memories]) if i not in ids]
         )
@@ -186,6 +256,7 @@ class IndexSync:
         self.index.close()
         shutil.rmtree(self.index.folder, ignore_errors=True)
         self.index = Index(self.index.folder, self.settings)
+        self.shadowed = {}
         self._synced = False
         return self.index
 
@@ -196,6 +267,7 @@ class IndexSync:
         Waits for nothing and writes nothing (the index catches up in :meth:`sync`)."""
         stats, unsafe = self.vault.walk()
         by_path = {d.path: d for d in self.index.records()}
+        held = {d.id: d.path for d in by_path.values()}
         infos: list[MemoryInfo] = []
         problems: list[Problem] = []
         changed = []
@@ -208,10 +280,33 @@ class IndexSync:
             problems.extend(Problem(path, "malformed", p) for p in doc.problems)
         memories, unread = self.vault.read_all(changed)
         infos.extend(m.info(*stats[m.path]) for m in memories)
-        return infos, problems + unread + self.vault.unsafe_problems(unsafe)
+        unsafe_ones = self.vault.unsafe_problems(unsafe)
+        return infos, problems + unread + unsafe_ones + _same_ids(infos, held)
 
     def records(self, filters: Filters | None = None) -> list[MemoryInfo]:
         """Index records of memories (fast; no file reads), filtered."""
         self.ensure(wait=False)
         filters = filters or Filters()
         return [info for info in self.index.records() if filters.accepts(info)]
+
+
+def _same_ids(infos: Sequence[MemoryInfo], held: dict[str, str]) -> list[Problem]:
+    """A problem for each file holding an id another file holds too (a copy made by hand)
+    that the index leaves out (``held``: id -> the path it holds; see IndexSync._held)."""
+    paths: dict[str, list[str]] = {}
+    for info in infos:
+        paths.setdefault(info.id, []).append(info.path)
+    out: list[Problem] = []
+    for memory_id, found in paths.items():
+        kept = held.get(memory_id) if held.get(memory_id) in found else min(found)
+        out.extend(
+            Problem(
+                path,
+                "duplicate_id",
+                f"{path} has the same id {memory_id} as {kept}, which is searched and listed "
+                "instead; `memvault doctor` says how to give it an id of its own",
+            )
+            for path in sorted(found)
+            if path != kept
+        )
+    return out

@@ -18,6 +18,7 @@ replaced and the whole vault rescanned, so no edit is lost.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -319,6 +320,9 @@ class Watcher:
     def _hash(self, rel: str) -> str | None:
         """Content hash of a regular file; None when it is gone. Raises UnsafePathError
         (without opening it) for a symlink, FIFO or anything leading outside the vault."""
+        full = self.root / rel
+        if full.is_dir() and not full.is_symlink():  # the note made way for a folder
+            return None
         try:
             return content_hash(self.service.read_regular(rel))
         except FileNotFoundError:
@@ -451,10 +455,14 @@ class Watcher:
     def _expand(self, batch: set[str]) -> set[str]:
         """Files behind a batch of paths: folders are walked, vanished folders resolved."""
         files: set[str] = set()
-        known: set[str] | None = None  # what the watcher saw or the index holds
+        # what the watcher saw or the index holds (the index too: watching may have begun
+        # before it was built); read once, when a batch needs it
+        known = functools.cache(lambda: set(self._seen) | set(self.service.indexed_hashes()))
         for rel in batch:
             full = self.root / rel
             if full.is_dir() and not full.is_symlink():  # a symlinked folder is not entered
+                if rel.lower().endswith(".md") and rel in known():  # a note made way for it
+                    files.add(rel)
                 for dirpath, dirnames, filenames in os.walk(full):
                     dirnames[:] = [d for d in dirnames if not d.startswith(".")]
                     for name in filenames:
@@ -462,9 +470,7 @@ class Watcher:
             elif os.path.lexists(full) or rel.lower().endswith(".md"):
                 files.add(rel)
             if not os.path.lexists(full):  # a moved or deleted folder: what we knew under it
-                if known is None:  # the index too: watching may have begun before it was built
-                    known = set(self._seen) | set(self.service.indexed_hashes())
-                files.update(p for p in known if p.startswith(rel + "/"))
+                files.update(p for p in known() if p.startswith(rel + "/"))
         return files
 
     def _commit(self) -> None:
