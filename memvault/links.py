@@ -5,7 +5,10 @@ A memory's record keeps its link targets as written (``MemoryInfo.links``, see
 renamed note is still found by its title or alias while a link by its old file name breaks.
 A target resolves, in order, by vault path (with or without ``.md``; a path with folders may
 be a suffix of the real one), by file name (case-insensitive; of several, the one in the
-linking note's folder, else the shortest path), by title, by alias. A target that is not a
+linking note's folder, else the shortest path), by title, by alias; a Markdown link's
+relative path that reaches nothing from the note's folder is tried again as written, as
+Obsidian does (its shortest form, ``[x](Note%20name.md)``, names a note in any folder).
+A target that is not a
 memory and names another kind of file (``![[photo.jpg]]``) is an attachment: not a memory
 link, and never broken.
 """
@@ -85,6 +88,15 @@ class Graph:
         key = _key(target)
         if not key:
             return None
+        found = self._lookup(key, source)
+        here = _folder(source).casefold()
+        if found is None and here and key.startswith(here + "/"):
+            # a Markdown link's path, made vault-relative from the note's folder: Obsidian
+            # tries it there, then as written (``[x](Note%20name.md)`` is its shortest form)
+            found = self._lookup(key[len(here) + 1 :], source)
+        return found
+
+    def _lookup(self, key: str, source: str) -> MemoryInfo | None:
         if key in self._paths:
             return self._paths[key]
         if "/" in key:
