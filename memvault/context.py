@@ -5,7 +5,8 @@ small, and an allergy must never be cut for room; a field whose file a typo keep
 counting is named in the header), the preferences that apply (recalled
 with the topic, then the most important ones), the memories relevant to the topic
 (recalled, then those one link away), and the recent episodes. Each memory appears once,
-as one line ending with its id in brackets so an agent can cite and update it. What
+as one line ending with its id in brackets so an agent can cite and update it (without the
+query blocks Obsidian replaces with their results: Dataview, Tasks, search, Bases). What
 matched but did not fit is listed in each section's ``left_out``.
 
 The budget is shared out after the profile: preferences get up to 30% of what is left,
@@ -51,6 +52,13 @@ HEADINGS = {
 }
 NO_PROFILE = "(no profile fields set yet: the onboarding prompt asks for them)"
 LEFT_OUT = "({n} more left out for the budget: recall finds them)"
+# A block Obsidian (or a plugin: Dataview, Tasks, Bases) replaces with the result of its
+# query: the person reads the result, an agent would read only the query, so it is left out
+_QUERY_BLOCK = re.compile(
+    r"^ {0,3}(`{3,}|~{3,})[ \t]*(?:dataview|dataviewjs|query|tasks|base)(?![\w-])[^\n]*\n"
+    r".*?(?:^ {0,3}\1[`~]*[ \t]*$|\Z)",
+    re.S | re.M | re.I,
+)
 
 # -- token estimate ---------------------------------------------------------------------------
 # CJK: Han (with extension A and compatibility ideographs), kana, bopomofo, Hangul, CJK
@@ -287,8 +295,9 @@ def _lines(memories: Sequence[Memory], seen: set[str], now: dt.datetime) -> list
 
 
 def _gist(memory: Memory) -> str:
-    """The memory's text on one line, led by its title unless the text starts with it."""
-    body = " ".join(strip_title(memory.readable).split())
+    """The memory's text on one line, led by its title unless the text starts with it;
+    without the query blocks Obsidian shows the results of."""
+    body = " ".join(_QUERY_BLOCK.sub(" ", strip_title(memory.readable)).split())
     title = memory.title.removesuffix("...")
     text = body if body.startswith(title) else f"{memory.title}: {body}" if body else title
     return cut(text, MAX_ITEM_CHARS)

@@ -48,3 +48,29 @@ def test_markdown_links_obsidian_writes_by_shortest_name_reach_notes_in_other_fo
     ]
     assert [p.path for p in broken] == ["journal/Incident.md"]
     assert "Nowhere" in broken[0].message
+
+
+# -- context ------------------------------------------------------------------------------------
+def test_context_gives_the_prose_of_a_note_without_the_queries_obsidian_renders(
+    text_only: MemoryService,
+) -> None:
+    board = (
+        "# Kafka board\n\nOpen Kafka work, newest first.\n\n"
+        '```dataview\nTABLE owner FROM #kafka WHERE status != "done"\n```\n\n'
+        "~~~tasks\nnot done\ntag includes #kafka\n~~~\n\n"
+        "```query\ntag:#kafka\n```\n\n"
+        "```dataviewjs\ndv.table(['a'], dv.pages('#kafka'))\n```\n\n"
+        "Kafka retention is 7 days.\n\n"
+        "```python\nprint('kafka')  # code a person wrote stays\n```\n"
+    )
+    board_id = write(text_only, "projects/Kafka board.md", board)
+    only = write(text_only, "projects/Kafka tasks.md", "```tasks\nnot done\n#kafka\n```\n")
+    text = tool(text_only, "build_context", {"topic": "kafka"})["text"]
+    line = next(ln for ln in text.split("\n") if board_id in ln)
+    assert line == (
+        "- Kafka board: Open Kafka work, newest first. Kafka retention is 7 days. "
+        f"```python print('kafka') # code a person wrote stays ``` [{board_id}]"
+    )
+    assert f"- Kafka tasks [{only}]" in text.split("\n")
+    for query in ("TABLE owner", "tag includes", "tag:#kafka", "dv.table", "not done"):
+        assert query not in text
