@@ -7,7 +7,8 @@ A target resolves, in order, by vault path (with or without ``.md``; a path with
 be a suffix of the real one), by file name (case-insensitive; of several, the one in the
 linking note's folder, else the shortest path), by title, by alias; a Markdown link's
 relative path that reaches nothing from the note's folder is tried again as written, as
-Obsidian does (its shortest form, ``[x](Note%20name.md)``, names a note in any folder).
+Obsidian does (its shortest form, ``[x](Note%20name.md)``, names a note in any folder);
+a wikilink starting ``./`` or ``../`` is a path from the note's folder.
 A target that is not a
 memory and names another kind of file (``![[photo.jpg]]``) is an attachment: not a memory
 link, and never broken.
@@ -15,6 +16,7 @@ link, and never broken.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -86,10 +88,12 @@ class Graph:
     def resolve(self, target: str, source: str = "") -> MemoryInfo | None:
         """The memory a link to ``target`` from the note at ``source`` reaches, or None."""
         key = _key(target)
-        if not key:
+        here = _folder(source).casefold()
+        if key.startswith(("./", "../")):  # Obsidian's "relative path to file" link format
+            key = posixpath.normpath(posixpath.join(here, key))
+        if not key or key.startswith("../"):
             return None
         found = self._lookup(key, source)
-        here = _folder(source).casefold()
         if found is None and here and key.startswith(here + "/"):
             # a Markdown link's path, made vault-relative from the note's folder: Obsidian
             # tries it there, then as written (``[x](Note%20name.md)`` is its shortest form)

@@ -50,6 +50,24 @@ def test_markdown_links_obsidian_writes_by_shortest_name_reach_notes_in_other_fo
     assert "Nowhere" in broken[0].message
 
 
+def test_wikilinks_in_obsidians_relative_path_format_reach_the_note_they_name(
+    text_only: MemoryService,
+) -> None:
+    near = write(text_only, "work/Dup.md", "# Dup at work\n")
+    write(text_only, "Dup.md", "# Dup at the root\n")
+    up = write(text_only, "Plan.md", "# Plan\n")
+    # "New link format: Relative path to file" writes the way from the linking note
+    body = "# Src\n\n[[../Dup]] [[../../Plan|the plan]] ![[../dup#Top]] [[../../../Above]]\n"
+    note = write(text_only, "work/notes/Src.md", body)
+    out = tool(text_only, "get_memory", {"id": note})
+    assert out["links"] == [
+        {"id": near, "title": "Dup at work"},
+        {"id": up, "title": "Plan"},
+        {"id": near, "title": "Dup at work"},
+        {"id": None, "title": "../../../Above"},
+    ]
+
+
 # -- context ------------------------------------------------------------------------------------
 def test_context_gives_the_prose_of_a_note_without_the_queries_obsidian_renders(
     text_only: MemoryService,
