@@ -3,6 +3,9 @@ hostile vault): the link forms Obsidian writes, and what an agent is given as co
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from memvault.doctor import run_checks
 from memvault.ids import new_id
 from memvault.service import MemoryService
@@ -66,6 +69,27 @@ def test_wikilinks_in_obsidians_relative_path_format_reach_the_note_they_name(
         {"id": near, "title": "Dup at work"},
         {"id": None, "title": "../../../Above"},
     ]
+
+
+def test_an_imported_relation_reaches_the_entity_not_a_persons_note_of_the_same_name(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    deck = write(text_only, "Projects/Anthropic.md", "# Anthropic pitch deck\n\nMy notes.\n")
+    lines = [
+        {"type": "entity", "name": "Anthropic", "entityType": "organization"},
+        {"type": "entity", "name": "John Smith", "entityType": "person"},
+        {"type": "relation", "from": "John Smith", "to": "Anthropic", "relationType": "works_at"},
+    ]
+    source = tmp_path / "memory.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    assert text_only.import_path(source).imported == 2
+    john = text_only.get("people/John Smith.md")
+    assert "- works_at [[entities/Anthropic|Anthropic]]" in john.body  # so in Obsidian too
+    entity = text_only.get("entities/Anthropic.md").id
+    assert tool(text_only, "get_memory", {"id": john.id})["links"] == [
+        {"id": entity, "title": "Anthropic"}
+    ]
+    assert tool(text_only, "get_memory", {"id": deck})["backlinks"] == []
 
 
 # -- context ------------------------------------------------------------------------------------
