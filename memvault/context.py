@@ -167,6 +167,7 @@ def build_context(
     profile_section = _Section("profile", profile_items, list(profile_items), [])
     seen = {item.id for item in profile_items}
     now = service.clock()
+    seen |= found.files  # a field's file is the profile's, shown there or not at all
     prefs = _Section("preferences", _lines(_preferences(service, topic), seen, now), [], [])
     memories = _Section("memories", _lines(_relevant(service, topic), seen, now), [], [])
     episodes = _Section("episodes", _lines(_episodes(service), seen, now), [], [])
@@ -275,17 +276,16 @@ def _read(service: MemoryService, paths: Iterable[str]) -> list[Memory]:
             memory = service.get(path)
         except MemvaultError:
             continue
-        if not profile.is_field_path(memory.path):  # the profile section has those
-            out.setdefault(memory.id, memory)
+        out.setdefault(memory.id, memory)
     return list(out.values())
 
 
 def _lines(memories: Sequence[Memory], seen: set[str], now: dt.datetime) -> list[ContextItem]:
-    """One line per memory not in ``seen`` (which then holds them): each memory once; a fact
-    ``now`` lies outside of says so."""
+    """One line per memory not in ``seen`` (ids and paths; it then holds them): each memory
+    once; a fact ``now`` lies outside of says so."""
     out = []
     for memory in memories:
-        if memory.id in seen:
+        if memory.id in seen or memory.path in seen:
             continue
         seen.add(memory.id)
         held = validity(memory.meta, now)

@@ -404,6 +404,7 @@ class Profile:
     unset: tuple[str, ...]  # briefs of the fields not set: ``units (metric|imperial)``
     problems: tuple[str, ...] = ()
     broken: tuple[str, ...] = ()  # the fields unset by a problem of their file
+    files: frozenset[str] = frozenset()  # every field's file, set or not (profile/units.md)
 
 
 def read(service: MemoryService) -> Profile:
@@ -423,7 +424,8 @@ def read(service: MemoryService) -> Profile:
             unset.append(spec.brief())
             continue
         entries.append(Entry(spec.name, value, memory.id, memory.path, memory.updated))
-    return Profile(tuple(entries), tuple(unset), tuple(problems), tuple(broken))
+    files = frozenset(path_of(spec.name) for spec in schema.fields)
+    return Profile(tuple(entries), tuple(unset), tuple(problems), tuple(broken), files)
 
 
 def get_field(service: MemoryService, field: str) -> Entry | None:

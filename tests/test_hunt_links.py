@@ -116,3 +116,15 @@ def test_context_gives_the_prose_of_a_note_without_the_queries_obsidian_renders(
     assert f"- Kafka tasks [{only}]" in text.split("\n")
     for query in ("TABLE owner", "tag includes", "tag:#kafka", "dv.table", "not done"):
         assert query not in text
+
+
+def test_a_persons_own_note_in_the_profile_folder_is_in_the_context_a_broken_field_is_not(
+    text_only: MemoryService,
+) -> None:
+    about = write(text_only, "profile/About me.md", "# About me\n\nI am allergic to shellfish.\n")
+    # a field's file whose value the schema refuses: unset, and named, never given as text
+    write(text_only, "profile/units.md", "# Units\n\nshellfish units\n", "value: shellfish\n")
+    context = tool(text_only, "build_context", {"topic": "shellfish"})
+    assert f"- About me: I am allergic to shellfish. [{about}]" in context["text"].split("\n")
+    assert "shellfish units" not in context["text"]
+    assert "units" in context["text"]  # the header names it: a file to fix by hand
