@@ -367,15 +367,17 @@ def body_of(spec: FieldSpec, value: Any) -> str:
     return f"# {spec.heading}\n\n{text}\n"
 
 
-def notes_of(body: str, shown: str) -> str:
+def notes_of(body: str, shown: str, heading: str | None = None) -> str:
     """What a person wrote in a field file's body besides its heading and value: the value
     is the paragraph that starts with ``shown`` (the old value as :func:`body_of` wrote it;
     lines typed right below it are notes). Where no paragraph reads it (the value was
     changed by hand in the frontmatter), every paragraph is kept: nothing is guessed away.
+    The first line is the field's heading when it is ``# heading`` (any heading when None);
+    a heading of the person's own (a note of theirs at a field's path) is kept.
     A set rewrites heading and value and keeps the rest, below the value."""
     lines = body.split("\n")  # not splitlines: a person's \f or U+2028 stays
     top = next((n for n, line in enumerate(lines) if line.strip()), len(lines))
-    if top < len(lines) and lines[top].startswith("# "):
+    if top < len(lines) and _is_heading(lines[top], heading):
         top += 1
     wanted = shown.strip("\n").split("\n")
     for start in range(top, len(lines)):
@@ -384,6 +386,12 @@ def notes_of(body: str, shown: str) -> str:
             around = (lines[top:start], lines[start + len(wanted) :])
             return "\n\n".join(p for p in ("\n".join(a).strip("\n") for a in around) if p)
     return "\n".join(lines[top:]).strip("\n")
+
+
+def _is_heading(line: str, heading: str | None) -> bool:
+    if not line.startswith("# "):
+        return False
+    return heading is None or " ".join(line[2:].split()).casefold() == heading.casefold()
 
 
 # -- reading ----------------------------------------------------------------------------------
@@ -617,7 +625,7 @@ def _write(
             if existing.meta.get(key) in UNSET_STATUSES:
                 changes[key] = "active"
         shown = body_of(spec, plain(existing.meta.get("value"))).split("\n\n", 1)[-1]
-        notes = notes_of(existing.body, shown)  # the person's, around the value: kept
+        notes = notes_of(existing.body, shown, spec.heading)  # the person's: kept
         service.vault.rewrite(existing, changes, f"{body}\n{notes}\n" if notes else body, now)
         return
     meta = new_meta("fact", [FOLDER], CONFIDENCE, IMPORTANCE, now, source) | changes

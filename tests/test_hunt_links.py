@@ -128,3 +128,16 @@ def test_a_persons_own_note_in_the_profile_folder_is_in_the_context_a_broken_fie
     assert f"- About me: I am allergic to shellfish. [{about}]" in context["text"].split("\n")
     assert "shellfish units" not in context["text"]
     assert "units" in context["text"]  # the header names it: a file to fix by hand
+
+
+# -- the profile --------------------------------------------------------------------------------
+def test_setting_a_field_over_a_persons_note_at_its_path_keeps_their_heading_and_text(
+    text_only: MemoryService,
+) -> None:
+    write(text_only, "profile/location.md", "# Where I live\n\nLisbon, near the river.\n")
+    for city in ("Porto", "Faro"):
+        out = tool(text_only, "set_profile", {"field": "location", "value": city})
+        assert out["action"] == "updated"
+        body = text_only.get("profile/location.md").body
+        assert body == f"# Location\n\n{city}\n\n# Where I live\n\nLisbon, near the river.\n"
+    assert tool(text_only, "get_profile", {})["fields"][0]["value"] == "Faro"
