@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -55,7 +56,8 @@ def is_attachment(target: str) -> bool:
 
 
 def _key(text: str) -> str:
-    key = text.strip().casefold()
+    # composed: a Mac writes file names decomposed (é as e + accent), a keyboard composed
+    key = unicodedata.normalize("NFC", text.strip()).casefold()
     return key[:-3] if key.endswith(".md") else key
 
 
@@ -88,9 +90,11 @@ class Graph:
     def resolve(self, target: str, source: str = "") -> MemoryInfo | None:
         """The memory a link to ``target`` from the note at ``source`` reaches, or None."""
         key = _key(target)
-        here = _folder(source).casefold()
+        here = unicodedata.normalize("NFC", _folder(source)).casefold()
         if key.startswith(("./", "../")):  # Obsidian's "relative path to file" link format
             key = posixpath.normpath(posixpath.join(here, key))
+        elif key.startswith("/"):  # from the vault's root
+            key = key.lstrip("/")
         if not key or key.startswith("../"):
             return None
         found = self._lookup(key, source)

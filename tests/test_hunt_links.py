@@ -4,6 +4,7 @@ hostile vault): the link forms Obsidian writes, and what an agent is given as co
 from __future__ import annotations
 
 import json
+import unicodedata
 from pathlib import Path
 
 from memvault.doctor import run_checks
@@ -141,3 +142,17 @@ def test_setting_a_field_over_a_persons_note_at_its_path_keeps_their_heading_and
         body = text_only.get("profile/location.md").body
         assert body == f"# Location\n\n{city}\n\n# Where I live\n\nLisbon, near the river.\n"
     assert tool(text_only, "get_profile", {})["fields"][0]["value"] == "Faro"
+
+
+def test_a_link_reaches_a_file_named_in_decomposed_unicode_and_a_root_path_the_root_note(
+    text_only: MemoryService,
+) -> None:
+    # a Mac (or a sync from one) writes "é" as "e" and a combining accent in file names
+    cafe = write(text_only, unicodedata.normalize("NFD", "people/Café Zoë.md"), "# Owner\n")
+    root = write(text_only, "Dup.md", "# Dup at the root\n")
+    write(text_only, "x/Dup.md", "# Dup in x\n")
+    note = write(text_only, "x/Src.md", "# Src\n\n[[Café Zoë]] and [[/Dup]]\n")
+    assert tool(text_only, "get_memory", {"id": note})["links"] == [
+        {"id": cafe, "title": "Owner"},
+        {"id": root, "title": "Dup at the root"},
+    ]
