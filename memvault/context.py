@@ -231,9 +231,18 @@ def _tokens(name: str, items: Sequence[ContextItem]) -> int:
 # -- what goes in -----------------------------------------------------------------------------
 def _profile_items(found: profile.Profile) -> list[ContextItem]:
     return [
-        _item(entry.id, entry.field, f"- {entry.field}: {profile.show(entry.value)} [{entry.id}]")
+        _item(entry.id, entry.field, f"- {entry.field}: {_shown(entry)} [{entry.id}]")
         for entry in found.fields
     ]
+
+
+def _shown(entry: profile.Entry) -> str:
+    """A field's value; and the items its file's text lists beyond it (an allergy typed
+    into the note by hand must reach the agent, as a question, not as a fact)."""
+    value = profile.show(entry.value)
+    if not entry.unlisted:
+        return value
+    return f"{value} (its file also lists {', '.join(entry.unlisted)}: ask the user)"
 
 
 def _preferences(service: MemoryService, topic: str) -> list[Memory]:

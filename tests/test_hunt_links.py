@@ -156,3 +156,24 @@ def test_a_link_reaches_a_file_named_in_decomposed_unicode_and_a_root_path_the_r
         {"id": cafe, "title": "Owner"},
         {"id": root, "title": "Dup at the root"},
     ]
+
+
+def test_an_allergy_typed_into_the_fields_list_by_hand_reaches_the_agent_as_a_question(
+    text_only: MemoryService,
+) -> None:
+    tool(text_only, "set_profile", {"field": "health.allergies", "value": "penicillin, peanuts"})
+    path = text_only.root / "profile/health.allergies.md"
+    # in Obsidian the person sees the list in the note's text and adds to it there
+    path.write_text(path.read_text().replace("- peanuts\n", "- peanuts\n- shellfish\n"))
+    text_only.commit_external(["profile/health.allergies.md"])
+    text = tool(text_only, "build_context", {"topic": "dinner"})["text"]
+    assert "penicillin, peanuts (its file also lists shellfish: ask the user)" in text
+    (problem,) = tool(text_only, "get_profile", {})["problems"]
+    assert "lists shellfish in its text but not in its `value:`" in problem
+    doctor = run_checks(text_only.vault, text_only.history, "none")
+    assert [p.path for p in doctor if p.kind == "profile"] == ["profile/health.allergies.md"]
+    every = "penicillin, peanuts, shellfish"  # set again with it: once in the text, no problem
+    tool(text_only, "set_profile", {"field": "health.allergies", "value": every})
+    body = text_only.get("profile/health.allergies.md").body
+    assert body == "# Allergies\n\n- penicillin\n- peanuts\n- shellfish\n"
+    assert tool(text_only, "get_profile", {})["problems"] == []
