@@ -7,11 +7,13 @@ import json
 import unicodedata
 from pathlib import Path
 
+from mcp import Client
+
 from memvault.doctor import run_checks
 from memvault.ids import new_id
 from memvault.service import MemoryService
 
-from .helpers import tool
+from .helpers import in_process, tool
 
 
 def write(service: MemoryService, rel: str, body: str, meta: str = "") -> str:
@@ -23,6 +25,17 @@ def write(service: MemoryService, rel: str, body: str, meta: str = "") -> str:
     service.commit_external([rel])
     service.sync_index([rel])
     return memory_id
+
+
+def resource_lines(service: MemoryService, uri: str) -> list[str]:
+    """The text of a resource read over a real MCP session, as lines."""
+
+    async def body(client: Client) -> str:
+        result = await client.read_resource(uri)
+        return str(result.contents[0].text)  # type: ignore[union-attr]
+
+    text: str = in_process(service, body)
+    return text.split("\n")
 
 
 # -- links --------------------------------------------------------------------------------------
@@ -177,3 +190,13 @@ def test_an_allergy_typed_into_the_fields_list_by_hand_reaches_the_agent_as_a_qu
     body = text_only.get("profile/health.allergies.md").body
     assert body == "# Allergies\n\n- penicillin\n- peanuts\n- shellfish\n"
     assert tool(text_only, "get_profile", {})["problems"] == []
+
+
+# -- views --------------------------------------------------------------------------------------
+def test_the_index_keeps_its_80_character_lines_for_a_note_with_a_very_long_type(
+    text_only: MemoryService,
+) -> None:
+    meta = f"type: {'meeting-notes-' * 8}x\n"
+    note = write(text_only, "notes/Standup.md", "# Standup of the platform team\n", meta)
+    (line,) = [ln for ln in resource_lines(text_only, "memory://index") if note in ln]
+    assert len(line) <= 80 and "Standup" in line
