@@ -4,7 +4,7 @@
 small, and an allergy must never be cut for room; a field whose file a typo keeps from
 counting is named in the header), the preferences that apply (recalled
 with the topic, then the most important ones), the memories relevant to the topic
-(recalled, then those one link away), and the recent episodes. Each memory appears once,
+(recalled, then at most 10 of those one link away), and the recent episodes. Each memory appears once,
 as one line ending with its id in brackets so an agent can cite and update it (without the
 query blocks Obsidian replaces with their results: Dataview, Tasks, search, Bases). What
 matched but did not fit is listed in each section's ``left_out``.
@@ -42,6 +42,7 @@ PREFERENCE_HITS = 6  # preferences recalled with the topic
 IMPORTANT_PREFERENCES = 5  # and the most important ones, at least IMPORTANT
 IMPORTANT = 0.7
 MEMORY_HITS = 10
+LINKED = 10  # memories a link away from the recalled ones, at most
 RECENT_EPISODES = 5
 SHARES = {"preferences": 0.3, "memories": 0.5}  # of what the profile leaves; episodes: rest
 HEADINGS = {
@@ -262,11 +263,22 @@ def _relevant(service: MemoryService, topic: str) -> list[Memory]:
 
 
 def _linked(service: MemoryService, memories: Sequence[Memory]) -> list[MemoryInfo]:
+    """The active memories a link away from ``memories``, at most LINKED: what they link
+    to first, then the newest of those linking to them (a hub note, linked from every daily
+    note, must not bring hundreds of candidates, each read and listed as left out)."""
     if not memories:
         return []
     graph = graph_of(service.records)
-    linked = (r.memory for m in memories for r in graph.related(m.id, 1))
-    return [info for info in linked if info.status == "active"]
+    ours = {m.id for m in memories}
+    near = [r for m in memories for r in graph.related(m.id, 1) if r.memory.id not in ours]
+    near = [r for r in near if r.memory.status == "active"]
+    ins = sorted((r.memory for r in near if r.relation == "in"), key=_newest)
+    linked = [*(r.memory for r in near if r.relation == "out"), *ins]
+    return list({info.id: info for info in linked}.values())[:LINKED]
+
+
+def _newest(info: MemoryInfo) -> float:
+    return newest_first(info.updated)
 
 
 def _episodes(service: MemoryService) -> list[Memory]:

@@ -144,6 +144,23 @@ def test_a_persons_own_note_in_the_profile_folder_is_in_the_context_a_broken_fie
     assert "units" in context["text"]  # the header names it: a file to fix by hand
 
 
+def test_a_hub_note_linked_from_every_daily_note_brings_a_few_neighbours_not_all(
+    text_only: MemoryService,
+) -> None:
+    hub = write(text_only, "Kafka.md", "# Kafka\n\nOur event bus; see [[Retention policy]].\n")
+    policy = write(text_only, "Retention policy.md", "# Retention policy\n\nSeven days.\n")
+    days = [
+        write(text_only, f"daily/{n:02d}.md", f"# Day {n}\n\nLunch, then [[Kafka]].\n")
+        for n in range(30)
+    ]
+    out = tool(text_only, "build_context", {"topic": "event bus", "budget_tokens": 32000})
+    (memories,) = [s for s in out["sections"] if s["name"] == "memories"]
+    assert memories["left_out"] == []
+    ids = memories["ids"]
+    # what the hub links to first, then 9 of the notes linking to it (the newest)
+    assert ids[:2] == [hub, policy] and len(ids) == 11 and set(ids[2:]) < set(days)
+
+
 # -- the profile --------------------------------------------------------------------------------
 def test_setting_a_field_over_a_persons_note_at_its_path_keeps_their_heading_and_text(
     text_only: MemoryService,
