@@ -477,7 +477,7 @@ def unlisted(spec: FieldSpec, body: str, value: Any) -> tuple[str, ...]:
     """Items a person added by hand to the list in a list field's text but not to its
     ``value:`` (Obsidian shows the text: ``- shellfish`` typed under ``- peanuts``): the
     items of the first list in the body that holds every item of the value, less those."""
-    if spec.type != "list" or not isinstance(value, list) or not value:
+    if spec.type != "list" or not isinstance(value, list):  # [] too: "(none)", then items
         return ()
     have = {str(item).casefold() for item in value}
     for items in _lists(body):

@@ -217,3 +217,12 @@ def test_the_index_keeps_its_80_character_lines_for_a_note_with_a_very_long_type
     note = write(text_only, "notes/Standup.md", "# Standup of the platform team\n", meta)
     (line,) = [ln for ln in resource_lines(text_only, "memory://index") if note in ln]
     assert len(line) <= 80 and "Standup" in line
+
+
+def test_an_allergy_typed_under_none_by_hand_is_named_too(text_only: MemoryService) -> None:
+    tool(text_only, "set_profile", {"field": "health.allergies", "value": []})
+    path = text_only.root / "profile/health.allergies.md"
+    path.write_text(path.read_text().replace("(none)\n", "(none)\n- shellfish\n"))
+    text_only.commit_external(["profile/health.allergies.md"])
+    text = tool(text_only, "build_context", {"topic": "dinner"})["text"]
+    assert "(none) (its file also lists shellfish: ask the user)" in text
