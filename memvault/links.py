@@ -199,11 +199,13 @@ class Graph:
 
 
 def _nearest(candidates: Sequence[MemoryInfo], source: str) -> MemoryInfo | None:
-    """Of several notes, the one in the linking note's folder, else the shortest path."""
+    """Of several notes, the one in the linking note's folder, else the shortest path, as
+    Obsidian picks (``getFirstLinkpathDest``): the shortest path written, ``a/b/Note.md``
+    before ``zzzz/Note.md``, not the one fewest folders deep."""
     if not candidates:
         return None
     here = _folder(source)
-    return min(candidates, key=lambda r: (_folder(r.path) != here, r.path.count("/"), r.path))
+    return min(candidates, key=lambda r: (_folder(r.path) != here, len(r.path), r.path))
 
 
 def add_related(text: str, wikilinks: Sequence[str]) -> str:

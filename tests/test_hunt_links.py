@@ -226,3 +226,15 @@ def test_an_allergy_typed_under_none_by_hand_is_named_too(text_only: MemoryServi
     text_only.commit_external(["profile/health.allergies.md"])
     text = tool(text_only, "build_context", {"topic": "dinner"})["text"]
     assert "(none) (its file also lists shellfish: ask the user)" in text
+
+
+def test_of_notes_sharing_a_name_a_link_reaches_the_shortest_path_written_as_obsidian_does(
+    text_only: MemoryService,
+) -> None:
+    short = write(text_only, "a/b/Note.md", "# Short path, deeper\n")
+    write(text_only, "zzzz/Note.md", "# Longer path, shallower\n")
+    beside = write(text_only, "src/Note.md", "# Beside the source\n")
+    note = write(text_only, "other/Src.md", "# Src\n\n[[Note]]\n")
+    near = write(text_only, "src/Near.md", "# Near\n\n[[Note]]\n")
+    assert tool(text_only, "get_memory", {"id": note})["links"][0]["id"] == short
+    assert tool(text_only, "get_memory", {"id": near})["links"][0]["id"] == beside
