@@ -7,8 +7,7 @@ with the topic, then the most important ones), the memories relevant to the topi
 (recalled, then at most 10 of those one link away), and the recent episodes. Each memory
 appears once, as one line ending with its id in brackets so an agent can cite and update it
 (without the query blocks Obsidian replaces with their results: Dataview, Tasks, search,
-Bases). What
-matched but did not fit is listed in each section's ``left_out``.
+Bases). What matched but did not fit is listed in each section's ``left_out``.
 
 The budget is shared out after the profile: preferences get up to 30% of what is left,
 memories up to 50% plus what preferences did not use, episodes the rest; then what is
