@@ -470,7 +470,7 @@ def checks(vault: Vault) -> list[Problem]:
     return problems
 
 
-_ITEM = re.compile(r"^\s{0,3}[-*+]\s+(?:\[.\]\s+)?(.*?)\s*$")
+_ITEM = re.compile(r"^[-*+][ \t]+(?:\[.\][ \t]+)?(.*?)\s*$")  # a top-level list item
 
 
 def unlisted(spec: FieldSpec, body: str, value: Any) -> tuple[str, ...]:
@@ -488,13 +488,13 @@ def unlisted(spec: FieldSpec, body: str, value: Any) -> tuple[str, ...]:
 
 def _lists(body: str) -> Iterator[list[str]]:
     """The items of each Markdown list in ``body`` (blank lines between items do not end a
-    list; a line of other text does)."""
+    list, nor do an item's indented lines, its details; a line of other text does)."""
     items: list[str] = []
     for line in [*body.split("\n"), "end"]:
         match = _ITEM.match(line)
         if match:
             items.append(match.group(1))
-        elif line.strip():
+        elif line.strip() and not line[0].isspace():
             if items:
                 yield items
             items = []

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from mcp import Client
 
+from memvault import profile
 from memvault.doctor import run_checks
 from memvault.ids import new_id
 from memvault.service import MemoryService
@@ -238,3 +239,13 @@ def test_of_notes_sharing_a_name_a_link_reaches_the_shortest_path_written_as_obs
     near = write(text_only, "src/Near.md", "# Near\n\n[[Note]]\n")
     assert tool(text_only, "get_memory", {"id": note})["links"][0]["id"] == short
     assert tool(text_only, "get_memory", {"id": near})["links"][0]["id"] == beside
+
+
+def test_an_items_indented_details_and_a_later_list_of_notes_are_not_items_of_the_field() -> None:
+    spec = profile.FieldSpec("health.allergies", "list", "allergies")
+    have = ["penicillin", "peanuts"]
+    detail = "# Allergies\n\n- penicillin\n  - severe: carry the pen\n- peanuts\n"
+    assert profile.unlisted(spec, detail, have) == ()
+    assert profile.unlisted(spec, detail + "- latex\n", have) == ("latex",)
+    notes = "# Allergies\n\n- penicillin\n- peanuts\n\nAsk about:\n- latex\n"
+    assert profile.unlisted(spec, notes, have) == ()
