@@ -303,10 +303,13 @@ def _read(service: MemoryService, paths: Iterable[str]) -> list[Memory]:
 
 def _lines(memories: Sequence[Memory], seen: set[str], now: dt.datetime) -> list[ContextItem]:
     """One line per memory not in ``seen`` (ids and paths; it then holds them): each memory
-    once; a fact ``now`` lies outside of says so."""
+    once; a fact ``now`` lies outside of says so. A field's file renamed or moved by hand
+    (``field:`` in profile/) is left out: its value is the profile's or stale."""
     out = []
     for memory in memories:
         if memory.id in seen or memory.path in seen:
+            continue
+        if profile.is_field_path(memory.path) and "field" in memory.meta:
             continue
         seen.add(memory.id)
         held = validity(memory.meta, now)

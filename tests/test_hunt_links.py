@@ -139,9 +139,12 @@ def test_a_persons_own_note_in_the_profile_folder_is_in_the_context_a_broken_fie
     about = write(text_only, "profile/About me.md", "# About me\n\nI am allergic to shellfish.\n")
     # a field's file whose value the schema refuses: unset, and named, never given as text
     write(text_only, "profile/units.md", "# Units\n\nshellfish units\n", "value: shellfish\n")
+    # and one renamed by hand: its value is stale, not a memory of its own
+    stale = "field: diet\nvalue: [shellfish stew]\n"
+    write(text_only, "profile/My diet.md", "# Diet\n\nshellfish stew\n", stale)
     context = tool(text_only, "build_context", {"topic": "shellfish"})
     assert f"- About me: I am allergic to shellfish. [{about}]" in context["text"].split("\n")
-    assert "shellfish units" not in context["text"]
+    assert "shellfish units" not in context["text"] and "stew" not in context["text"]
     assert "units" in context["text"]  # the header names it: a file to fix by hand
 
 
