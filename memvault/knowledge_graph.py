@@ -28,6 +28,7 @@ from .validate import MAX_TITLE_CHARS
 PEOPLE = frozenset({"person", "people", "human", "user", "contact"})
 _UNSAFE_NAME = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f\x7f]')  # what Obsidian refuses in a name
 _UNSAFE_LABEL = re.compile(r"[\[\]|#^\r\n]")
+_BRACKETS, _TAG_START = re.compile(r"[\[\]]"), re.compile(r"(^|\s)#")
 _MAX_STEM_BYTES = 180  # a file name holds 255 bytes: room for " 2", ".md" and a -2 suffix
 
 
@@ -100,7 +101,7 @@ def _record(entity: _Entity, places: dict[str, str]) -> dict[str, Any]:
         lines += ["", *(f"- {o}" for o in entity.observations)]
     if entity.relations:
         lines += ["", "Relations:"]
-        lines += [f"- {rel} {_link(target, places)}" for rel, target in entity.relations]
+        lines += [f"- {_relation(rel)} {_link(target, places)}" for rel, target in entity.relations]
     title = entity.name[:MAX_TITLE_CHARS]
     record: dict[str, Any] = {
         "title": title,
@@ -155,6 +156,12 @@ def _link(target: str, places: dict[str, str]) -> str:
         return f"[[{place}|{label}]]"
     stem = _stem(target)
     return f"[[{stem}]]" if stem == target else f"[[{stem}|{label}]]"
+
+
+def _relation(relation: str) -> str:
+    """A relation's type as plain words: no link (``[[Evil Corp]] owns``) and no tag
+    (``#urgent``) the graph did not have; ``\\#`` is Obsidian's escaped ``#``."""
+    return _TAG_START.sub(r"\1\\#", _BRACKETS.sub("", relation)).strip()
 
 
 def _folder(kind: str) -> str:

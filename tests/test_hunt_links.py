@@ -107,6 +107,28 @@ def test_an_imported_relation_reaches_the_entity_not_a_persons_note_of_the_same_
     assert tool(text_only, "get_memory", {"id": deck})["backlinks"] == []
 
 
+def test_an_imported_relation_type_adds_no_link_and_no_tag_the_graph_did_not_have(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    lines = [
+        {"type": "entity", "name": "Ana", "entityType": "person"},
+        {"type": "entity", "name": "Atlas", "entityType": "project"},
+        {"type": "relation", "from": "Ana", "to": "Atlas", "relationType": "[[Evil Corp]] owns"},
+        {"type": "relation", "from": "Ana", "to": "Atlas", "relationType": "#urgent review"},
+    ]
+    source = tmp_path / "memory.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    text_only.import_path(source)
+    ana = text_only.get("people/Ana.md")
+    assert "- Evil Corp owns [[entities/Atlas|Atlas]]" in ana.body
+    assert "- \\#urgent review [[entities/Atlas|Atlas]]" in ana.body
+    assert ana.tags == ("person",)
+    atlas = text_only.get("entities/Atlas.md").id
+    assert tool(text_only, "get_memory", {"id": ana.id})["links"] == [
+        {"id": atlas, "title": "Atlas"}
+    ]
+
+
 # -- context ------------------------------------------------------------------------------------
 def test_context_gives_the_prose_of_a_note_without_the_queries_obsidian_renders(
     text_only: MemoryService,
