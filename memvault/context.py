@@ -4,9 +4,10 @@
 small, and an allergy must never be cut for room; a field whose file a typo keeps from
 counting is named in the header), the preferences that apply (recalled
 with the topic, then the most important ones), the memories relevant to the topic
-(recalled, then those one link away), and the recent episodes. Each memory appears once,
-as one line ending with its id in brackets so an agent can cite and update it. What
-matched but did not fit is listed in each section's ``left_out``.
+(recalled, then at most 10 of those one link away), and the recent episodes. Each memory
+appears once, as one line ending with its id in brackets so an agent can cite and update it
+(without the query blocks Obsidian replaces with their results: Dataview, Tasks, search,
+Bases). What matched but did not fit is listed in each section's ``left_out``.
 
 The budget is shared out after the profile: preferences get up to 30% of what is left,
 memories up to 50% plus what preferences did not use, episodes the rest; then what is
@@ -41,6 +42,7 @@ PREFERENCE_HITS = 6  # preferences recalled with the topic
 IMPORTANT_PREFERENCES = 5  # and the most important ones, at least IMPORTANT
 IMPORTANT = 0.7
 MEMORY_HITS = 10
+LINKED = 10  # memories a link away from the recalled ones, at most
 RECENT_EPISODES = 5
 SHARES = {"preferences": 0.3, "memories": 0.5}  # of what the profile leaves; episodes: rest
 HEADINGS = {
@@ -51,6 +53,13 @@ HEADINGS = {
 }
 NO_PROFILE = "(no profile fields set yet: the onboarding prompt asks for them)"
 LEFT_OUT = "({n} more left out for the budget: recall finds them)"
+# A block Obsidian (or a plugin: Dataview, Tasks, Bases) replaces with the result of its
+# query: the person reads the result, an agent would read only the query, so it is left out
+_QUERY_BLOCK = re.compile(
+    r"^ {0,3}(`{3,}|~{3,})[ \t]*(?:dataview|dataviewjs|query|tasks|base)(?![\w-])[^\n]*\n"
+    r".*?(?:^ {0,3}\1[`~]*[ \t]*$|\Z)",
+    re.S | re.M | re.I,
+)
 
 # -- token estimate ---------------------------------------------------------------------------
 # CJK: Han (with extension A and compatibility ideographs), kana, bopomofo, Hangul, CJK
@@ -159,6 +168,7 @@ def build_context(
     profile_section = _Section("profile", profile_items, list(profile_items), [])
     seen = {item.id for item in profile_items}
     now = service.clock()
+    seen |= found.files  # a field's file is the profile's, shown there or not at all
     prefs = _Section("preferences", _lines(_preferences(service, topic), seen, now), [], [])
     memories = _Section("memories", _lines(_relevant(service, topic), seen, now), [], [])
     episodes = _Section("episodes", _lines(_episodes(service), seen, now), [], [])
@@ -222,9 +232,18 @@ def _tokens(name: str, items: Sequence[ContextItem]) -> int:
 # -- what goes in -----------------------------------------------------------------------------
 def _profile_items(found: profile.Profile) -> list[ContextItem]:
     return [
-        _item(entry.id, entry.field, f"- {entry.field}: {profile.show(entry.value)} [{entry.id}]")
+        _item(entry.id, entry.field, f"- {entry.field}: {_shown(entry)} [{entry.id}]")
         for entry in found.fields
     ]
+
+
+def _shown(entry: profile.Entry) -> str:
+    """A field's value; and the items its file's text lists beyond it (an allergy typed
+    into the note by hand must reach the agent, as a question, not as a fact)."""
+    value = profile.show(entry.value)
+    if not entry.unlisted:
+        return value
+    return f"{value} (its file also lists {', '.join(entry.unlisted)}: ask the user)"
 
 
 def _preferences(service: MemoryService, topic: str) -> list[Memory]:
@@ -244,11 +263,22 @@ def _relevant(service: MemoryService, topic: str) -> list[Memory]:
 
 
 def _linked(service: MemoryService, memories: Sequence[Memory]) -> list[MemoryInfo]:
+    """The active memories a link away from ``memories``, at most LINKED: what they link
+    to first, then the newest of those linking to them (a hub note, linked from every daily
+    note, must not bring hundreds of candidates, each read and listed as left out)."""
     if not memories:
         return []
     graph = graph_of(service.records)
-    linked = (r.memory for m in memories for r in graph.related(m.id, 1))
-    return [info for info in linked if info.status == "active"]
+    ours = {m.id for m in memories}
+    near = [r for m in memories for r in graph.related(m.id, 1) if r.memory.id not in ours]
+    near = [r for r in near if r.memory.status == "active"]
+    ins = sorted((r.memory for r in near if r.relation == "in"), key=_newest)
+    linked = [*(r.memory for r in near if r.relation == "out"), *ins]
+    return list({info.id: info for info in linked}.values())[:LINKED]
+
+
+def _newest(info: MemoryInfo) -> float:
+    return newest_first(info.updated)
 
 
 def _episodes(service: MemoryService) -> list[Memory]:
@@ -267,17 +297,19 @@ def _read(service: MemoryService, paths: Iterable[str]) -> list[Memory]:
             memory = service.get(path)
         except MemvaultError:
             continue
-        if not profile.is_field_path(memory.path):  # the profile section has those
-            out.setdefault(memory.id, memory)
+        out.setdefault(memory.id, memory)
     return list(out.values())
 
 
 def _lines(memories: Sequence[Memory], seen: set[str], now: dt.datetime) -> list[ContextItem]:
-    """One line per memory not in ``seen`` (which then holds them): each memory once; a fact
-    ``now`` lies outside of says so."""
+    """One line per memory not in ``seen`` (ids and paths; it then holds them): each memory
+    once; a fact ``now`` lies outside of says so. A field's file renamed or moved by hand
+    (``field:`` in profile/) is left out: its value is the profile's or stale."""
     out = []
     for memory in memories:
-        if memory.id in seen:
+        if memory.id in seen or memory.path in seen:
+            continue
+        if profile.is_field_path(memory.path) and "field" in memory.meta:
             continue
         seen.add(memory.id)
         held = validity(memory.meta, now)
@@ -287,8 +319,9 @@ def _lines(memories: Sequence[Memory], seen: set[str], now: dt.datetime) -> list
 
 
 def _gist(memory: Memory) -> str:
-    """The memory's text on one line, led by its title unless the text starts with it."""
-    body = " ".join(strip_title(memory.readable).split())
+    """The memory's text on one line, led by its title unless the text starts with it;
+    without the query blocks Obsidian shows the results of."""
+    body = " ".join(_QUERY_BLOCK.sub(" ", strip_title(memory.readable)).split())
     title = memory.title.removesuffix("...")
     text = body if body.startswith(title) else f"{memory.title}: {body}" if body else title
     return cut(text, MAX_ITEM_CHARS)

@@ -5,7 +5,8 @@ and relations (``{"type": "relation", "from", "to", "relationType"}``). Each ent
 one memory, a ``fact`` titled with its name, in ``people/`` when it is a person and in
 ``entities/`` otherwise. The file is named after the entity, so a wikilink by its name
 finds it in Obsidian as in memvault. Its observations are a list. Its relations are list
-items such as ``- works_at [[Anthropic]]`` under ``Relations:``, which ``related`` and
+items such as ``- works_at [[entities/Anthropic|Anthropic]]`` under ``Relations:`` (by
+path: a note of the same name elsewhere in the vault is not reached), which ``related`` and
 ``build_context`` follow. A relation from an entity the file does not hold is skipped and
 named, because there is no memory to write it in.
 """
@@ -27,6 +28,7 @@ from .validate import MAX_TITLE_CHARS
 PEOPLE = frozenset({"person", "people", "human", "user", "contact"})
 _UNSAFE_NAME = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f\x7f]')  # what Obsidian refuses in a name
 _UNSAFE_LABEL = re.compile(r"[\[\]|#^\r\n]")
+_BRACKETS, _TAG_START = re.compile(r"[\[\]]"), re.compile(r"(^|\s)#")
 _MAX_STEM_BYTES = 180  # a file name holds 255 bytes: room for " 2", ".md" and a -2 suffix
 
 
@@ -88,25 +90,24 @@ class Graph:
                 yield ImportSkip(where, "unknown entity", f"{where}: {why}")
             else:
                 entity.relations.append((relation, target))
-        stems = _stems(self._entities.values())
+        places = _places(self._entities.values())
         for entity in self._entities.values():
-            yield _record(entity, stems), entity.where
+            yield _record(entity, places), entity.where
 
 
-def _record(entity: _Entity, stems: dict[str, str]) -> dict[str, Any]:
-    stem = stems[entity.name]
+def _record(entity: _Entity, places: dict[str, str]) -> dict[str, Any]:
     lines = [f"Entity type: {entity.kind}"] if entity.kind else []
     if entity.observations:
         lines += ["", *(f"- {o}" for o in entity.observations)]
     if entity.relations:
         lines += ["", "Relations:"]
-        lines += [f"- {rel} {_link(target, stems)}" for rel, target in entity.relations]
+        lines += [f"- {_relation(rel)} {_link(target, places)}" for rel, target in entity.relations]
     title = entity.name[:MAX_TITLE_CHARS]
     record: dict[str, Any] = {
         "title": title,
         "content": "\n".join(lines).strip() or title,
         "type": "fact",
-        "path": f"{_folder(entity.kind)}/{stem}.md",
+        "path": f"{places[entity.name]}.md",
         "aliases": [entity.name],  # found by its name, whatever file it ends up in
     }
     if entity.kind:
@@ -115,20 +116,21 @@ def _record(entity: _Entity, stems: dict[str, str]) -> dict[str, Any]:
     return record
 
 
-def _stems(entities: Any) -> dict[str, str]:
-    """A file name per entity: its name where Obsidian allows it, and never one name for two
-    entities of one folder (case aside, as on macOS)."""
+def _places(entities: Any) -> dict[str, str]:
+    """A vault path (without ``.md``) per entity: its folder and a file name, its name where
+    Obsidian allows it, and never one name for two entities of one folder (case aside, as
+    on macOS)."""
     taken: set[tuple[str, str]] = set()
-    stems: dict[str, str] = {}
+    places: dict[str, str] = {}
     for entity in entities:
-        base, number = _stem(entity.name), 1
+        base, number, folder = _stem(entity.name), 1, _folder(entity.kind)
         stem = base
-        while (_folder(entity.kind), stem.casefold()) in taken:
+        while (folder, stem.casefold()) in taken:
             number += 1
             stem = f"{base} {number}"
-        taken.add((_folder(entity.kind), stem.casefold()))
-        stems[entity.name] = stem
-    return stems
+        taken.add((folder, stem.casefold()))
+        places[entity.name] = f"{folder}/{stem}"
+    return places
 
 
 def _stem(name: str) -> str:
@@ -143,10 +145,23 @@ def _stem(name: str) -> str:
     return stem or ids.slugify(name)
 
 
-def _link(target: str, stems: dict[str, str]) -> str:
-    stem = stems.get(target) or _stem(target)
+def _link(target: str, places: dict[str, str]) -> str:
+    """A link to the entity named ``target`` by its path, labelled with its name: a note of
+    the person's with the same file name in another folder (``Projects/Anthropic.md``)
+    must not be what the relation reaches, in memvault or Obsidian. An entity the file does
+    not hold is linked by its name (a broken link until a note takes it)."""
     label = " ".join(_UNSAFE_LABEL.sub(" ", target).split())
+    place = places.get(target)
+    if place is not None:
+        return f"[[{place}|{label}]]"
+    stem = _stem(target)
     return f"[[{stem}]]" if stem == target else f"[[{stem}|{label}]]"
+
+
+def _relation(relation: str) -> str:
+    """A relation's type as plain words: no link (``[[Evil Corp]] owns``) and no tag
+    (``#urgent``) the graph did not have; ``\\#`` is Obsidian's escaped ``#``."""
+    return _TAG_START.sub(r"\1\\#", _BRACKETS.sub("", relation)).strip()
 
 
 def _folder(kind: str) -> str:

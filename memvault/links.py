@@ -5,14 +5,20 @@ A memory's record keeps its link targets as written (``MemoryInfo.links``, see
 renamed note is still found by its title or alias while a link by its old file name breaks.
 A target resolves, in order, by vault path (with or without ``.md``; a path with folders may
 be a suffix of the real one), by file name (case-insensitive; of several, the one in the
-linking note's folder, else the shortest path), by title, by alias. A target that is not a
+linking note's folder, else the shortest path), by title, by alias; a Markdown link's
+relative path that reaches nothing from the note's folder is tried again as written, as
+Obsidian does (its shortest form, ``[x](Note%20name.md)``, names a note in any folder);
+a wikilink starting ``./`` or ``../`` is a path from the note's folder.
+A target that is not a
 memory and names another kind of file (``![[photo.jpg]]``) is an attachment: not a memory
 link, and never broken.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -50,7 +56,8 @@ def is_attachment(target: str) -> bool:
 
 
 def _key(text: str) -> str:
-    key = text.strip().casefold()
+    # composed: a Mac writes file names decomposed (é as e + accent), a keyboard composed
+    key = unicodedata.normalize("NFC", text.strip()).casefold()
     return key[:-3] if key.endswith(".md") else key
 
 
@@ -83,8 +90,21 @@ class Graph:
     def resolve(self, target: str, source: str = "") -> MemoryInfo | None:
         """The memory a link to ``target`` from the note at ``source`` reaches, or None."""
         key = _key(target)
-        if not key:
+        here = unicodedata.normalize("NFC", _folder(source)).casefold()
+        if key.startswith(("./", "../")):  # Obsidian's "relative path to file" link format
+            key = posixpath.normpath(posixpath.join(here, key))
+        elif key.startswith("/"):  # from the vault's root
+            key = key.lstrip("/")
+        if not key or key.startswith("../"):
             return None
+        found = self._lookup(key, source)
+        if found is None and here and key.startswith(here + "/"):
+            # a Markdown link's path, made vault-relative from the note's folder: Obsidian
+            # tries it there, then as written (``[x](Note%20name.md)`` is its shortest form)
+            found = self._lookup(key[len(here) + 1 :], source)
+        return found
+
+    def _lookup(self, key: str, source: str) -> MemoryInfo | None:
         if key in self._paths:
             return self._paths[key]
         if "/" in key:
@@ -179,11 +199,13 @@ class Graph:
 
 
 def _nearest(candidates: Sequence[MemoryInfo], source: str) -> MemoryInfo | None:
-    """Of several notes, the one in the linking note's folder, else the shortest path."""
+    """Of several notes, the one in the linking note's folder, else the shortest path, as
+    Obsidian picks (``getFirstLinkpathDest``): the shortest path written, ``a/b/Note.md``
+    before ``zzzz/Note.md``, not the one fewest folders deep."""
     if not candidates:
         return None
     here = _folder(source)
-    return min(candidates, key=lambda r: (_folder(r.path) != here, r.path.count("/"), r.path))
+    return min(candidates, key=lambda r: (_folder(r.path) != here, len(r.path), r.path))
 
 
 def add_related(text: str, wikilinks: Sequence[str]) -> str:

@@ -367,15 +367,17 @@ def body_of(spec: FieldSpec, value: Any) -> str:
     return f"# {spec.heading}\n\n{text}\n"
 
 
-def notes_of(body: str, shown: str) -> str:
+def notes_of(body: str, shown: str, heading: str | None = None) -> str:
     """What a person wrote in a field file's body besides its heading and value: the value
     is the paragraph that starts with ``shown`` (the old value as :func:`body_of` wrote it;
     lines typed right below it are notes). Where no paragraph reads it (the value was
     changed by hand in the frontmatter), every paragraph is kept: nothing is guessed away.
+    The first line is the field's heading when it is ``# heading`` (any heading when None);
+    a heading of the person's own (a note of theirs at a field's path) is kept.
     A set rewrites heading and value and keeps the rest, below the value."""
     lines = body.split("\n")  # not splitlines: a person's \f or U+2028 stays
     top = next((n for n, line in enumerate(lines) if line.strip()), len(lines))
-    if top < len(lines) and lines[top].startswith("# "):
+    if top < len(lines) and _is_heading(lines[top], heading):
         top += 1
     wanted = shown.strip("\n").split("\n")
     for start in range(top, len(lines)):
@@ -384,6 +386,12 @@ def notes_of(body: str, shown: str) -> str:
             around = (lines[top:start], lines[start + len(wanted) :])
             return "\n\n".join(p for p in ("\n".join(a).strip("\n") for a in around) if p)
     return "\n".join(lines[top:]).strip("\n")
+
+
+def _is_heading(line: str, heading: str | None) -> bool:
+    if not line.startswith("# "):
+        return False
+    return heading is None or " ".join(line[2:].split()).casefold() == heading.casefold()
 
 
 # -- reading ----------------------------------------------------------------------------------
@@ -396,6 +404,7 @@ class Entry:
     id: str
     path: str
     updated: str | None
+    unlisted: tuple[str, ...] = ()  # items the file's text lists beyond its `value:`
 
 
 @dataclass(frozen=True)
@@ -404,6 +413,7 @@ class Profile:
     unset: tuple[str, ...]  # briefs of the fields not set: ``units (metric|imperial)``
     problems: tuple[str, ...] = ()
     broken: tuple[str, ...] = ()  # the fields unset by a problem of their file
+    files: frozenset[str] = frozenset()  # every field's file, set or not (profile/units.md)
 
 
 def read(service: MemoryService) -> Profile:
@@ -422,8 +432,13 @@ def read(service: MemoryService) -> Profile:
         if memory is None:
             unset.append(spec.brief())
             continue
-        entries.append(Entry(spec.name, value, memory.id, memory.path, memory.updated))
-    return Profile(tuple(entries), tuple(unset), tuple(problems), tuple(broken))
+        extra = unlisted(spec, memory.body, value)
+        if extra:
+            problems.append(_unlisted_problem(spec, memory.path, extra))
+        entry = Entry(spec.name, value, memory.id, memory.path, memory.updated, extra)
+        entries.append(entry)
+    files = frozenset(path_of(spec.name) for spec in schema.fields)
+    return Profile(tuple(entries), tuple(unset), tuple(problems), tuple(broken), files)
 
 
 def get_field(service: MemoryService, field: str) -> Entry | None:
@@ -447,10 +462,60 @@ def checks(vault: Vault) -> list[Problem]:
     cannot be read, or whose value the schema refuses (each such field is unset)."""
     schema, found = _schema_or_default(vault)
     problems = [Problem(SCHEMA_PATH, "profile", message) for message in found]
-    for spec, _, _, problem in stored(vault, schema.fields):
-        if problem:
-            problems.append(Problem(path_of(spec.name), "profile", problem))
+    for spec, memory, value, problem in stored(vault, schema.fields):
+        extra = unlisted(spec, memory.body, value) if memory is not None else ()
+        said = _unlisted_problem(spec, path_of(spec.name), extra) if extra else problem
+        if said:
+            problems.append(Problem(path_of(spec.name), "profile", said))
     return problems
+
+
+_ITEM = re.compile(r"^[-*+][ \t]+(?:\[.\][ \t]+)?(.*?)\s*$")  # a top-level list item
+
+
+def unlisted(spec: FieldSpec, body: str, value: Any) -> tuple[str, ...]:
+    """Items a person added by hand to the list in a list field's text but not to its
+    ``value:`` (Obsidian shows the text: ``- shellfish`` typed under ``- peanuts``): the
+    items of the first list in the body that holds every item of the value, less those."""
+    if spec.type != "list" or not isinstance(value, list):  # [] too: "(none)", then items
+        return ()
+    have = {str(item).casefold() for item in value}
+    for items in _lists(body):
+        if have <= {item.casefold() for item in items}:
+            return tuple(dict.fromkeys(i for i in items if i and i.casefold() not in have))
+    return ()
+
+
+def _lists(body: str) -> Iterator[list[str]]:
+    """The items of each Markdown list in ``body`` (blank lines between items do not end a
+    list, nor do an item's indented lines, its details; a line of other text does)."""
+    items: list[str] = []
+    for line in [*body.split("\n"), "end"]:
+        match = _ITEM.match(line)
+        if match:
+            items.append(match.group(1))
+        elif line.strip() and not line[0].isspace():
+            if items:
+                yield items
+            items = []
+
+
+def _without_items(notes: str, items: Sequence[str]) -> str:
+    """``notes`` without the items ``items`` holds at its top: the items typed by hand under
+    the value's list, which the new value now lists (lower down they are a note's own)."""
+    have, lines = {item.casefold() for item in items}, notes.split("\n")
+    top = next((n for n, ln in enumerate(lines) if ln.strip() and not _ITEM.match(ln)), len(lines))
+    head = [
+        ln for ln in lines[:top] if not ((m := _ITEM.match(ln)) and m.group(1).casefold() in have)
+    ]
+    return "\n".join([*head, *lines[top:]]).strip("\n")
+
+
+def _unlisted_problem(spec: FieldSpec, path: str, extra: Sequence[str]) -> str:
+    return (
+        f"{spec.name}: {path} lists {', '.join(extra)} in its text but not in its `value:` "
+        "(the value counts): add them to `value:` by hand, or set the field again"
+    )
 
 
 def _schema_or_default(vault: Vault) -> tuple[Schema, list[str]]:
@@ -615,7 +680,9 @@ def _write(
             if existing.meta.get(key) in UNSET_STATUSES:
                 changes[key] = "active"
         shown = body_of(spec, plain(existing.meta.get("value"))).split("\n\n", 1)[-1]
-        notes = notes_of(existing.body, shown)  # the person's, around the value: kept
+        notes = notes_of(existing.body, shown, spec.heading)  # the person's: kept
+        if isinstance(value, list):  # but not an item typed by hand that the value now holds
+            notes = _without_items(notes, value)
         service.vault.rewrite(existing, changes, f"{body}\n{notes}\n" if notes else body, now)
         return
     meta = new_meta("fact", [FOLDER], CONFIDENCE, IMPORTANCE, now, source) | changes

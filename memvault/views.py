@@ -22,7 +22,7 @@ def index_view(entries: Sequence[MemoryInfo]) -> str:
     used = len(lines[0]) + 1
     for entry in ranked[:INDEX_ENTRIES]:
         suffix = f" ({entry.id})"
-        head = f"- [{entry.type}] "
+        head = f"- [{cut(entry.type, 20)}] "  # a person's type: may be any length
         line = head + cut(entry.title, INDEX_LINE - len(head) - len(suffix)) + suffix
         if used + len(line) + 1 > INDEX_BUDGET:
             break

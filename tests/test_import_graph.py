@@ -57,7 +57,7 @@ def test_each_entity_becomes_a_memory_with_its_observations_and_linked_relations
     # a name Obsidian cannot use as a file name gets one it can, and keeps its name as alias
     project = text_only.get("entities/Atlas v2 beta.md")
     assert project.title == "Atlas: v2/beta" and project.meta["aliases"] == ["Atlas: v2/beta"]
-    assert "- leads [[Atlas v2 beta|Atlas: v2/beta]]" in john.body
+    assert "- leads [[entities/Atlas v2 beta|Atlas: v2/beta]]" in john.body
     assert related_titles(text_only, john.path) == {"Anthropic", "Atlas: v2/beta"}
     assert related_titles(text_only, "entities/Anthropic.md") == {"John_Smith"}
     assert text_only.get("people/王小明.md").body.endswith("- 喜欢喝绿茶\n")
