@@ -30,6 +30,7 @@ class ImportItem:
     source: str  # where it came from, for error messages
     origin: Path | None = None  # the source file (folder imports): attachments resolve from it
     defaults: frozenset[str] = frozenset()  # frontmatter keys memvault filled in, not the source
+    modified: dt.datetime | None = None  # the source file's modification time (folder imports)
 
 
 def pruned(name: str) -> bool:
@@ -92,12 +93,13 @@ def _read_note(
                 f"{full} is not UTF-8 text (byte {exc.start}): re-save it as UTF-8"
             ) from exc
         frontmatter.parse(text)
+        modified = dt.datetime.fromtimestamp(os.lstat(full).st_mtime, dt.UTC)
     except MalformedMemoryError as exc:
         return _skip(rel, "malformed frontmatter", f"{full}: {exc}")
     except (InvalidInputError, UnsafePathError, OSError) as exc:
         detail = str(exc) if str(full) in str(exc) else f"{full}: {exc}"
         return _skip(rel, reason_of(exc), detail)
-    return ImportItem(rel, text, str(full), full)
+    return ImportItem(rel, text, str(full), full, modified=modified.replace(microsecond=0))
 
 
 def reason_of(exc: BaseException) -> str:
