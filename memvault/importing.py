@@ -174,7 +174,7 @@ class _Run:
             self._update(item, doc, path)
         else:
             own = has_id and str(raw_id) not in self.by_id  # else another file's id
-            added = {} if own else {"id": ids.new_id()}
+            added: dict[str, Any] = {} if own else {"id": ids.new_id()}
             if "created" not in doc.meta and item.modified is not None:
                 added["created"] = item.modified  # else since:/until: never select it
             text = frontmatter.render(doc, added) if added else item.text
