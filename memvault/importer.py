@@ -21,6 +21,9 @@ _KNOWN = ("content", "text", "body", "title", "folder", "path")
 # Folders never imported and never reported: git's, Obsidian's settings and trash, memvault's
 # state, templates, and every other dot-folder.
 PRUNED = frozenset({".git", ".obsidian", ".trash", ".memvault", "_templates"})
+# Files read as notes: Markdown, and plain text (Apple Notes, Simplenote, Bear exports) kept
+# as a note of the same name ending in .md.
+NOTE_SUFFIXES = (".md", ".txt")
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ def from_folder(
             rel = (here / name).relative_to(root).as_posix()
             yield _skip(rel, "the vault", f"{here / name} is the vault itself: not imported")
         for name in sorted(filenames):
-            if not name.lower().endswith(".md") or name.startswith("."):
+            if not name.lower().endswith(NOTE_SUFFIXES) or name.startswith("."):
                 continue  # not a note (attachments are copied when a note links them)
             full = here / name
             rel = full.relative_to(root).as_posix()
@@ -79,9 +82,10 @@ def _skip(path: str, reason: str, detail: str) -> ImportSkip:
 def _read_note(
     full: Path, rel: str, is_memory: Callable[[str], bool], max_bytes: int
 ) -> ImportItem | ImportSkip:
+    note_path = rel[: -len(".txt")] + ".md" if rel.lower().endswith(".txt") else rel
     try:
-        validate.relpath("path", rel)
-        if not is_memory(rel):
+        validate.relpath("path", note_path)
+        if not is_memory(note_path):
             raise UnsafePathError(f"{full} is in a place memvault ignores")
         data = read_regular(full, max_bytes)
         if b"\x00" in data:
@@ -99,7 +103,7 @@ def _read_note(
     except (InvalidInputError, UnsafePathError, OSError) as exc:
         detail = str(exc) if str(full) in str(exc) else f"{full}: {exc}"
         return _skip(rel, reason_of(exc), detail)
-    return ImportItem(rel, text, str(full), full, modified=modified.replace(microsecond=0))
+    return ImportItem(note_path, text, str(full), full, modified=modified.replace(microsecond=0))
 
 
 def reason_of(exc: BaseException) -> str:

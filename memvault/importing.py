@@ -372,6 +372,9 @@ class _Run:
 
     # -- outcome --------------------------------------------------------------
     def check_something_imported(self, source: Path) -> None:
+        if not (self.skipped or self.new or self.updated or self.unchanged):
+            what = "note (a .md or .txt file outside dot-folders)" if self.root else "memory"
+            raise InvalidInputError(f"nothing was imported from {source}: it holds no {what}")
         if self.skipped and not (self.new or self.updated or self.unchanged):
             more = f" ({len(self.skipped) - 1} more skipped)" if len(self.skipped) > 1 else ""
             raise InvalidInputError(

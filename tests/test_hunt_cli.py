@@ -6,8 +6,13 @@ import datetime as dt
 import os
 from pathlib import Path
 
+import pytest
+
+from memvault.errors import InvalidInputError
 from memvault.models import Filters
 from memvault.service import MemoryService
+
+from .helpers import git
 
 APRIL_2023 = dt.datetime(2023, 4, 5, 10, 0, tzinfo=dt.UTC)
 
@@ -32,3 +37,26 @@ def test_a_note_imported_without_a_created_date_is_dated_by_its_file_and_found_b
     assert [m.path for m in text_only.list_memories(period).memories] == ["kyoto.md"]
     again = text_only.import_path(src)  # the date memvault added is not a change
     assert (again.imported, again.updated, again.unchanged) == (0, 0, 2)
+
+
+def test_plain_text_files_import_as_notes_and_a_folder_without_notes_is_refused(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    src = tmp_path / "apple-notes"
+    (src / "Recipes").mkdir(parents=True)
+    (src / "Recipes" / "Soup.txt").write_text("Miso soup\nDashi, miso, tofu.\n")
+    report = text_only.import_path(src)
+    assert report.paths == ("Recipes/Soup.md",)
+    soup = text_only.vault.read("Recipes/Soup.md")
+    assert "Dashi, miso, tofu." in soup.body
+    assert text_only.import_path(src).unchanged == 1
+
+    empty = tmp_path / "pictures"
+    (empty / ".obsidian").mkdir(parents=True)
+    (empty / ".obsidian" / "app.md").write_text("# settings\n")
+    (empty / "photo.png").write_bytes(b"\x89PNG\r\n")
+    head = git(text_only.root, "rev-parse", "HEAD")
+    with pytest.raises(InvalidInputError, match="holds no note"):
+        text_only.import_path(empty)
+    assert git(text_only.root, "rev-parse", "HEAD") == head
+    assert not (text_only.root / "photo.png").exists()
