@@ -1140,7 +1140,14 @@ def export(ctx: Ctx, out: Path | None) -> None:
     from .reports import export as export_vault
 
     with _errors(ctx):
-        data = export_vault(_service(ctx, recover=False, embedder=False))
+        service = _service(ctx, recover=False, embedder=False)
+        if out and out.resolve().is_relative_to(service.root.resolve()):
+            _fail(
+                f"{out} is inside the vault: the export (every memory's text and history) "
+                "would be committed with the vault's next write, where a purge cannot erase "
+                "it; give --out a file outside the vault"
+            )
+        data = export_vault(service)
         text = json.dumps(data, ensure_ascii=False, indent=2)
         if out:
             _write_export(out, text + "\n")

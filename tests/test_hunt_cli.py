@@ -12,7 +12,7 @@ from memvault.errors import InvalidInputError
 from memvault.models import Filters
 from memvault.service import MemoryService
 
-from .helpers import git
+from .helpers import REPO, git, run_memvault
 
 APRIL_2023 = dt.datetime(2023, 4, 5, 10, 0, tzinfo=dt.UTC)
 
@@ -60,3 +60,23 @@ def test_plain_text_files_import_as_notes_and_a_folder_without_notes_is_refused(
         text_only.import_path(empty)
     assert git(text_only.root, "rev-parse", "HEAD") == head
     assert not (text_only.root / "photo.png").exists()
+
+
+def test_an_export_into_the_vault_is_refused_so_its_history_never_holds_a_purged_text(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    text_only.remember("My passport number is ZZ998877, keep it private.")
+    head = git(text_only.root, "rev-parse", "HEAD")
+    env = {"MEMVAULT_EMBEDDER": "none", "PYTHONPATH": str(REPO)}
+    for out in (text_only.root / "export.json", text_only.root / "inbox" / "all.json"):
+        result = run_memvault("--vault", str(text_only.root), "export", "--out", str(out), env=env)
+        assert result.returncode == 1
+        assert result.stderr.startswith("error: ") and "outside the vault" in result.stderr
+        assert len(result.stderr.splitlines()) == 1
+        assert not out.exists()
+    assert git(text_only.root, "status", "--porcelain") == ""
+    assert git(text_only.root, "rev-parse", "HEAD") == head
+    outside = tmp_path / "export.json"
+    args = ("--vault", str(text_only.root), "export", "--out", str(outside))
+    assert run_memvault(*args, env=env).returncode == 0
+    assert "ZZ998877" in outside.read_text()
