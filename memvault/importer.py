@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -33,7 +34,9 @@ class ImportItem:
     source: str  # where it came from, for error messages
     origin: Path | None = None  # the source file (folder imports): attachments resolve from it
     defaults: frozenset[str] = frozenset()  # frontmatter keys memvault filled in, not the source
-    modified: dt.datetime | None = None  # the source file's modification time (folder imports)
+    # when the note was written, for one without ``created``: a Logseq journal's day, else
+    # the source file's modification time (folder imports)
+    dated: dt.datetime | None = None
 
 
 def pruned(name: str) -> bool:
@@ -96,14 +99,53 @@ def _read_note(
             raise InvalidInputError(
                 f"{full} is not UTF-8 text (byte {exc.start}): re-save it as UTF-8"
             ) from exc
+        text = logseq_properties(text)
         frontmatter.parse(text)
-        modified = dt.datetime.fromtimestamp(os.lstat(full).st_mtime, dt.UTC)
+        dated = _journal_day(rel) or dt.datetime.fromtimestamp(os.lstat(full).st_mtime, dt.UTC)
     except MalformedMemoryError as exc:
         return _skip(rel, "malformed frontmatter", f"{full}: {exc}")
     except (InvalidInputError, UnsafePathError, OSError) as exc:
         detail = str(exc) if str(full) in str(exc) else f"{full}: {exc}"
         return _skip(rel, reason_of(exc), detail)
-    return ImportItem(note_path, text, str(full), full, modified=modified.replace(microsecond=0))
+    return ImportItem(note_path, text, str(full), full, dated=dated.replace(microsecond=0))
+
+
+def _journal_day(rel: str) -> dt.datetime | None:
+    """The day a Logseq journal page (``journals/2023_04_05.md``) is about."""
+    match = re.fullmatch(r"(?:.*/)?journals/(\d{4})_(\d\d)_(\d\d)\.md", rel)
+    if match is None:
+        return None
+    try:
+        return dt.datetime.strptime("-".join(match.groups()), "%Y-%m-%d").replace(tzinfo=dt.UTC)
+    except ValueError:  # no such day (2023_02_30)
+        return None
+
+
+_PROPERTY = re.compile(r"([A-Za-z][\w-]*):: ?(.*)")
+_LISTS = {"tags": "tags", "alias": "aliases"}  # Logseq's list properties, by memvault's names
+
+
+def logseq_properties(text: str) -> str:
+    """A Logseq page's properties (its first lines, ``key:: value``) as YAML frontmatter,
+    so its title, tags and aliases are read as such; any other text is returned as it is."""
+    lines = text.split("\n")
+    count = next((n for n, line in enumerate(lines) if not _PROPERTY.fullmatch(line)), len(lines))
+    if count == 0 or text.startswith(("---", "\ufeff")):
+        return text
+    meta: dict[str, Any] = {}
+    for line in lines[:count]:
+        match = _PROPERTY.fullmatch(line)
+        assert match is not None
+        key, value = match.group(1), match.group(2).strip()
+        if key.lower() in _LISTS:
+            items = (
+                v.strip().strip("#").removeprefix("[[").removesuffix("]]") for v in value.split(",")
+            )
+            meta[_LISTS[key.lower()]] = [v.strip() for v in items if v.strip()]
+        else:
+            meta[key] = value
+    rest = "\n".join(lines[count:]).lstrip("\n")
+    return frontmatter.new_file(meta, rest)
 
 
 def reason_of(exc: BaseException) -> str:

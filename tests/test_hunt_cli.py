@@ -80,3 +80,28 @@ def test_an_export_into_the_vault_is_refused_so_its_history_never_holds_a_purged
     args = ("--vault", str(text_only.root), "export", "--out", str(outside))
     assert run_memvault(*args, env=env).returncode == 0
     assert "ZZ998877" in outside.read_text()
+
+
+def test_a_logseq_graph_imports_with_its_page_properties_and_journal_days(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    graph = tmp_path / "logseq"
+    (graph / "pages").mkdir(parents=True)
+    (graph / "journals").mkdir()
+    (graph / "pages" / "Garden.md").write_text(
+        "title:: Garden plans\ntags:: home, [[spring work]], #outdoors\nalias:: Yard\n"
+        "rating:: 9\n\n- plant tomatoes\n- fix the fence, see [[Tools]]\n"
+    )
+    (graph / "journals" / "2023_04_05.md").write_text("- bought seeds for [[Garden]]\n")
+
+    text_only.import_path(graph)
+
+    garden = text_only.vault.read("pages/Garden.md")
+    assert garden.title == "Garden plans"
+    assert list(garden.tags) == ["home", "spring work", "outdoors"]
+    assert garden.meta["aliases"] == ["Yard"] and garden.meta["rating"] == "9"
+    assert garden.body.startswith("- plant tomatoes\n")  # the property lines moved up
+    journal = text_only.vault.read("journals/2023_04_05.md")
+    assert journal.created is not None and journal.created.startswith("2023-04-05")
+    again = text_only.import_path(graph)
+    assert (again.imported, again.updated, again.unchanged) == (0, 0, 2)
