@@ -72,10 +72,27 @@ def _service(ctx: Ctx, recover: bool = True, embedder: bool = True) -> Any:
     """The vault's service. Read commands pass ``recover=False``: they never commit."""
     from .service import MemoryService
 
+    _check_vault(ctx.vault)
     settings = load_settings(ctx.vault)
     service = MemoryService.open(ctx.vault, settings, recover=recover, load_embedder=embedder)
     service.client = "cli"  # named in the commits it makes (Memvault-Client)
     return service
+
+
+def _check_vault(root: Path) -> None:
+    """Say what is wrong when ``root`` is no folder: a file given for the vault, or the
+    default vault missing while the command runs inside another vault's folder."""
+    if root.is_dir():
+        return
+    if root.exists():
+        _fail(f"{root} is a file, not a vault folder: give --vault the vault's folder")
+    here = Path.cwd()
+    inside = next((d for d in (here, *here.parents) if (d / ".memvault").is_dir()), None)
+    if inside is not None:
+        _fail(
+            f"no vault at {root}; this folder is inside the vault {inside}: pass "
+            f"--vault {inside} (or set MEMVAULT_VAULT)"
+        )
 
 
 def _split(value: str | None) -> tuple[str, ...]:
@@ -932,6 +949,7 @@ def doctor(ctx: Ctx) -> None:
     from .vault import Vault
 
     with _errors(ctx):
+        _check_vault(ctx.vault)
         if not ctx.vault.is_dir():
             _fail(f"no vault at {ctx.vault}: create one with `memvault init`")
         settings = load_settings(ctx.vault)

@@ -105,3 +105,28 @@ def test_a_logseq_graph_imports_with_its_page_properties_and_journal_days(
     assert journal.created is not None and journal.created.startswith("2023-04-05")
     again = text_only.import_path(graph)
     assert (again.imported, again.updated, again.unchanged) == (0, 0, 2)
+
+
+def test_a_command_run_inside_a_vault_or_given_a_file_says_which_vault_to_pass(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "home"
+    elsewhere.mkdir()
+    env = {
+        "MEMVAULT_EMBEDDER": "none",
+        "PYTHONPATH": str(REPO),
+        "MEMVAULT_VAULT": "",
+        "HOME": str(elsewhere),
+        "XDG_DATA_HOME": str(elsewhere / "data"),
+    }
+    inside = run_memvault("list", cwd=text_only.root / "inbox", env=env)
+    assert inside.returncode == 1 and inside.stdout == ""
+    assert inside.stderr.startswith("error: no vault at ")
+    assert f"--vault {text_only.root}" in inside.stderr and len(inside.stderr.splitlines()) == 1
+    a_file = text_only.root / "README.md"
+    given_file = run_memvault("--vault", str(a_file), "status", env=env)
+    assert given_file.returncode == 1
+    assert (
+        given_file.stderr == f"error: {a_file} is a file, not a vault folder: give --vault "
+        "the vault's folder\n"
+    )
