@@ -85,7 +85,7 @@ def _skip(path: str, reason: str, detail: str) -> ImportSkip:
 def _read_note(
     full: Path, rel: str, is_memory: Callable[[str], bool], max_bytes: int
 ) -> ImportItem | ImportSkip:
-    note_path = rel[: -len(".txt")] + ".md" if rel.lower().endswith(".txt") else rel
+    note_path = portable(rel[: -len(".txt")] + ".md" if rel.lower().endswith(".txt") else rel)
     try:
         validate.relpath("path", note_path)
         if not is_memory(note_path):
@@ -108,6 +108,35 @@ def _read_note(
         detail = str(exc) if str(full) in str(exc) else f"{full}: {exc}"
         return _skip(rel, reason_of(exc), detail)
     return ImportItem(note_path, text, str(full), full, dated=dated.replace(microsecond=0))
+
+
+_NOT_PORTABLE = re.compile(f"[{re.escape(validate.NOT_PORTABLE)}]")
+_RESERVED = re.compile(r"(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?", re.IGNORECASE)
+_MAX_PART_BYTES = 180  # a name holds 255 bytes: room for a -2 and a write's temporary name
+_MAX_KEPT_BYTES = 235  # longer, the temporary name of the vault's write would not fit
+
+
+def portable(rel: str) -> str:
+    """``rel`` (a note's path in the source) as a path the vault can hold on every OS:
+    where the vault refuses it, the characters Windows refuses become spaces, a name ending
+    in a dot or a space or reserved by Windows (``CON``) is changed, and a name too long to
+    write is shortened to 180 bytes."""
+    try:  # a name the vault takes stays as it is (a re-import finds it where it was)
+        validate.relpath("path", rel)
+        if all(len(part.encode("utf-8")) <= _MAX_KEPT_BYTES for part in rel.split("/")):
+            return rel
+    except (InvalidInputError, UnsafePathError):
+        pass
+    *folders, name = rel.split("/")
+    stem, dot, suffix = name.rpartition(".")
+    cleaned = []
+    for given in [*folders, stem] if dot else [*folders, name]:
+        part = " ".join(_NOT_PORTABLE.sub(" ", given).split())
+        while len(part.encode("utf-8")) > _MAX_PART_BYTES:
+            part = part[:-1]
+        part = part.rstrip(". ") or "note"
+        cleaned.append(f"{part}_" if _RESERVED.fullmatch(part) else part)
+    return "/".join(cleaned) + (f".{suffix}" if dot else "")
 
 
 def _journal_day(rel: str) -> dt.datetime | None:

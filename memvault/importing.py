@@ -2,8 +2,9 @@
 
 Never harms, and can be repeated:
 
-- a file that cannot be read (not UTF-8, malformed frontmatter, binary, too large, an unsafe
-  or ignored name, a symlink or FIFO) is skipped with a warning naming it; the rest imports;
+- a file that cannot be read (not UTF-8, malformed frontmatter, binary, too large, an ignored
+  name, a symlink or FIFO) is skipped with a warning naming it; the rest imports (a name
+  Windows refuses, ``What? Why.md``, is made portable: ``importer.portable``);
 - each note maps to an existing memory by its frontmatter ``id``, else by the vault path it
   would get when an import wrote the file there (a note a person or an agent saved at that
   path is kept, and the imported one takes a free name, ``-2``...); an unchanged note is

@@ -130,3 +130,30 @@ def test_a_command_run_inside_a_vault_or_given_a_file_says_which_vault_to_pass(
         given_file.stderr == f"error: {a_file} is a file, not a vault folder: give --vault "
         "the vault's folder\n"
     )
+
+
+def test_notes_named_as_apple_notes_and_notion_name_them_import_under_portable_names(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    src = tmp_path / "export"
+    (src / "Q&A: 2024").mkdir(parents=True)
+    long_name = "长" * 80  # 240 bytes: the vault's write needs a longer temporary name
+    notes = {
+        "What? Why: now.md": "What?",
+        "Q&A: 2024/a|b.txt": "A or b",
+        "CON.md": "Console",
+        f"{long_name}.md": "Long",
+        "Dr..md": "Kept as it is",
+    }
+    for rel, text in notes.items():
+        (src / rel).write_text(f"# {text}\n\nBody of {text}.\n")
+
+    report = text_only.import_path(src)
+
+    assert not report.skipped
+    assert sorted(report.paths) == sorted(
+        ["What Why now.md", "Q&A 2024/a b.md", "CON_.md", f"{'长' * 60}.md", "Dr..md"]
+    )
+    assert text_only.vault.read("What Why now.md").title == "What?"
+    again = text_only.import_path(src)
+    assert (again.imported, again.updated, again.unchanged) == (0, 0, 5)
