@@ -22,9 +22,9 @@ _KNOWN = ("content", "text", "body", "title", "folder", "path")
 # Folders never imported and never reported: git's, Obsidian's settings and trash, memvault's
 # state, templates, and every other dot-folder.
 PRUNED = frozenset({".git", ".obsidian", ".trash", ".memvault", "_templates"})
-# Files read as notes: Markdown, and plain text (Apple Notes, Simplenote, Bear exports) kept
-# as a note of the same name ending in .md.
-NOTE_SUFFIXES = (".md", ".txt")
+# Files read as notes: Markdown, and plain text (Apple Notes, Simplenote, Bear exports); a
+# .markdown or .txt file is kept as the note of the same name ending in .md.
+NOTE_SUFFIXES = (".md", ".markdown", ".txt")
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,8 @@ def _skip(path: str, reason: str, detail: str) -> ImportSkip:
 def _read_note(
     full: Path, rel: str, is_memory: Callable[[str], bool], max_bytes: int
 ) -> ImportItem | ImportSkip:
-    note_path = portable(rel[: -len(".txt")] + ".md" if rel.lower().endswith(".txt") else rel)
+    stem, _, suffix = rel.rpartition(".")
+    note_path = portable(rel if suffix.lower() == "md" else f"{stem}.md")
     try:
         validate.relpath("path", note_path)
         if not is_memory(note_path):

@@ -45,11 +45,12 @@ def test_plain_text_files_import_as_notes_and_a_folder_without_notes_is_refused(
     src = tmp_path / "apple-notes"
     (src / "Recipes").mkdir(parents=True)
     (src / "Recipes" / "Soup.txt").write_text("Miso soup\nDashi, miso, tofu.\n")
+    (src / "Recipes" / "Tea.markdown").write_text("# Tea\n\nSteep three minutes.\n")
     report = text_only.import_path(src)
-    assert report.paths == ("Recipes/Soup.md",)
+    assert report.paths == ("Recipes/Soup.md", "Recipes/Tea.md")
     soup = text_only.vault.read("Recipes/Soup.md")
     assert "Dashi, miso, tofu." in soup.body
-    assert text_only.import_path(src).unchanged == 1
+    assert text_only.import_path(src).unchanged == 2
 
     empty = tmp_path / "pictures"
     (empty / ".obsidian").mkdir(parents=True)
