@@ -282,10 +282,36 @@ def _items(
             yield _skip(where, "invalid record", f"{folder / where}: {exc}")
 
 
+_UNITS = ("importance", "confidence")
+_TIMES = ("created", "updated", "expires", "valid_from", "valid_until")
+
+
+def _check_fields(record: dict[str, Any]) -> None:
+    """Refuse what ``remember`` refuses in the fields memvault reads (a memory written with
+    ``importance: high`` or ``created: 12/03/2024`` would rank and date as if unset)."""
+    for key in _UNITS:
+        value = record.get(key)
+        if value is None:
+            continue
+        try:  # "0.7" from a spreadsheet's export is a number too
+            number = None if isinstance(value, bool) else float(value)
+        except (TypeError, ValueError):
+            number = None
+        if number is None or not 0 <= number <= 1:
+            raise InvalidInputError(f"{key} must be a number between 0 and 1, got {value!r}")
+        record[key] = number
+    for key in _TIMES:
+        if record.get(key) not in (None, ""):
+            validate.moment(key, record[key])
+    if not isinstance(record.get("type", "note"), str):
+        raise InvalidInputError(f"type must be text (note, fact...), got {record['type']!r}")
+
+
 def _record_item(record: dict[str, Any], now: dt.datetime, where: str) -> ImportItem:
     content = str(record.get("content") or record.get("text") or record.get("body") or "").strip()
     if not content:
         raise InvalidInputError("the record has no content, text or body")
+    _check_fields(record)
     validate.text("content", content)
     title = validate.title(str(record.get("title") or note.title_from(content)).strip())
     tags = record.get("tags") or []

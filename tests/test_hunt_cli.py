@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 from pathlib import Path
 
@@ -158,3 +159,30 @@ def test_notes_named_as_apple_notes_and_notion_name_them_import_under_portable_n
     assert text_only.vault.read("What Why now.md").title == "What?"
     again = text_only.import_path(src)
     assert (again.imported, again.updated, again.unchanged) == (0, 0, 5)
+
+
+def test_jsonl_records_with_fields_remember_refuses_are_skipped_by_line_and_the_rest_imports(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    source = tmp_path / "memories.jsonl"
+    lines = [
+        {"content": "The user rates tea highly.", "importance": "high"},
+        {"content": "The user trusts this a lot.", "confidence": 7},
+        {"content": "The user moved on a US date.", "created": "12/03/2024"},
+        {"content": "The user logged this at an epoch.", "created": 1700000000},
+        {"content": "The user lapses soon.", "expires": "soon"},
+        {"content": "The user typed a number.", "type": 5},
+        {"content": "The user likes green tea.", "importance": "0.7", "created": "2024-03-12"},
+    ]
+    source.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+
+    report = text_only.import_path(source)
+
+    assert [s.path for s in report.skipped] == [f"memories.jsonl:{n}" for n in range(1, 7)]
+    assert "importance must be a number between 0 and 1, got 'high'" in report.skipped[0].detail
+    assert "12/03/2024" in report.skipped[2].detail
+    (path,) = report.paths
+    tea = text_only.vault.read(path)
+    assert tea.meta["importance"] == 0.7 and tea.created is not None
+    assert tea.created.startswith("2024-03-12")
+    assert not [p for p in text_only.problems() if p.kind == "bad_date"]
