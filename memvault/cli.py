@@ -252,7 +252,8 @@ def add(
     valid_until: str | None,
     supersedes: tuple[str, ...],
 ) -> None:
-    """Remember TEXT as a new memory (one commit).
+    """Remember TEXT as a new memory (one commit); TEXT '-' reads it from stdin
+    (`pbpaste | memvault add -`).
 
     Exit 0 when it was written; exit 3 when nothing was written because TEXT
     duplicates a memory (named with its path and id) or is too trivial to keep.
@@ -261,7 +262,7 @@ def add(
     with _errors(ctx):
         service = _service(ctx)
         result = service.remember(
-            text,
+            _stdin_text() if text == "-" else text,
             type=type_,
             tags=_split(tags),
             importance=importance,
@@ -286,6 +287,18 @@ def add(
                 click.echo(f"  {SAID[s.relation]} {s.path} ({s.id})")
 
     _emit(ctx, data, human)
+
+
+def _stdin_text() -> str:
+    """The text piped to `add -`, UTF-8 (a byte order mark dropped)."""
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise MemvaultError(
+            f"the text on stdin is not UTF-8 (byte {exc.start}): convert it, e.g. with "
+            "`iconv -t UTF-8`, and pipe it again; nothing written"
+        ) from exc
 
 
 SAID = {  # what `add` says of a close memory it reports (related ones stay in --json)

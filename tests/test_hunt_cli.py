@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -186,3 +188,26 @@ def test_jsonl_records_with_fields_remember_refuses_are_skipped_by_line_and_the_
     assert tea.meta["importance"] == 0.7 and tea.created is not None
     assert tea.created.startswith("2024-03-12")
     assert not [p for p in text_only.problems() if p.kind == "bad_date"]
+
+
+def test_add_dash_reads_the_text_from_stdin_and_refuses_bytes_that_are_not_utf8(
+    text_only: MemoryService,
+) -> None:
+    env = {"MEMVAULT_EMBEDDER": "none", "PYTHONPATH": str(REPO)}
+    text = "The user prefers window seats on night flights.\n\n靠窗的座位。\n"
+    piped = run_memvault("--vault", str(text_only.root), "add", "-", input_text=text, env=env)
+    assert piped.returncode == 0, piped.stderr
+    path = piped.stdout.split()[1]
+    assert "靠窗的座位。" in (text_only.root / path).read_text()
+    head = git(text_only.root, "rev-parse", "HEAD")
+    latin = subprocess.run(
+        [sys.executable, "-m", "memvault.cli", "--vault", str(text_only.root), "add", "-"],
+        input="Été au café, a long summer.".encode("latin-1"),
+        capture_output=True,
+        env={**os.environ, **env},
+        check=False,
+    )
+    assert latin.returncode == 1 and latin.stdout == b""
+    assert latin.stderr.decode().startswith("error: the text on stdin is not UTF-8")
+    assert git(text_only.root, "rev-parse", "HEAD") == head
+    assert git(text_only.root, "status", "--porcelain") == ""
