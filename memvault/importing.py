@@ -307,18 +307,23 @@ class _Run:
             assert item.origin is not None  # folder imports set it
             base = item.origin.parent.relative_to(root).as_posix()
             for link in note.links(doc.body):
-                rel = self._resolve(root, "" if base == "." else base, link.target)
-                if rel is None or rel in seen:
-                    continue
-                seen.add(rel)
+                rel = None
                 try:
+                    rel = self._resolve(root, "" if base == "." else base, link.target)
+                    if rel is None or rel in seen:
+                        continue
+                    seen.add(rel)
                     self._copy(root, rel)
                 except _PER_ITEM as exc:
-                    self.skip(ImportSkip(rel, importer.reason_of(exc), str(exc)))
+                    if rel is None:  # a bare name it cannot tell: named once
+                        if link.target in seen:
+                            continue
+                        seen.add(link.target)
+                    self.skip(ImportSkip(rel or link.target, importer.reason_of(exc), str(exc)))
 
     def _resolve(self, root: Path, base: str, target: str) -> str | None:
         """Source path of a linked non-Markdown file: relative to the note, to the source
-        folder, or (a bare name, as Obsidian does) the one file of that name anywhere."""
+        folder, or (a bare name, as Obsidian does) the file of that name nearest the note."""
         target = target.strip()
         if not target or target.lower().endswith(".md"):
             return None
@@ -331,8 +336,7 @@ class _Run:
                 return rel
         if "/" in target:
             return None
-        found = self._names(root).get(target, [])
-        return found[0] if len(found) == 1 else None
+        return _nearest(base, self._names(root).get(target, []), target)
 
     def _names(self, root: Path) -> dict[str, list[str]]:
         if self.names is None:
@@ -403,6 +407,27 @@ class _Run:
             skipped=tuple(self.skipped),
             attachments=tuple(self.attachments),
         )
+
+
+def _nearest(base: str, found: list[str], name: str) -> str | None:
+    """Of the files called ``name``, the one nearest the note's folder ``base``: the most
+    leading folders in common, then the fewest folders (None for none); a tie is refused."""
+    here = base.split("/") if base else []
+
+    def rank(rel: str) -> tuple[int, int]:
+        folders = rel.split("/")[:-1]
+        shared = 0
+        while shared < min(len(here), len(folders)) and here[shared] == folders[shared]:
+            shared += 1
+        return -shared, len(folders)
+
+    ranked = sorted(found, key=rank)
+    if len(ranked) > 1 and rank(ranked[0]) == rank(ranked[1]):
+        raise InvalidInputError(
+            f"{name}: the source has several files of that name ({ranked[0]}, {ranked[1]}), "
+            "none nearer the note: write the link with its folder to import it"
+        )
+    return ranked[0] if ranked else None
 
 
 def _says(base: str | None, doc: frontmatter.Document, defaults: frozenset[str]) -> bool:

@@ -211,3 +211,23 @@ def test_add_dash_reads_the_text_from_stdin_and_refuses_bytes_that_are_not_utf8(
     assert latin.stderr.decode().startswith("error: the text on stdin is not UTF-8")
     assert git(text_only.root, "rev-parse", "HEAD") == head
     assert git(text_only.root, "status", "--porcelain") == ""
+
+
+def test_a_bare_embed_takes_the_attachment_nearest_its_note_and_a_tie_is_named(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    src = tmp_path / "obsidian"
+    for folder, data in (("trip", b"trip photo"), ("work", b"whiteboard")):
+        (src / folder / "assets").mkdir(parents=True)
+        (src / folder / "assets" / "image.png").write_bytes(data)
+        (src / folder / f"{folder}.md").write_text(f"# {folder}\n\n![[image.png]]\n")
+    (src / "index.md").write_text("# Index\n\n![[image.png]]\n")
+
+    report = text_only.import_path(src)
+
+    assert sorted(report.attachments) == ["trip/assets/image.png", "work/assets/image.png"]
+    assert (text_only.root / "trip/assets/image.png").read_bytes() == b"trip photo"
+    assert (text_only.root / "work/assets/image.png").read_bytes() == b"whiteboard"
+    ((path, reason, detail),) = [(s.path, s.reason, s.detail) for s in report.skipped]
+    assert (path, reason) == ("image.png", "ambiguous link")
+    assert "trip/assets/image.png" in detail and "write the link with its folder" in detail
