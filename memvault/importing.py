@@ -93,6 +93,11 @@ def import_path(
     source, vault = source.expanduser(), service.vault
     now = service.clock().replace(microsecond=0)
     max_bytes = service.settings.max_file_bytes
+    if source.is_dir() and source.resolve().is_relative_to(vault.root.resolve()):
+        raise InvalidInputError(
+            f"{source} is the vault or a folder inside it: its notes are memories already "
+            "(an import would copy them); give a folder outside the vault"
+        )
     if source.is_dir():
         found = importer.from_folder(source, vault.is_memory_path, max_bytes, vault.root)
         entries = list(found)

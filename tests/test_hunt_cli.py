@@ -231,3 +231,18 @@ def test_a_bare_embed_takes_the_attachment_nearest_its_note_and_a_tie_is_named(
     ((path, reason, detail),) = [(s.path, s.reason, s.detail) for s in report.skipped]
     assert (path, reason) == ("image.png", "ambiguous link")
     assert "trip/assets/image.png" in detail and "write the link with its folder" in detail
+
+
+def test_importing_the_vault_or_a_folder_inside_it_is_refused_and_copies_nothing(
+    person_vault: MemoryService,
+) -> None:
+    (person_vault.root / "inbox" / "idless.md").write_text("# Idless\n\nA note of mine.\n")
+    git(person_vault.root, "add", "-A")
+    git(person_vault.root, "commit", "-qm", "my note")
+    head = git(person_vault.root, "rev-parse", "HEAD")
+    for inside in (person_vault.root, person_vault.root / "inbox"):
+        with pytest.raises(InvalidInputError, match="inside it"):
+            person_vault.import_path(inside)
+    assert not (person_vault.root / "idless.md").exists()
+    assert git(person_vault.root, "rev-parse", "HEAD") == head
+    assert git(person_vault.root, "status", "--porcelain") == ""
