@@ -246,3 +246,20 @@ def test_importing_the_vault_or_a_folder_inside_it_is_refused_and_copies_nothing
     assert not (person_vault.root / "idless.md").exists()
     assert git(person_vault.root, "rev-parse", "HEAD") == head
     assert git(person_vault.root, "status", "--porcelain") == ""
+
+
+def test_the_export_carries_the_text_of_a_note_that_is_not_utf8(
+    person_vault: MemoryService, tmp_path: Path
+) -> None:
+    (person_vault.root / "inbox" / "latin.md").write_bytes(
+        "# Café\n\nÉté à Paris.\n".encode("latin-1")
+    )
+    git(person_vault.root, "add", "-A")
+    git(person_vault.root, "commit", "-qm", "a note saved by an old editor")
+    out = tmp_path / "export.json"
+    env = {"MEMVAULT_EMBEDDER": "none", "PYTHONPATH": str(REPO)}
+    result = run_memvault("--vault", str(person_vault.root), "export", "--out", str(out), env=env)
+    assert result.returncode == 0, result.stderr
+    (problem,) = [p for p in json.loads(out.read_text())["problems"] if p["kind"] == "encoding"]
+    assert problem["path"] == "inbox/latin.md"
+    assert problem["text"] == "# Caf\ufffd\n\n\ufffdt\ufffd \ufffd Paris.\n"
