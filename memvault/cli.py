@@ -587,7 +587,15 @@ def log_(ctx: Ctx, id_or_path: str | None, limit: int | None) -> None:
 @click.option("--limit", type=click.IntRange(1, 500), default=None, help="At most (default 50).")
 @pass_ctx
 def changes(ctx: Ctx, since: str | None, limit: int | None) -> None:
-    """What changed in memories since a commit or time (default: the last 20), newest first."""
+    """What changed in memories since a commit or time (default: the last 20), newest first.
+
+    The cursor printed on stderr is the --since of the next call.
+
+    \b
+    Examples:
+      memvault changes --since 2026-11-30T18:00
+      memvault changes --since 9613345c2c --limit 200
+    """
     from . import changes as feed_of
 
     with _errors(ctx):
@@ -857,10 +865,17 @@ def context(ctx: Ctx, topic: str, budget: int) -> None:
 @click.argument("source", type=click.Path(exists=True, path_type=Path))
 @pass_ctx
 def import_(ctx: Ctx, source: Path) -> None:
-    """Import a folder of Markdown files (an Obsidian vault, say) or a JSONL of memories.
+    """Import a folder of notes (Obsidian, Logseq, Notion, Bear: .md, .markdown, .txt) or
+    a JSONL of memories (the MCP memory server's memory.jsonl too).
 
     One commit; files it cannot read are skipped and named. Safe to repeat: unchanged notes
     are left alone, changed ones update the same memory, linked attachments are copied.
+    A note without created: is dated by its file's modification time.
+
+    \b
+    Examples:
+      memvault import ~/Documents/Obsidian/MyVault
+      memvault --json import memories.jsonl
     """
     with _errors(ctx):
         service = _service(ctx)
@@ -1167,7 +1182,12 @@ def reject(ctx: Ctx, ids: tuple[str, ...], everything: bool, client: str | None)
 )
 @pass_ctx
 def export(ctx: Ctx, out: Path | None) -> None:
-    """Every memory with metadata and history, as JSON."""
+    """Every memory with metadata and history, as JSON (to read, not to import).
+
+    \b
+    Example:
+      memvault export --out ~/memvault-export.json
+    """
     from .reports import export as export_vault
 
     with _errors(ctx):
