@@ -13,8 +13,9 @@ Never harms, and can be repeated:
   memvault's own keys kept, the source's body and keys written), a new one is created;
   an id that an earlier note of the import (a copy) or another memory holds is not matched
   twice: that note is matched by path, and a new memory for it gets an id of its own;
-- a new note without ``created`` gets its source file's modification time there, a Logseq
-  journal page its day (else a period, ``since:``/``until:``, would never select it);
+- a new note without ``created`` gets its own ``date:``, else a Logseq journal page's
+  day, else its source file's modification time (else a period, ``since:``/``until:``,
+  would never select it);
 - a Logseq page's properties (``key:: value`` lines first in the file) become its
   frontmatter (``tags``, ``alias`` as lists: title, tags and aliases are read as such);
 - non-Markdown files the notes link or embed are copied to the same relative path, unless
@@ -183,8 +184,8 @@ class _Run:
         else:
             own = has_id and str(raw_id) not in self.by_id  # else another file's id
             added: dict[str, Any] = {} if own else {"id": ids.new_id()}
-            if "created" not in doc.meta and item.dated is not None:
-                added["created"] = item.dated  # else since:/until: never select it
+            if "created" not in doc.meta and (when := _dated(doc, item)) is not None:
+                added["created"] = when  # else since:/until: never select it
             text = frontmatter.render(doc, added) if added else item.text
             guard.check_memory_path(self.vault, path, path)
             validate.file_size(path, text, self.vault.max_file_bytes)
@@ -412,6 +413,14 @@ class _Run:
             skipped=tuple(self.skipped),
             attachments=tuple(self.attachments),
         )
+
+
+def _dated(doc: frontmatter.Document, item: ImportItem) -> dt.datetime | None:
+    """When a note without ``created`` was written: its own ``date:`` (a common template
+    key) when it reads as one, else what the source says (a journal's day, the file's
+    modification time)."""
+    own = note.parse_time(doc.meta.get("date")) if doc.meta.get("date") else None
+    return own or item.dated
 
 
 def _nearest(base: str, found: list[str], name: str) -> str | None:

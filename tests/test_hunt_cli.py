@@ -27,19 +27,22 @@ def test_a_note_imported_without_a_created_date_is_dated_by_its_file_and_found_b
     src.mkdir()
     (src / "kyoto.md").write_text("# Trip to Kyoto\n\nWent to Kyoto in spring.\n")
     (src / "dated.md").write_text("---\ncreated: 2021-01-02\n---\n# Dated\n\nIts own date.\n")
-    for name in ("kyoto.md", "dated.md"):
+    (src / "template.md").write_text("---\ndate: 2022-06-01\n---\n# Template\n\nA date key.\n")
+    for name in ("kyoto.md", "dated.md", "template.md"):
         os.utime(src / name, (APRIL_2023.timestamp(), APRIL_2023.timestamp()))
 
     report = text_only.import_path(src)
 
-    assert report.imported == 2
+    assert report.imported == 3
+    template = text_only.vault.read("template.md")
+    assert template.created is not None and template.created.startswith("2022-06-01")
     kyoto = text_only.vault.read("kyoto.md")
     assert kyoto.created is not None and kyoto.created.startswith("2023-04-05T10:00:00")
     assert "created: 2021-01-02\n" in (text_only.root / "dated.md").read_text()  # its own kept
     period = Filters(since=dt.datetime(2023, 1, 1, tzinfo=dt.UTC), until=APRIL_2023)
     assert [m.path for m in text_only.list_memories(period).memories] == ["kyoto.md"]
     again = text_only.import_path(src)  # the date memvault added is not a change
-    assert (again.imported, again.updated, again.unchanged) == (0, 0, 2)
+    assert (again.imported, again.updated, again.unchanged) == (0, 0, 3)
 
 
 def test_plain_text_files_import_as_notes_and_a_folder_without_notes_is_refused(
