@@ -1178,7 +1178,7 @@ def reject(ctx: Ctx, ids: tuple[str, ...], everything: bool, client: str | None)
 
 @cli.command()
 @click.option(
-    "--out", type=click.Path(path_type=Path), default=None, help="File (default: stdout)."
+    "--out", type=click.Path(path_type=Path), default=None, help="File (default or -: stdout)."
 )
 @pass_ctx
 def export(ctx: Ctx, out: Path | None) -> None:
@@ -1190,6 +1190,7 @@ def export(ctx: Ctx, out: Path | None) -> None:
     """
     from .reports import export as export_vault
 
+    out = None if out == Path("-") else out
     with _errors(ctx):
         service = _service(ctx, recover=False, embedder=False)
         if out and out.resolve().is_relative_to(service.root.resolve()):

@@ -266,3 +266,15 @@ def test_the_export_carries_the_text_of_a_note_that_is_not_utf8(
     (problem,) = [p for p in json.loads(out.read_text())["problems"] if p["kind"] == "encoding"]
     assert problem["path"] == "inbox/latin.md"
     assert problem["text"] == "# Caf\ufffd\n\n\ufffdt\ufffd \ufffd Paris.\n"
+
+
+def test_export_out_dash_writes_to_stdout_not_a_file_named_dash(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    text_only.remember("The user keeps bees on the roof.")
+    env = {"MEMVAULT_EMBEDDER": "none", "PYTHONPATH": str(REPO)}
+    args = ("--vault", str(text_only.root), "export", "--out", "-")
+    result = run_memvault(*args, cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "bees" in json.loads(result.stdout)["memories"][0]["body"]
+    assert not (tmp_path / "-").exists()
