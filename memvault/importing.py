@@ -109,7 +109,8 @@ def import_path(
     else:
         raise InvalidInputError(
             f"{source} is neither a folder nor a .jsonl file (nor the MCP memory server's "
-            "memory.json)"
+            "memory.json): give the folder the notes are in"
+            + (" (unzip the export first)" if source.suffix.lower() == ".zip" else "")
         )
     run = _Run(vault, service.history, source if source.is_dir() else None, now)
     for entry in entries:

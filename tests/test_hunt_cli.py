@@ -278,3 +278,15 @@ def test_export_out_dash_writes_to_stdout_not_a_file_named_dash(
     assert result.returncode == 0, result.stderr
     assert "bees" in json.loads(result.stdout)["memories"][0]["body"]
     assert not (tmp_path / "-").exists()
+
+
+def test_importing_an_export_zip_says_to_unzip_it_and_writes_nothing(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    archive = tmp_path / "Export-1a2b3c.zip"
+    archive.write_bytes(b"PK\x03\x04 a Notion export")
+    head = git(text_only.root, "rev-parse", "HEAD")
+    with pytest.raises(InvalidInputError, match=r"unzip the export first"):
+        text_only.import_path(archive)
+    assert git(text_only.root, "rev-parse", "HEAD") == head
+    assert git(text_only.root, "status", "--porcelain") == ""
