@@ -291,6 +291,8 @@ def add(
 
 def _stdin_text() -> str:
     """The text piped to `add -`, UTF-8 (a byte order mark dropped)."""
+    if sys.stdin.isatty():
+        click.echo("type the text to remember, then Ctrl-D on a line of its own", err=True)
     data = sys.stdin.buffer.read()
     try:
         return data.decode("utf-8-sig")
