@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -290,3 +291,18 @@ def test_importing_an_export_zip_says_to_unzip_it_and_writes_nothing(
         text_only.import_path(archive)
     assert git(text_only.root, "rev-parse", "HEAD") == head
     assert git(text_only.root, "status", "--porcelain") == ""
+
+
+def test_add_dash_at_a_terminal_says_how_to_end_the_text(text_only: MemoryService) -> None:
+    leader, follower = pty.openpty()
+    try:
+        os.write(leader, b"The user waters the garden at dawn.\n\x04")
+        env = {"MEMVAULT_EMBEDDER": "none", "PYTHONPATH": str(REPO)}
+        args = ("--vault", str(text_only.root), "add", "-")
+        result = run_memvault(*args, env=env, stdin=follower)
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert result.returncode == 0, result.stderr
+    assert "then Ctrl-D" in result.stderr
+    assert "waters the garden" in (text_only.root / result.stdout.split()[1]).read_text()
