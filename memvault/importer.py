@@ -155,6 +155,14 @@ _PROPERTY = re.compile(r"([A-Za-z][\w-]*):: ?(.*)")
 _LISTS = {"tags": "tags", "alias": "aliases"}  # Logseq's list properties, by memvault's names
 
 
+_ONE_PAGE = re.compile(r"\[\[[^\[\]]+\]\]")  # `type:: [[book]]`: the page's name is the value
+
+
+def _page_name(value: str) -> str:
+    """``[[book]]``, ``#book`` or ``book``: ``book``."""
+    return value.strip().lstrip("#").removeprefix("[[").removesuffix("]]").strip()
+
+
 def logseq_properties(text: str) -> str:
     """A Logseq page's properties (its first lines, ``key:: value``) as YAML frontmatter,
     so its title, tags and aliases are read as such; any other text is returned as it is."""
@@ -168,12 +176,10 @@ def logseq_properties(text: str) -> str:
         assert match is not None
         key, value = match.group(1), match.group(2).strip()
         if key.lower() in _LISTS:
-            items = (
-                v.strip().strip("#").removeprefix("[[").removesuffix("]]") for v in value.split(",")
-            )
-            meta[_LISTS[key.lower()]] = [v.strip() for v in items if v.strip()]
+            items = (_page_name(v) for v in value.split(","))
+            meta[_LISTS[key.lower()]] = [v for v in items if v]
         else:
-            meta[key] = value
+            meta[key] = _page_name(value) if _ONE_PAGE.fullmatch(value) else value
     rest = "\n".join(lines[count:]).lstrip("\n")
     return frontmatter.new_file(meta, rest)
 

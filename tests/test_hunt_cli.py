@@ -98,7 +98,7 @@ def test_a_logseq_graph_imports_with_its_page_properties_and_journal_days(
     (graph / "journals").mkdir()
     (graph / "pages" / "Garden.md").write_text(
         "title:: Garden plans\ntags:: home, [[spring work]], #outdoors\nalias:: Yard\n"
-        "rating:: 9\n\n- plant tomatoes\n- fix the fence, see [[Tools]]\n"
+        "rating:: 9\ntype:: [[project]]\n\n- plant tomatoes\n- fix the fence, see [[Tools]]\n"
     )
     (graph / "journals" / "2023_04_05.md").write_text("- bought seeds for [[Garden]]\n")
 
@@ -108,6 +108,7 @@ def test_a_logseq_graph_imports_with_its_page_properties_and_journal_days(
     assert garden.title == "Garden plans"
     assert list(garden.tags) == ["home", "spring work", "outdoors"]
     assert garden.meta["aliases"] == ["Yard"] and garden.meta["rating"] == "9"
+    assert garden.type == "project"  # a page named as a value is its name
     assert garden.body.startswith("- plant tomatoes\n")  # the property lines moved up
     journal = text_only.vault.read("journals/2023_04_05.md")
     assert journal.created is not None and journal.created.startswith("2023-04-05")
