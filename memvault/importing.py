@@ -355,14 +355,15 @@ class _Run:
                     self.names.setdefault(name, []).append(rel)
         return self.names
 
-    def _copy(self, root: Path, rel: str) -> None:
-        parts = rel.split("/")
-        if any(importer.pruned(p) for p in parts) or self.vault.is_ignored(rel):
-            raise UnsafePathError(f"{root / rel} is in a place memvault ignores")
+    def _copy(self, root: Path, source: str) -> None:
+        """Copy the attachment at ``source`` to the same path in the vault, made portable
+        as the notes' paths are (a note in ``Q&A: 2024/`` is in ``Q&A 2024/``)."""
+        rel = importer.portable(source)
+        if any(importer.pruned(p) for p in rel.split("/")) or self.vault.is_ignored(rel):
+            raise UnsafePathError(f"{root / source} is in a place memvault ignores")
         validate.relpath("path", rel)
-        data = importer.read_regular(root / rel, MAX_ATTACHMENT_BYTES)
-        target = self.vault.abspath(rel)
-        if os.path.lexists(target):
+        data = importer.read_regular(root / source, MAX_ATTACHMENT_BYTES)
+        if os.path.lexists(self.vault.abspath(rel)):
             if self.vault.read_regular(rel) == data:
                 return
             if not self._from_import(rel):

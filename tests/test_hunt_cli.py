@@ -156,16 +156,19 @@ def test_notes_named_as_apple_notes_and_notion_name_them_import_under_portable_n
     }
     for rel, text in notes.items():
         (src / rel).write_text(f"# {text}\n\nBody of {text}.\n")
+    (src / "Q&A: 2024" / "board?.png").write_bytes(b"\x89PNG whiteboard")
+    (src / "Q&A: 2024" / "board.md").write_text("# Board\n\n![](board%3F.png)\n")
 
     report = text_only.import_path(src)
 
     assert not report.skipped
-    assert sorted(report.paths) == sorted(
-        ["What Why now.md", "Q&A 2024/a b.md", "CON_.md", f"{'长' * 60}.md", "Dr..md"]
-    )
+    wanted = ["What Why now.md", "Q&A 2024/a b.md", "Q&A 2024/board.md", "CON_.md", "Dr..md"]
+    assert sorted(report.paths) == sorted([*wanted, f"{'长' * 60}.md"])
+    assert report.attachments == ("Q&A 2024/board.png",)  # beside its note, as in the source
     assert text_only.vault.read("What Why now.md").title == "What?"
     again = text_only.import_path(src)
-    assert (again.imported, again.updated, again.unchanged) == (0, 0, 5)
+    assert (again.imported, again.updated, again.unchanged) == (0, 0, 6)
+    assert again.attachments == ()
 
 
 def test_jsonl_records_with_fields_remember_refuses_are_skipped_by_line_and_the_rest_imports(
