@@ -310,3 +310,24 @@ def test_add_dash_at_a_terminal_says_how_to_end_the_text(text_only: MemoryServic
     assert result.returncode == 0, result.stderr
     assert "then Ctrl-D" in result.stderr
     assert "waters the garden" in (text_only.root / result.stdout.split()[1]).read_text()
+
+
+def test_a_purge_an_annotated_tag_would_undo_is_refused_before_anything_is_written(
+    person_vault: MemoryService,
+) -> None:
+    secret = person_vault.remember("The user's safe code is HIPPO7731.").memory
+    assert secret is not None
+    person_vault.remember("The user waters the ferns on Sundays.")
+    git(person_vault.root, "tag", "plain")
+    git(person_vault.root, "tag", "-a", "release", "-m", "a person's annotated tag")
+    head = git(person_vault.root, "rev-parse", "HEAD")
+
+    with pytest.raises(InvalidInputError, match=r"annotated tag 'release'.*tag -d release"):
+        person_vault.forget(secret.id, mode="purge")
+
+    assert git(person_vault.root, "rev-parse", "HEAD") == head
+    assert git(person_vault.root, "status", "--porcelain") == ""
+    assert (person_vault.root / secret.path).exists()
+    git(person_vault.root, "tag", "-d", "release")
+    person_vault.forget(secret.id, mode="purge")
+    assert "HIPPO7731" not in git(person_vault.root, "log", "--all", "-p")
