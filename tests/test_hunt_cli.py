@@ -331,3 +331,18 @@ def test_a_purge_an_annotated_tag_would_undo_is_refused_before_anything_is_writt
     git(person_vault.root, "tag", "-d", "release")
     person_vault.forget(secret.id, mode="purge")
     assert "HIPPO7731" not in git(person_vault.root, "log", "--all", "-p")
+
+
+def test_changes_with_since_and_more_than_the_limit_does_not_say_to_pass_since(
+    text_only: MemoryService,
+) -> None:
+    start = git(text_only.root, "rev-parse", "HEAD").strip()
+    for n in range(3):
+        text_only.remember(f"The user planted tree number {n} in the orchard row {n * 7}.")
+    env = {"MEMVAULT_EMBEDDER": "none", "PYTHONPATH": str(REPO)}
+    args = ("--vault", str(text_only.root), "changes", "--since", start, "--limit", "1")
+    result = run_memvault(*args, env=env)
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 1
+    assert "(older changes since then left out: raise --limit (at most 500)" in result.stderr
+    assert "pass --since" not in result.stderr
