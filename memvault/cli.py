@@ -72,10 +72,27 @@ def _service(ctx: Ctx, recover: bool = True, embedder: bool = True) -> Any:
     """The vault's service. Read commands pass ``recover=False``: they never commit."""
     from .service import MemoryService
 
+    _check_vault(ctx.vault)
     settings = load_settings(ctx.vault)
     service = MemoryService.open(ctx.vault, settings, recover=recover, load_embedder=embedder)
     service.client = "cli"  # named in the commits it makes (Memvault-Client)
     return service
+
+
+def _check_vault(root: Path) -> None:
+    """Say what is wrong when ``root`` is no folder: a file given for the vault, or the
+    default vault missing while the command runs inside another vault's folder."""
+    if root.is_dir():
+        return
+    if root.exists():
+        _fail(f"{root} is a file, not a vault folder: give --vault the vault's folder")
+    here = Path.cwd()
+    inside = next((d for d in (here, *here.parents) if (d / ".memvault").is_dir()), None)
+    if inside is not None:
+        _fail(
+            f"no vault at {root}; this folder is inside the vault {inside}: pass "
+            f"--vault {inside} (or set MEMVAULT_VAULT)"
+        )
 
 
 def _split(value: str | None) -> tuple[str, ...]:
@@ -235,7 +252,8 @@ def add(
     valid_until: str | None,
     supersedes: tuple[str, ...],
 ) -> None:
-    """Remember TEXT as a new memory (one commit).
+    """Remember TEXT as a new memory (one commit); TEXT '-' reads it from stdin
+    (`pbpaste | memvault add -`).
 
     Exit 0 when it was written; exit 3 when nothing was written because TEXT
     duplicates a memory (named with its path and id) or is too trivial to keep.
@@ -244,7 +262,7 @@ def add(
     with _errors(ctx):
         service = _service(ctx)
         result = service.remember(
-            text,
+            _stdin_text() if text == "-" else text,
             type=type_,
             tags=_split(tags),
             importance=importance,
@@ -269,6 +287,20 @@ def add(
                 click.echo(f"  {SAID[s.relation]} {s.path} ({s.id})")
 
     _emit(ctx, data, human)
+
+
+def _stdin_text() -> str:
+    """The text piped to `add -`, UTF-8 (a byte order mark dropped)."""
+    if sys.stdin.isatty():
+        click.echo("type the text to remember, then Ctrl-D on a line of its own", err=True)
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise MemvaultError(
+            f"the text on stdin is not UTF-8 (byte {exc.start}): convert it, e.g. with "
+            "`iconv -t UTF-8`, and pipe it again; nothing written"
+        ) from exc
 
 
 SAID = {  # what `add` says of a close memory it reports (related ones stay in --json)
@@ -557,7 +589,15 @@ def log_(ctx: Ctx, id_or_path: str | None, limit: int | None) -> None:
 @click.option("--limit", type=click.IntRange(1, 500), default=None, help="At most (default 50).")
 @pass_ctx
 def changes(ctx: Ctx, since: str | None, limit: int | None) -> None:
-    """What changed in memories since a commit or time (default: the last 20), newest first."""
+    """What changed in memories since a commit or time (default: the last 20), newest first.
+
+    The cursor printed on stderr is the --since of the next call.
+
+    \b
+    Examples:
+      memvault changes --since 2026-11-30T18:00
+      memvault changes --since 9613345c2c --limit 200
+    """
     from . import changes as feed_of
 
     with _errors(ctx):
@@ -566,7 +606,10 @@ def changes(ctx: Ctx, since: str | None, limit: int | None) -> None:
     def human() -> None:
         for change in feed.changes:
             click.echo(feed_of.line(change))
-        if feed.more:
+        if feed.more and since:  # a later --since would leave out more, not fewer
+            more = "raise --limit (at most 500); `memvault log` lists every commit"
+            click.echo(f"(older changes since then left out: {more})", err=True)
+        elif feed.more:
             click.echo("(older changes left out: raise --limit or pass --since)", err=True)
         click.echo(f"cursor: {feed.cursor}", err=True)
 
@@ -827,10 +870,17 @@ def context(ctx: Ctx, topic: str, budget: int) -> None:
 @click.argument("source", type=click.Path(exists=True, path_type=Path))
 @pass_ctx
 def import_(ctx: Ctx, source: Path) -> None:
-    """Import a folder of Markdown files (an Obsidian vault, say) or a JSONL of memories.
+    """Import a folder of notes (Obsidian, Logseq, Notion, Bear: .md, .markdown, .txt) or
+    a JSONL of memories (the MCP memory server's memory.jsonl too).
 
     One commit; files it cannot read are skipped and named. Safe to repeat: unchanged notes
     are left alone, changed ones update the same memory, linked attachments are copied.
+    A note without created: is dated by its file's modification time.
+
+    \b
+    Examples:
+      memvault import ~/Documents/Obsidian/MyVault
+      memvault --json import memories.jsonl
     """
     with _errors(ctx):
         service = _service(ctx)
@@ -932,6 +982,7 @@ def doctor(ctx: Ctx) -> None:
     from .vault import Vault
 
     with _errors(ctx):
+        _check_vault(ctx.vault)
         if not ctx.vault.is_dir():
             _fail(f"no vault at {ctx.vault}: create one with `memvault init`")
         settings = load_settings(ctx.vault)
@@ -1140,15 +1191,28 @@ def reject(ctx: Ctx, ids: tuple[str, ...], everything: bool, client: str | None)
 
 @cli.command()
 @click.option(
-    "--out", type=click.Path(path_type=Path), default=None, help="File (default: stdout)."
+    "--out", type=click.Path(path_type=Path), default=None, help="File (default or -: stdout)."
 )
 @pass_ctx
 def export(ctx: Ctx, out: Path | None) -> None:
-    """Every memory with metadata and history, as JSON."""
+    """Every memory with metadata and history, as JSON (to read, not to import).
+
+    \b
+    Example:
+      memvault export --out ~/memvault-export.json
+    """
     from .reports import export as export_vault
 
+    out = None if out == Path("-") else out
     with _errors(ctx):
-        data = export_vault(_service(ctx, recover=False, embedder=False))
+        service = _service(ctx, recover=False, embedder=False)
+        if out and out.resolve().is_relative_to(service.root.resolve()):
+            _fail(
+                f"{out} is inside the vault: the export (every memory's text and history) "
+                "would be committed with the vault's next write, where a purge cannot erase "
+                "it; give --out a file outside the vault"
+            )
+        data = export_vault(service)
         text = json.dumps(data, ensure_ascii=False, indent=2)
         if out:
             _write_export(out, text + "\n")

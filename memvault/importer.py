@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -21,6 +22,9 @@ _KNOWN = ("content", "text", "body", "title", "folder", "path")
 # Folders never imported and never reported: git's, Obsidian's settings and trash, memvault's
 # state, templates, and every other dot-folder.
 PRUNED = frozenset({".git", ".obsidian", ".trash", ".memvault", "_templates"})
+# Files read as notes: Markdown, and plain text (Apple Notes, Simplenote, Bear exports); a
+# .markdown or .txt file is kept as the note of the same name ending in .md.
+NOTE_SUFFIXES = (".md", ".markdown", ".txt")
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,9 @@ class ImportItem:
     source: str  # where it came from, for error messages
     origin: Path | None = None  # the source file (folder imports): attachments resolve from it
     defaults: frozenset[str] = frozenset()  # frontmatter keys memvault filled in, not the source
+    # when the note was written, for one without ``created``: a Logseq journal's day, else
+    # the source file's modification time (folder imports)
+    dated: dt.datetime | None = None
 
 
 def pruned(name: str) -> bool:
@@ -57,7 +64,7 @@ def from_folder(
             rel = (here / name).relative_to(root).as_posix()
             yield _skip(rel, "the vault", f"{here / name} is the vault itself: not imported")
         for name in sorted(filenames):
-            if not name.lower().endswith(".md") or name.startswith("."):
+            if not name.lower().endswith(NOTE_SUFFIXES) or name.startswith("."):
                 continue  # not a note (attachments are copied when a note links them)
             full = here / name
             rel = full.relative_to(root).as_posix()
@@ -78,9 +85,11 @@ def _skip(path: str, reason: str, detail: str) -> ImportSkip:
 def _read_note(
     full: Path, rel: str, is_memory: Callable[[str], bool], max_bytes: int
 ) -> ImportItem | ImportSkip:
+    stem, _, suffix = rel.rpartition(".")
+    note_path = portable(rel if suffix.lower() == "md" else f"{stem}.md")
     try:
-        validate.relpath("path", rel)
-        if not is_memory(rel):
+        validate.relpath("path", note_path)
+        if not is_memory(note_path):
             raise UnsafePathError(f"{full} is in a place memvault ignores")
         data = read_regular(full, max_bytes)
         if b"\x00" in data:
@@ -91,13 +100,88 @@ def _read_note(
             raise InvalidInputError(
                 f"{full} is not UTF-8 text (byte {exc.start}): re-save it as UTF-8"
             ) from exc
+        text = logseq_properties(text)
         frontmatter.parse(text)
+        dated = _journal_day(rel) or dt.datetime.fromtimestamp(os.lstat(full).st_mtime, dt.UTC)
     except MalformedMemoryError as exc:
         return _skip(rel, "malformed frontmatter", f"{full}: {exc}")
     except (InvalidInputError, UnsafePathError, OSError) as exc:
         detail = str(exc) if str(full) in str(exc) else f"{full}: {exc}"
         return _skip(rel, reason_of(exc), detail)
-    return ImportItem(rel, text, str(full), full)
+    return ImportItem(note_path, text, str(full), full, dated=dated.replace(microsecond=0))
+
+
+_NOT_PORTABLE = re.compile(f"[{re.escape(validate.NOT_PORTABLE)}]")
+_RESERVED = re.compile(r"(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?", re.IGNORECASE)
+_MAX_PART_BYTES = 180  # a name holds 255 bytes: room for a -2 and a write's temporary name
+_MAX_KEPT_BYTES = 235  # longer, the temporary name of the vault's write would not fit
+
+
+def portable(rel: str) -> str:
+    """``rel`` (a note's path in the source) as a path the vault can hold on every OS:
+    where the vault refuses it, the characters Windows refuses become spaces, a name ending
+    in a dot or a space or reserved by Windows (``CON``) is changed, and a name too long to
+    write is shortened to 180 bytes."""
+    try:  # a name the vault takes stays as it is (a re-import finds it where it was)
+        validate.relpath("path", rel)
+        if all(len(part.encode("utf-8")) <= _MAX_KEPT_BYTES for part in rel.split("/")):
+            return rel
+    except (InvalidInputError, UnsafePathError):
+        pass
+    *folders, name = rel.split("/")
+    stem, dot, suffix = name.rpartition(".")
+    cleaned = []
+    for given in [*folders, stem] if dot else [*folders, name]:
+        part = " ".join(_NOT_PORTABLE.sub(" ", given).split())
+        while len(part.encode("utf-8")) > _MAX_PART_BYTES:
+            part = part[:-1]
+        part = part.rstrip(". ") or "note"
+        cleaned.append(f"{part}_" if _RESERVED.fullmatch(part) else part)
+    return "/".join(cleaned) + (f".{suffix}" if dot else "")
+
+
+def _journal_day(rel: str) -> dt.datetime | None:
+    """The day a Logseq journal page (``journals/2023_04_05.md``) is about."""
+    match = re.fullmatch(r"(?:.*/)?journals/(\d{4})_(\d\d)_(\d\d)\.md", rel)
+    if match is None:
+        return None
+    try:
+        return dt.datetime.strptime("-".join(match.groups()), "%Y-%m-%d").replace(tzinfo=dt.UTC)
+    except ValueError:  # no such day (2023_02_30)
+        return None
+
+
+_PROPERTY = re.compile(r"([A-Za-z][\w-]*):: ?(.*)")
+_LISTS = {"tags": "tags", "alias": "aliases"}  # Logseq's list properties, by memvault's names
+
+
+_ONE_PAGE = re.compile(r"\[\[[^\[\]]+\]\]")  # `type:: [[book]]`: the page's name is the value
+
+
+def _page_name(value: str) -> str:
+    """``[[book]]``, ``#book`` or ``book``: ``book``."""
+    return value.strip().lstrip("#").removeprefix("[[").removesuffix("]]").strip()
+
+
+def logseq_properties(text: str) -> str:
+    """A Logseq page's properties (its first lines, ``key:: value``) as YAML frontmatter,
+    so its title, tags and aliases are read as such; any other text is returned as it is."""
+    lines = text.split("\n")
+    count = next((n for n, line in enumerate(lines) if not _PROPERTY.fullmatch(line)), len(lines))
+    if count == 0 or text.startswith(("---", "\ufeff")):
+        return text
+    meta: dict[str, Any] = {}
+    for line in lines[:count]:
+        match = _PROPERTY.fullmatch(line)
+        assert match is not None
+        key, value = match.group(1), match.group(2).strip()
+        if key.lower() in _LISTS:
+            items = (_page_name(v) for v in value.split(","))
+            meta[_LISTS[key.lower()]] = [v for v in items if v]
+        else:
+            meta[key] = _page_name(value) if _ONE_PAGE.fullmatch(value) else value
+    rest = "\n".join(lines[count:]).lstrip("\n")
+    return frontmatter.new_file(meta, rest)
 
 
 def reason_of(exc: BaseException) -> str:
@@ -114,6 +198,7 @@ def reason_of(exc: BaseException) -> str:
         ("has problems", "vault copy has problems"),
         ("no import wrote", "vault has another file there"),
         ("edited in the vault since", "edited since the last import"),
+        ("several files of that name", "ambiguous link"),
     ):
         if needle in text:
             return reason
@@ -204,10 +289,36 @@ def _items(
             yield _skip(where, "invalid record", f"{folder / where}: {exc}")
 
 
+_UNITS = ("importance", "confidence")
+_TIMES = ("created", "updated", "expires", "valid_from", "valid_until")
+
+
+def _check_fields(record: dict[str, Any]) -> None:
+    """Refuse what ``remember`` refuses in the fields memvault reads (a memory written with
+    ``importance: high`` or ``created: 12/03/2024`` would rank and date as if unset)."""
+    for key in _UNITS:
+        value = record.get(key)
+        if value is None:
+            continue
+        try:  # "0.7" from a spreadsheet's export is a number too
+            number = None if isinstance(value, bool) else float(value)
+        except (TypeError, ValueError):
+            number = None
+        if number is None or not 0 <= number <= 1:
+            raise InvalidInputError(f"{key} must be a number between 0 and 1, got {value!r}")
+        record[key] = number
+    for key in _TIMES:
+        if record.get(key) not in (None, ""):
+            validate.moment(key, record[key])
+    if not isinstance(record.get("type", "note"), str):
+        raise InvalidInputError(f"type must be text (note, fact...), got {record['type']!r}")
+
+
 def _record_item(record: dict[str, Any], now: dt.datetime, where: str) -> ImportItem:
     content = str(record.get("content") or record.get("text") or record.get("body") or "").strip()
     if not content:
         raise InvalidInputError("the record has no content, text or body")
+    _check_fields(record)
     validate.text("content", content)
     title = validate.title(str(record.get("title") or note.title_from(content)).strip())
     tags = record.get("tags") or []

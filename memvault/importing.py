@@ -2,8 +2,9 @@
 
 Never harms, and can be repeated:
 
-- a file that cannot be read (not UTF-8, malformed frontmatter, binary, too large, an unsafe
-  or ignored name, a symlink or FIFO) is skipped with a warning naming it; the rest imports;
+- a file that cannot be read (not UTF-8, malformed frontmatter, binary, too large, an ignored
+  name, a symlink or FIFO) is skipped with a warning naming it; the rest imports (a name
+  Windows refuses, ``What? Why.md``, is made portable: ``importer.portable``);
 - each note maps to an existing memory by its frontmatter ``id``, else by the vault path it
   would get when an import wrote the file there (a note a person or an agent saved at that
   path is kept, and the imported one takes a free name, ``-2``...); an unchanged note is
@@ -12,6 +13,11 @@ Never harms, and can be repeated:
   memvault's own keys kept, the source's body and keys written), a new one is created;
   an id that an earlier note of the import (a copy) or another memory holds is not matched
   twice: that note is matched by path, and a new memory for it gets an id of its own;
+- a new note without ``created`` gets its own ``date:``, else a Logseq journal page's
+  day, else its source file's modification time (else a period, ``since:``/``until:``,
+  would never select it);
+- a Logseq page's properties (``key:: value`` lines first in the file) become its
+  frontmatter (``tags``, ``alias`` as lists: title, tags and aliases are read as such);
 - non-Markdown files the notes link or embed are copied to the same relative path, unless
   the vault has another file there that no import wrote (kept; the attachment is skipped);
 - everything is one commit (none when nothing changed); a failed import leaves no file.
@@ -88,6 +94,11 @@ def import_path(
     source, vault = source.expanduser(), service.vault
     now = service.clock().replace(microsecond=0)
     max_bytes = service.settings.max_file_bytes
+    if source.is_dir() and source.resolve().is_relative_to(vault.root.resolve()):
+        raise InvalidInputError(
+            f"{source} is the vault or a folder inside it: its notes are memories already "
+            "(an import would copy them); give a folder outside the vault"
+        )
     if source.is_dir():
         found = importer.from_folder(source, vault.is_memory_path, max_bytes, vault.root)
         entries = list(found)
@@ -98,7 +109,8 @@ def import_path(
     else:
         raise InvalidInputError(
             f"{source} is neither a folder nor a .jsonl file (nor the MCP memory server's "
-            "memory.json)"
+            "memory.json): give the folder the notes are in"
+            + (" (unzip the export first)" if source.suffix.lower() == ".zip" else "")
         )
     run = _Run(vault, service.history, source if source.is_dir() else None, now)
     for entry in entries:
@@ -172,7 +184,10 @@ class _Run:
             self._update(item, doc, path)
         else:
             own = has_id and str(raw_id) not in self.by_id  # else another file's id
-            text = item.text if own else frontmatter.render(doc, {"id": ids.new_id()})
+            added: dict[str, Any] = {} if own else {"id": ids.new_id()}
+            if "created" not in doc.meta and (when := _dated(doc, item)) is not None:
+                added["created"] = when  # else since:/until: never select it
+            text = frontmatter.render(doc, added) if added else item.text
             guard.check_memory_path(self.vault, path, path)
             validate.file_size(path, text, self.vault.max_file_bytes)
             self.vault.write(path, text, expected_hash="")
@@ -299,18 +314,23 @@ class _Run:
             assert item.origin is not None  # folder imports set it
             base = item.origin.parent.relative_to(root).as_posix()
             for link in note.links(doc.body):
-                rel = self._resolve(root, "" if base == "." else base, link.target)
-                if rel is None or rel in seen:
-                    continue
-                seen.add(rel)
+                rel = None
                 try:
+                    rel = self._resolve(root, "" if base == "." else base, link.target)
+                    if rel is None or rel in seen:
+                        continue
+                    seen.add(rel)
                     self._copy(root, rel)
                 except _PER_ITEM as exc:
-                    self.skip(ImportSkip(rel, importer.reason_of(exc), str(exc)))
+                    if rel is None:  # a bare name it cannot tell: named once
+                        if link.target in seen:
+                            continue
+                        seen.add(link.target)
+                    self.skip(ImportSkip(rel or link.target, importer.reason_of(exc), str(exc)))
 
     def _resolve(self, root: Path, base: str, target: str) -> str | None:
         """Source path of a linked non-Markdown file: relative to the note, to the source
-        folder, or (a bare name, as Obsidian does) the one file of that name anywhere."""
+        folder, or (a bare name, as Obsidian does) the file of that name nearest the note."""
         target = target.strip()
         if not target or target.lower().endswith(".md"):
             return None
@@ -323,8 +343,7 @@ class _Run:
                 return rel
         if "/" in target:
             return None
-        found = self._names(root).get(target, [])
-        return found[0] if len(found) == 1 else None
+        return _nearest(base, self._names(root).get(target, []), target)
 
     def _names(self, root: Path) -> dict[str, list[str]]:
         if self.names is None:
@@ -336,14 +355,15 @@ class _Run:
                     self.names.setdefault(name, []).append(rel)
         return self.names
 
-    def _copy(self, root: Path, rel: str) -> None:
-        parts = rel.split("/")
-        if any(importer.pruned(p) for p in parts) or self.vault.is_ignored(rel):
-            raise UnsafePathError(f"{root / rel} is in a place memvault ignores")
+    def _copy(self, root: Path, source: str) -> None:
+        """Copy the attachment at ``source`` to the same path in the vault, made portable
+        as the notes' paths are (a note in ``Q&A: 2024/`` is in ``Q&A 2024/``)."""
+        rel = importer.portable(source)
+        if any(importer.pruned(p) for p in rel.split("/")) or self.vault.is_ignored(rel):
+            raise UnsafePathError(f"{root / source} is in a place memvault ignores")
         validate.relpath("path", rel)
-        data = importer.read_regular(root / rel, MAX_ATTACHMENT_BYTES)
-        target = self.vault.abspath(rel)
-        if os.path.lexists(target):
+        data = importer.read_regular(root / source, MAX_ATTACHMENT_BYTES)
+        if os.path.lexists(self.vault.abspath(rel)):
             if self.vault.read_regular(rel) == data:
                 return
             if not self._from_import(rel):
@@ -367,6 +387,9 @@ class _Run:
 
     # -- outcome --------------------------------------------------------------
     def check_something_imported(self, source: Path) -> None:
+        if not (self.skipped or self.new or self.updated or self.unchanged):
+            what = "note (a .md or .txt file outside dot-folders)" if self.root else "memory"
+            raise InvalidInputError(f"nothing was imported from {source}: it holds no {what}")
         if self.skipped and not (self.new or self.updated or self.unchanged):
             more = f" ({len(self.skipped) - 1} more skipped)" if len(self.skipped) > 1 else ""
             raise InvalidInputError(
@@ -392,6 +415,35 @@ class _Run:
             skipped=tuple(self.skipped),
             attachments=tuple(self.attachments),
         )
+
+
+def _dated(doc: frontmatter.Document, item: ImportItem) -> dt.datetime | None:
+    """When a note without ``created`` was written: its own ``date:`` (a common template
+    key) when it reads as one, else what the source says (a journal's day, the file's
+    modification time)."""
+    own = note.parse_time(doc.meta.get("date")) if doc.meta.get("date") else None
+    return own or item.dated
+
+
+def _nearest(base: str, found: list[str], name: str) -> str | None:
+    """Of the files called ``name``, the one nearest the note's folder ``base``: the most
+    leading folders in common, then the fewest folders (None for none); a tie is refused."""
+    here = base.split("/") if base else []
+
+    def rank(rel: str) -> tuple[int, int]:
+        folders = rel.split("/")[:-1]
+        shared = 0
+        while shared < min(len(here), len(folders)) and here[shared] == folders[shared]:
+            shared += 1
+        return -shared, len(folders)
+
+    ranked = sorted(found, key=rank)
+    if len(ranked) > 1 and rank(ranked[0]) == rank(ranked[1]):
+        raise InvalidInputError(
+            f"{name}: the source has several files of that name ({ranked[0]}, {ranked[1]}), "
+            "none nearer the note: write the link with its folder to import it"
+        )
+    return ranked[0] if ranked else None
 
 
 def _says(base: str | None, doc: frontmatter.Document, defaults: frozenset[str]) -> bool:

@@ -7,12 +7,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from . import profile, proposals, syncing, views
 from .errors import InvalidInputError, MemvaultError
-from .models import ChangeEvent, MemoryInfo, Status, jsonable
+from .models import ChangeEvent, MemoryInfo, Problem, Status, jsonable
 from .note import strip_title, timestamp
 from .retrieval import CATCHING_UP
 
@@ -77,8 +78,19 @@ def export(service: MemoryService) -> dict[str, Any]:
         "vault": str(service.root),
         "exported": service.clock().isoformat(),
         "memories": out,
-        "problems": [asdict(p) for p in problems],
+        "problems": [_problem(service, p) for p in problems],
     }
+
+
+def _problem(service: MemoryService, problem: Problem) -> dict[str, Any]:
+    """A problem of the export; a note that is not UTF-8 comes with its text (the bytes
+    that do not decode shown replaced): it is the person's too, not only a warning."""
+    out = asdict(problem)
+    # gone or changed into something else since the scan: the problem stays, without text
+    with suppress(MemvaultError, OSError):
+        if problem.kind == "encoding":
+            out["text"] = service.vault.read_text(problem.path)
+    return out
 
 
 # -- aggregate views ------------------------------------------------------------

@@ -137,15 +137,14 @@ def test_files_that_cannot_be_read_are_skipped_by_name_and_the_rest_imports(
     os.mkfifo(src / "pipe.md")
     with caplog.at_level(logging.WARNING):
         report = text_only.import_path(src)
-    assert report.paths == ("good.md",)
+    assert report.paths == ("good.md", "what.md")  # a name Windows refuses is made portable
     assert {(s.path, s.reason) for s in report.skipped} == {
         ("bin.md", "binary"),
-        ("what?.md", "unsafe name"),
         ("huge.md", "too large"),
         ("link.md", "symlink"),
         ("pipe.md", "not a regular file"),
     }
-    for name in ("bin.md", "what?.md", "huge.md", "link.md", "pipe.md"):
+    for name in ("bin.md", "huge.md", "link.md", "pipe.md"):
         assert any(name in r.getMessage() for r in caplog.records), name
     assert not (text_only.root / "_templates" / "daily.md").exists()
 
