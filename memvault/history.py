@@ -1223,8 +1223,9 @@ class History:
         """Take each ``(blob, path)`` version out of every commit of every ref that holds
         that blob at that path (another file, even at a path a purged version once had or
         with the same bytes elsewhere, stays), replace ``names`` in commit messages, then
-        drop old objects. The commits of ``keep`` stay even when left with their parent's
-        tree (the parts of a stash entry set aside: see stashes.py)."""
+        drop old objects. An annotated tag is written anew on its rewritten commit (a
+        signed one loses its signature). The commits of ``keep`` stay even when left with
+        their parent's tree (the parts of a stash entry set aside: see stashes.py)."""
         names = list(dict.fromkeys(names))
         wanted: dict[str, set[str]] = {}
         for blob, path in versions:
@@ -1246,6 +1247,8 @@ class History:
                 _INDEX_FILTER,
                 "--msg-filter",
                 _MSG_FILTER,
+                "--tag-name-filter",  # annotated tags too: a tag object names its commit
+                "cat",
                 "--",
                 "--all",
                 env={

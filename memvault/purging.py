@@ -61,7 +61,6 @@ def _erase(
     names = {m.id: service.history.lineage(m.path) for m in memories}
     if odd := [n for own, _ in names.values() for n in own if "\n" in n]:
         raise InvalidInputError(f"{odd[0]!r}: a file name holding a newline cannot be purged")
-    _refuse_annotated_tags(service.history, _versions(service.history, names)[1])
     # filter-branch needs a clean tree: commit the person's edits first
     recovery.commit_leftovers(service.vault, service.history, service._op_trailers)
     for memory in memories:
@@ -86,28 +85,6 @@ def _erase(
         trailers["Memvault-Reason"] = reason
     sha = service.history.commit_empty(f"purge: {what} erased from history", trailers)
     return sha, len(rewritten)
-
-
-def _refuse_annotated_tags(history: History, commits: set[str]) -> None:
-    """Refuse, before anything is written, a purge an annotated tag would undo: the
-    rewrite moves branches and plain tags, but a tag object keeps naming the old commit,
-    and with it the memory's text."""
-    refs = history.run(
-        "for-each-ref",
-        "--format=%(objecttype) %(*objecttype) %(*objectname) %(refname)",
-        "refs/tags/",
-    )
-    for line in refs.splitlines():
-        kind, target_kind, target, ref = line.split(" ", 3)  # the format has 3 spaces
-        if kind != "tag" or target_kind != "commit":
-            continue
-        if commits & set(history.run("rev-list", target).split()):
-            name = ref.removeprefix("refs/tags/")
-            raise InvalidInputError(
-                f"the annotated tag {name!r} reaches the memory's history, and a purge cannot "
-                f"rewrite a tag object: delete it (`git -C {history.root} tag -d {name}`), "
-                f"purge again, then tag anew if you want it; nothing was written"
-            )
 
 
 REWROTE = "Memvault-Rewrote"  # trailer of a purge commit: the original commits that held it

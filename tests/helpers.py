@@ -48,6 +48,17 @@ def git(vault: Path, *args: str) -> str:
     return out.stdout
 
 
+def git_objects(vault: Path) -> bytes:
+    """Every object in the repository (loose and packed, reachable or not), decompressed
+    and lowercased: where a purged text must not be."""
+    return subprocess.run(
+        ["git", "cat-file", "--batch-all-objects", "--batch"],
+        cwd=vault,
+        capture_output=True,
+        check=True,
+    ).stdout.lower()
+
+
 @contextmanager
 def broken_git_index(root: Path) -> Iterator[None]:
     """git cannot stage while this lasts: a write's commit fails after its files are written."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,16 @@ from memvault.config import Settings
 from memvault.errors import MemvaultError
 from memvault.service import MemoryService
 
-from .helpers import DAY0, Clock, call_tool, commit_count, git, in_process, run_memvault
+from .helpers import (
+    DAY0,
+    Clock,
+    call_tool,
+    commit_count,
+    git,
+    git_objects,
+    in_process,
+    run_memvault,
+)
 from .test_confirm import add, answering, at_terminal, error, forget
 from .test_proposals import as_client, host, vault_state
 
@@ -284,12 +292,7 @@ def test_a_purge_leaves_no_object_of_the_memory_while_a_proposal_worktree_exists
     as_client(proposing, "cursor", "remember", {"content": "The user rides a red bicycle."})
     assert (proposing.root / ".memvault" / "proposals" / "cursor").is_dir()
     proposing.forget(made.memory.id, mode="purge")
-    objects = subprocess.run(
-        ["git", "cat-file", "--batch-all-objects", "--batch"],
-        cwd=proposing.root,
-        capture_output=True,
-        check=True,
-    ).stdout
+    objects = git_objects(proposing.root)
     assert b"locker" not in objects and b"bicycle" in objects
     provenance = proposing.root / ".memvault" / "provenance.json"
     assert not provenance.exists() or "locker" not in provenance.read_text(encoding="utf-8")

@@ -15,8 +15,8 @@ from memvault.errors import InvalidInputError, NotSavedError
 from memvault.history import CleanGit
 from memvault.service import MemoryService
 
-from .helpers import Clock, commit_count, git
-from .test_trust_git import git_objects, leave_a_merge_half_way
+from .helpers import Clock, commit_count, git, git_objects
+from .test_trust_git import leave_a_merge_half_way
 
 
 def _nested_repository(vault: Path, owls: str) -> Path:

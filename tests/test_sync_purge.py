@@ -15,7 +15,7 @@ from memvault.service import MemoryService
 from memvault.syncing import sync
 from memvault.template import create_vault
 
-from .helpers import git
+from .helpers import git, git_objects
 
 SECRET = "My diagnosis is XYZZYSECRET syndrome"
 
@@ -101,13 +101,7 @@ def test_replace_remote_never_drops_work_no_purge_rewrote(
 
 def _stored_anywhere(repo: Path) -> bool:
     """Whether any object of ``repo`` (reachable or not) holds the secret text."""
-    listed = subprocess.run(
-        ["git", "cat-file", "--batch-all-objects", "--batch"],
-        cwd=repo,
-        capture_output=True,
-        check=True,
-    )
-    return b"XYZZYSECRET" in listed.stdout
+    return b"xyzzysecret" in git_objects(repo)
 
 
 def _secret_id(service: MemoryService) -> str:

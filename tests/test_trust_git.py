@@ -24,7 +24,7 @@ from memvault.server import build_server
 from memvault.service import MemoryService
 from memvault.text import tokens
 
-from .helpers import commit_count, git, run_memvault, watching
+from .helpers import commit_count, git, git_objects, run_memvault, watching
 
 HOUR = 3600.0
 MARKER = "zebra-quartz-7731"
@@ -193,16 +193,6 @@ def files_containing(root: Path, needles: list[bytes]) -> dict[str, list[str]]:
                 if needle in data:
                     found.setdefault(needle.decode(), []).append(str(path.relative_to(root)))
     return found
-
-
-def git_objects(vault: Path) -> bytes:
-    """Every object in the repository (loose and packed), decompressed."""
-    return subprocess.run(
-        ["git", "cat-file", "--batch-all-objects", "--batch"],
-        cwd=vault,
-        capture_output=True,
-        check=True,
-    ).stdout.lower()
 
 
 def test_purge_leaves_no_byte_of_the_text_anywhere_under_the_vault(
