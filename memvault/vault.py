@@ -431,7 +431,7 @@ class Vault:
         self.check_unchanged(rel, expected_hash)
         made = self._make_folders(path.parent)
         data = text.encode("utf-8") if isinstance(text, str) else text
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_temp_prefix(path.name), suffix=".tmp")
         try:
             os.fchmod(fd, _file_mode(path))  # mkstemp's 0600 would replace the file's own
             with os.fdopen(fd, "wb") as handle:
@@ -734,6 +734,12 @@ def _file_mode(path: Path) -> int:
         return stat.S_IMODE(os.lstat(path).st_mode)
     except OSError:
         return 0o666 & ~_UMASK
+
+
+def _temp_prefix(name: str) -> str:
+    """``.name.`` for a write's temporary file beside ``name``, the name cut so that the
+    whole (random part and ``.tmp`` added) fits the 255 bytes a file name may have."""
+    return f".{os.fsencode(name)[:200].decode('utf-8', 'ignore')}."
 
 
 def _link_new(tmp: str, path: Path, rel: str) -> None:

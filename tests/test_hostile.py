@@ -1001,3 +1001,18 @@ def test_a_hostile_command_line_fails_with_one_clear_line_and_leaves_the_vault_u
     line = result.stderr.strip().splitlines()[-1]  # after import's "indexing" label
     assert line.startswith("error: ") and phrase in line, line[:400]
     assert_untouched(vault.root, before)
+
+
+def test_a_note_whose_name_is_near_the_longest_a_file_may_have_can_be_updated(
+    svc: MemoryService,
+) -> None:
+    """The temporary file of a write is named after the note: `.{name}.XXXXXXXX.tmp` went
+    past 255 bytes for a name of 242 or more, so such a note could never be changed."""
+    name = "长" * 80 + ".md"  # 243 bytes
+    (svc.root / "inbox" / name).write_text("# Long\n\nThe user keeps a long-named note.\n")
+    git(svc.root, "add", "-A")
+    git(svc.root, "commit", "-qm", "a person's note")
+    svc.sync_index()
+    done = svc.update(f"inbox/{name}", content="The note is still here, now changed.")
+    assert done.commit and "now changed" in (svc.root / "inbox" / name).read_text()
+    assert [p.name for p in (svc.root / "inbox").iterdir() if p.suffix == ".tmp"] == []
