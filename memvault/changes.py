@@ -49,7 +49,8 @@ QUIET_FIELDS = frozenset({"updated"})  # changes with every rewrite: says nothin
 
 def feed(service: MemoryService, since: str | None = None, limit: int | None = None) -> ChangeFeed:
     """Changes to memories after ``since`` (a commit, e.g. a previous cursor, or an ISO
-    time), newest first: at most ``limit`` (default 50; without ``since`` the last 20)."""
+    time), newest first: at most ``limit`` (default 50; without ``since`` the last 20);
+    when more came since ``since``, the oldest of them (:func:`_oldest_page`)."""
     return changes(service.history, service.vault, since, limit)
 
 
@@ -75,7 +76,37 @@ def changes(
         skip += page
         if len(commits) < page:
             break
-    return ChangeFeed(tuple(found[:limit]), head, len(found) > limit)
+    if len(found) <= limit or (base is None and moment is None):
+        return ChangeFeed(tuple(found[:limit]), head, len(found) > limit)
+    return _oldest_page(history, vault, (revs, when, moment), limit, head)
+
+
+def _oldest_page(
+    history: History,
+    vault: Vault,
+    walk: tuple[str, str | None, dt.datetime | None],
+    limit: int,
+    head: str,
+) -> ChangeFeed:
+    """More changes than ``limit`` since the caller's cursor: the oldest of them, whole
+    commits (one commit bigger than the limit comes whole), newest first, with the newest
+    commit taken as the cursor: the next call goes on from there and misses none (the
+    newest ``limit`` would leave the older ones behind a cursor at the head)."""
+    revs, when, moment = walk
+    total, taken, cursor = history.count(revs, when), 0, head
+    page: list[Change] = []
+    while taken < total:
+        size = min(limit + 1, total - taken)
+        chunk = history.deltas(revs, when, total - taken - size, size)  # newest first
+        taken += size
+        kept = [c for c in chunk if moment is None or _after(c.time, moment)]
+        records = _records(history, vault, kept)
+        for commit in reversed(kept):  # oldest first
+            own = [r for r in records if commit.sha.startswith(r.commit)]
+            if page and len(page) + len(own) > limit:
+                return ChangeFeed(tuple(page), cursor, True)
+            page, cursor = own + page, commit.sha
+    return ChangeFeed(tuple(page), head, False)
 
 
 def _since(history: History, since: str | None, head: str) -> tuple[str | None, dt.datetime | None]:

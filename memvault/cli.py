@@ -606,9 +606,8 @@ def changes(ctx: Ctx, since: str | None, limit: int | None) -> None:
     def human() -> None:
         for change in feed.changes:
             click.echo(feed_of.line(change))
-        if feed.more and since:  # a later --since would leave out more, not fewer
-            more = "raise --limit (at most 500); `memvault log` lists every commit"
-            click.echo(f"(older changes since then left out: {more})", err=True)
+        if feed.more and since:  # the oldest came: the cursor goes on from there
+            click.echo("(newer changes follow: pass the cursor below as --since)", err=True)
         elif feed.more:
             click.echo("(older changes left out: raise --limit or pass --since)", err=True)
         click.echo(f"cursor: {feed.cursor}", err=True)

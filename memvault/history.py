@@ -1092,6 +1092,11 @@ class History:
         out = self.run(*args, revs, "--")
         return [c for c in (_parse_deltas(r) for r in _split(out)) if c]
 
+    def count(self, revs: str, since: str | None) -> int:
+        """How many commits :meth:`deltas` of ``revs`` and ``since`` would walk."""
+        since_args = [f"{self._since_option()}={since}"] if since else []
+        return int(self.run("rev-list", "--count", *since_args, revs, "--").strip() or 0)
+
     def _since_option(self) -> str:
         """git's ``--since`` stops the walk at the first commit dated before it, so one
         commit made with a wrong clock (1970 on a board without a real-time clock) hides

@@ -503,11 +503,11 @@ class Change:
 
 @dataclass(frozen=True)
 class ChangeFeed:
-    """Changes newest first, the cursor to pass as ``since`` next time, and whether older
-    changes were left out by the limit."""
+    """Changes newest first, the cursor to pass as ``since`` next time, and whether the
+    limit left changes out (newer ones, after the cursor, when a ``since`` was given)."""
 
     changes: tuple[Change, ...]
-    cursor: str | None  # the head commit (None in a repository without commits)
+    cursor: str | None  # the newest commit read (None in a repository without commits)
     more: bool
 
 

@@ -19,6 +19,7 @@ from mcp.types import Implementation
 from memvault import changes
 from memvault.cli import cli
 from memvault.errors import InvalidInputError
+from memvault.importing import import_path
 from memvault.models import Change
 from memvault.server import build_server, note_uri
 from memvault.server.notify import changed_uris
@@ -209,11 +210,39 @@ def test_the_limit_says_when_older_changes_were_left_out(vault: MemoryService) -
     assert start
     for n in range(3):
         by_hand(vault, f"inbox/note {n}.md", f"# Note {n}\n\nSomething to keep, number {n}.\n")
-    two = changes.feed(vault, since=start, limit=2)
-    assert ops(two.changes) == [("created", "inbox/note 2.md"), ("created", "inbox/note 1.md")]
+    two = changes.feed(vault, since=start, limit=2)  # the oldest two: the cursor goes on
+    assert ops(two.changes) == [("created", "inbox/note 1.md"), ("created", "inbox/note 0.md")]
     assert two.more is True
+    rest = changes.feed(vault, since=two.cursor, limit=2)
+    assert ops(rest.changes) == [("created", "inbox/note 2.md")] and rest.more is False
+    assert rest.cursor == vault.history.head()
     three = changes.feed(vault, since=start, limit=3)
     assert len(three.changes) == 3 and three.more is False
+    newest = changes.feed(vault, limit=2)  # no cursor: the newest, as the resource shows
+    assert ops(newest.changes)[0] == ("created", "inbox/note 2.md") and newest.more is True
+
+
+def test_an_agent_following_the_cursor_misses_no_change_of_a_big_import(
+    vault: MemoryService, tmp_path: Path
+) -> None:
+    """60 notes imported in one commit and one written after, asked 50 at a time: the
+    newest 50 came with the head as cursor, and the next call had nothing (11 lost)."""
+    start = vault.history.head()
+    source = tmp_path / "notes"
+    source.mkdir()
+    for n in range(60):
+        (source / f"note {n}.md").write_text(f"# Note {n}\n\nImported fact number {n}.\n")
+    import_path(vault, source, {})
+    vault.remember("The user waters the ferns on Sundays.", type="fact")
+    seen: list[tuple[str, str]] = []
+    cursor = start
+    for _ in range(5):
+        page = changes.feed(vault, since=cursor, limit=50)
+        seen += ops(page.changes)
+        cursor = page.cursor
+        if not page.more:
+            break
+    assert len(seen) == 61 and len(set(seen)) == 61
     for bad in (0, 501):
         with pytest.raises(InvalidInputError, match="limit must be between 1 and 500"):
             changes.feed(vault, limit=bad)

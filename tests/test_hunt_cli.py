@@ -331,7 +331,7 @@ def test_a_purge_rewrites_annotated_tags_so_none_keeps_the_text(
     assert b"hippo7731" not in git_objects(person_vault.root)
 
 
-def test_changes_with_since_and_more_than_the_limit_does_not_say_to_pass_since(
+def test_changes_with_since_and_more_than_the_limit_gives_the_oldest_and_a_cursor_on(
     text_only: MemoryService,
 ) -> None:
     start = git(text_only.root, "rev-parse", "HEAD").strip()
@@ -341,6 +341,5 @@ def test_changes_with_since_and_more_than_the_limit_does_not_say_to_pass_since(
     args = ("--vault", str(text_only.root), "changes", "--since", start, "--limit", "1")
     result = run_memvault(*args, env=env)
     assert result.returncode == 0, result.stderr
-    assert len(result.stdout.splitlines()) == 1
-    assert "(older changes since then left out: raise --limit (at most 500)" in result.stderr
-    assert "pass --since" not in result.stderr
+    assert len(result.stdout.splitlines()) == 1 and "number-0" in result.stdout
+    assert "(newer changes follow: pass the cursor below as --since)" in result.stderr
