@@ -10,7 +10,6 @@ import datetime as dt
 import functools
 import json
 import logging
-import re
 import shutil
 import sqlite3
 import threading
@@ -26,13 +25,21 @@ import numpy as np
 from ..config import Settings
 from ..errors import LockTimeoutError
 from ..models import Access, Filters, Memory, MemoryInfo, last_seen
-from ..note import parse_time, strip_title
-from ..text import term_count, tokens, without_names
-from .fulltext import FullText, TextDoc, commit_lock
+from ..note import parse_time
+from ..text import term_count, without_names
+from .fulltext import FullText, commit_lock
 from .language import cjk_share, language_means, script_overlap
+from .passages import (
+    best_chunk,
+    embedding_texts,
+    passages,
+    query_vectors,
+    text_doc,
+    when_text,
+)
 from .rank import Candidate, SoftForget, Weights, rank, relevance
 from .store import Store
-from .vectors import Embedder, EmbedderLoader, chunks
+from .vectors import Embedder, EmbedderLoader
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +58,6 @@ NARROW_KEYWORD_CANDIDATES = 1000  # filters may drop most of the best keyword ma
 # most this many), so that they are judged as the others are (Index._judge_unembedded;
 # ~25 ms a chunk on an idle core, up to ~500 ms on two busy ones; kept a while)
 UNEMBEDDED_JUDGED = 16
-QUERY_CACHE = 4096
-PASSAGE_CACHE = 1024
 RATE_KEY = "embed_rate"  # memories/s of the last embedding run (store info), for the ETA
 
 
@@ -64,38 +69,8 @@ def _busy(exc: sqlite3.OperationalError) -> bool:
     return any(word in str(exc).lower() for word in ("locked", "busy"))
 
 
-class VectorCache:
-    """A small thread-safe LRU of embeddings keyed by (model name, text)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._items: dict[tuple[str, str], np.ndarray] = {}
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[str, str]) -> np.ndarray | None:
-        with self._lock:
-            vector = self._items.pop(key, None)
-            if vector is not None:
-                self._items[key] = vector
-            return vector
-
-    def put(self, key: tuple[str, str], vector: np.ndarray) -> None:
-        with self._lock:
-            self._items.pop(key, None)
-            self._items[key] = vector
-            while len(self._items) > self.size:
-                self._items.pop(next(iter(self._items)))
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-
-# Per process, shared by every open index (the model is shared too).
-_query_vectors = VectorCache(QUERY_CACHE)
 # the question as asked, embedded beside its rewrite (Index._nearest_to_query)
 _second_query = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memvault-query")
-_passages = VectorCache(PASSAGE_CACHE)
 
 
 @dataclass(frozen=True)
@@ -112,34 +87,6 @@ class SearchHit:
     score: float
     why: dict[str, Any] = field(default_factory=dict)
     relevance: float = 1.0  # absolute, in [0, 1]: see rank.relevance
-
-
-def when_text(created: str | None) -> str:
-    """Date words a question can hit: '2023-05-08 8 May 2023 Monday'."""
-    moment = parse_time(created)
-    if moment is None:
-        return ""
-    return f"{moment.date().isoformat()} {moment.day} {moment:%B %Y %A}"
-
-
-# Link targets, bare URLs and HTML tags: many tokens (a URL is about 2 characters per
-# token), little meaning for the model; the full-text index keeps them searchable.
-_NOT_PROSE = re.compile(
-    r"(?<=\])\([^)\s]*\)|<https?://[^>\s]*>|https?://[^\s)>\]]+|</?[A-Za-z][^<>\n]{0,200}>"
-)
-
-
-def embedding_texts(title: str, tags: Sequence[str], body: str) -> list[str]:
-    """Chunks to embed: the title and tags ride along with every chunk, except a title
-    that is only the text's own opening words (a title made from the first line): the
-    model would read those words twice, a quarter of a short memory's tokens. Link
-    targets, URLs and HTML tags are left out (``_NOT_PROSE``)."""
-    text = _NOT_PROSE.sub("", strip_title(body))
-    opening = title.removesuffix("...").removesuffix("…").strip()
-    if opening and text.lstrip().startswith(opening):
-        title = ""
-    head = " ".join(filter(None, [title, "(" + ", ".join(tags) + ")" if tags else ""]))
-    return [f"{head}\n{part}" if head else part for part in (chunks(text) or [""])]
 
 
 class Index:
@@ -247,7 +194,7 @@ class Index:
         vectors = self._vectors_of(embedder, memories) if embedder is not None else {}
         docs = [m.info(*stats.get(m.path, (0, 0))) for m in memories]
         with self._write_lock:
-            self.text.upsert([_text_doc(m) for m in memories])
+            self.text.upsert([text_doc(m) for m in memories])
             self.store.put(docs, vectors, embedder.name if embedder else None, keep=not embed)
 
     def _vectors_of(
@@ -317,8 +264,8 @@ class Index:
                     "vectors until that process ends",
                     self.store.path,
                 )
-        _query_vectors.clear()
-        _passages.clear()
+        query_vectors.clear()
+        passages.clear()
         return ["full-text index", "vectors", "vector caches"]
 
     def remove_paths(self, paths: Iterable[str]) -> None:
@@ -494,7 +441,7 @@ class Index:
         if not memories:
             return {}
         ids = [paths[p] for p in memories]
-        passages = [_best_chunk(query.text, m) for m in memories.values()]
+        passages = [best_chunk(query.text, m) for m in memories.values()]
         matrix = self._embed_passages(embedder, passages)
         asked = self._query_vector(embedder, query.text)
         means = language_means(embedder.name) if self.settings.crosslingual else None
@@ -563,10 +510,10 @@ class Index:
     def _query_vector(self, embedder: Embedder, text: str) -> np.ndarray:
         """Query embeddings are cached: agents and benchmarks repeat questions."""
         key = (embedder.name, text)
-        vector = _query_vectors.get(key)
+        vector = query_vectors.get(key)
         if vector is None:
             vector = embedder.embed_query(text)
-            _query_vectors.put(key, vector)
+            query_vectors.put(key, vector)
         return vector
 
     def _embed_passages(
@@ -576,7 +523,7 @@ class Index:
         check of ``remember`` embeds exactly what the index stores next)."""
         found: dict[str, np.ndarray] = {}
         for text in dict.fromkeys(texts):
-            cached = _passages.get((embedder.name, text))
+            cached = passages.get((embedder.name, text))
             if cached is not None:
                 found[text] = cached
         missing = [t for t in dict.fromkeys(texts) if t not in found]
@@ -584,7 +531,7 @@ class Index:
             made = embedder.embed_passages(missing, background)
             for text, vector in zip(missing, made, strict=True):
                 found[text] = vector
-                _passages.put((embedder.name, text), vector)
+                passages.put((embedder.name, text), vector)
         return np.vstack([found[t] for t in texts])
 
     def embedded(self, title: str, tags: Sequence[str], body: str) -> np.ndarray | None:
@@ -686,13 +633,6 @@ def _relevance(
     }
 
 
-def _best_chunk(question: str, memory: Memory) -> str:
-    """The chunk of ``memory`` (as embedded) holding most of the question's words."""
-    wanted = set(tokens(question))
-    chunks = embedding_texts(memory.title, memory.tags, memory.readable)
-    return max(chunks, key=lambda chunk: len(wanted & set(tokens(chunk))))
-
-
 @functools.lru_cache(maxsize=1 << 16)
 def _record_share(title: str, tags: tuple[str, ...]) -> float:
     """cjk_share of a record's title and tags (the same records come back query after
@@ -719,18 +659,12 @@ def _raw(
     return out
 
 
-def _text_doc(memory: Memory) -> TextDoc:
-    return TextDoc(
-        id=memory.id,
-        path=memory.path,
-        title=memory.title,
-        tags=" ".join(memory.tags),
-        body=memory.readable,
-        when=when_text(memory.created),
-        aliases=" ".join(memory.aliases),
-    )
-
-
-__all__ = ["INDEX_VERSION", "Index", "SearchHit", "SearchQuery"]
-
-text_doc = _text_doc  # what the full-text index stores of a memory (also for as-of search)
+__all__ = [
+    "INDEX_VERSION",
+    "Index",
+    "SearchHit",
+    "SearchQuery",
+    "embedding_texts",
+    "text_doc",
+    "when_text",
+]
