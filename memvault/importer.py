@@ -198,7 +198,6 @@ def reason_of(exc: BaseException) -> str:
         ("has problems", "vault copy has problems"),
         ("no import wrote", "vault has another file there"),
         ("edited in the vault since", "edited since the last import"),
-        ("several files of that name", "ambiguous link"),
     ):
         if needle in text:
             return reason

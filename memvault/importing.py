@@ -343,7 +343,7 @@ class _Run:
                 return rel
         if "/" in target:
             return None
-        return _nearest(base, self._names(root).get(target, []), target)
+        return _nearest(base, self._names(root).get(target, []))
 
     def _names(self, root: Path) -> dict[str, list[str]]:
         if self.names is None:
@@ -425,25 +425,11 @@ def _dated(doc: frontmatter.Document, item: ImportItem) -> dt.datetime | None:
     return own or item.dated
 
 
-def _nearest(base: str, found: list[str], name: str) -> str | None:
-    """Of the files called ``name``, the one nearest the note's folder ``base``: the most
-    leading folders in common, then the fewest folders (None for none); a tie is refused."""
-    here = base.split("/") if base else []
-
-    def rank(rel: str) -> tuple[int, int]:
-        folders = rel.split("/")[:-1]
-        shared = 0
-        while shared < min(len(here), len(folders)) and here[shared] == folders[shared]:
-            shared += 1
-        return -shared, len(folders)
-
-    ranked = sorted(found, key=rank)
-    if len(ranked) > 1 and rank(ranked[0]) == rank(ranked[1]):
-        raise InvalidInputError(
-            f"{name}: the source has several files of that name ({ranked[0]}, {ranked[1]}), "
-            "none nearer the note: write the link with its folder to import it"
-        )
-    return ranked[0] if ranked else None
+def _nearest(base: str, found: list[str]) -> str | None:
+    """Of the files called by one name, the one Obsidian shows for a bare embed: in the
+    note's folder ``base``, else the shortest path (then the first by name); the rule of
+    ``links._nearest`` (``getFirstLinkpathDest``), for source paths (None for none)."""
+    return min(found, key=lambda rel: (posixpath.dirname(rel) != base, len(rel), rel), default=None)
 
 
 def _says(base: str | None, doc: frontmatter.Document, defaults: frozenset[str]) -> bool:

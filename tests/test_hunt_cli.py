@@ -221,24 +221,22 @@ def test_add_dash_reads_the_text_from_stdin_and_refuses_bytes_that_are_not_utf8(
     assert git(text_only.root, "status", "--porcelain") == ""
 
 
-def test_a_bare_embed_takes_the_attachment_nearest_its_note_and_a_tie_is_named(
+def test_a_bare_embed_takes_the_attachment_obsidian_shows_its_folder_then_the_shortest_path(
     text_only: MemoryService, tmp_path: Path
 ) -> None:
     src = tmp_path / "obsidian"
-    for folder, data in (("trip", b"trip photo"), ("work", b"whiteboard")):
-        (src / folder / "assets").mkdir(parents=True)
-        (src / folder / "assets" / "image.png").write_bytes(data)
-        (src / folder / f"{folder}.md").write_text(f"# {folder}\n\n![[image.png]]\n")
-    (src / "index.md").write_text("# Index\n\n![[image.png]]\n")
+    for folder, data in (("img", b"shown"), ("projects/old", b"old"), ("trip", b"trip")):
+        (src / folder).mkdir(parents=True)
+        (src / folder / "photo.png").write_bytes(data)
+    (src / "projects" / "web").mkdir()
+    (src / "projects" / "web" / "Page.md").write_text("# Page\n\n![[photo.png]]\n")
+    (src / "trip" / "Trip.md").write_text("# Trip\n\n![[photo.png]]\n")
 
     report = text_only.import_path(src)
 
-    assert sorted(report.attachments) == ["trip/assets/image.png", "work/assets/image.png"]
-    assert (text_only.root / "trip/assets/image.png").read_bytes() == b"trip photo"
-    assert (text_only.root / "work/assets/image.png").read_bytes() == b"whiteboard"
-    ((path, reason, detail),) = [(s.path, s.reason, s.detail) for s in report.skipped]
-    assert (path, reason) == ("image.png", "ambiguous link")
-    assert "trip/assets/image.png" in detail and "write the link with its folder" in detail
+    # Obsidian (and memvault's own links): the note's folder, else the shortest path
+    assert sorted(report.attachments) == ["img/photo.png", "trip/photo.png"]
+    assert not report.skipped and not (text_only.root / "projects/old/photo.png").exists()
 
 
 def test_importing_the_vault_or_a_folder_inside_it_is_refused_and_copies_nothing(
