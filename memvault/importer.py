@@ -25,6 +25,14 @@ PRUNED = frozenset({".git", ".obsidian", ".trash", ".memvault", "_templates"})
 # Files read as notes: Markdown, and plain text (Apple Notes, Simplenote, Bear exports); a
 # .markdown or .txt file is kept as the note of the same name ending in .md.
 NOTE_SUFFIXES = (".md", ".markdown", ".txt")
+# Plain text files that are no one's notes: licences, package lists, build and web files.
+# (A .txt file a note links or embeds is an attachment: importing leaves it out as a note.)
+NOT_NOTES = re.compile(
+    r"(licen[cs]e|copying|notice|authors|contributors|changelog|changes|history|third.party"
+    r"|requirements|constraints|dev.requirements|cmakelists|robots|humans|ads|security)"
+    r"([-_. ].*)?\.txt",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -64,11 +72,18 @@ def from_folder(
             rel = (here / name).relative_to(root).as_posix()
             yield _skip(rel, "the vault", f"{here / name} is the vault itself: not imported")
         for name in sorted(filenames):
-            if not name.lower().endswith(NOTE_SUFFIXES) or name.startswith("."):
+            if not is_note_name(name):
                 continue  # not a note (attachments are copied when a note links them)
             full = here / name
             rel = full.relative_to(root).as_posix()
             yield _read_note(full, rel, is_memory, max_bytes)
+
+
+def is_note_name(name: str) -> bool:
+    """Whether a file of that name is read as a note (``LICENSE.txt`` is not)."""
+    if name.startswith(".") or not name.lower().endswith(NOTE_SUFFIXES):
+        return False
+    return NOT_NOTES.fullmatch(name) is None
 
 
 def _same_folder(a: Path, b: Path) -> bool:

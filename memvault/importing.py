@@ -18,6 +18,7 @@ Never harms, and can be repeated:
   would never select it);
 - a Logseq page's properties (``key:: value`` lines first in the file) become its
   frontmatter (``tags``, ``alias`` as lists: title, tags and aliases are read as such);
+- a ``.txt`` file a note links or embeds is an attachment, not a note;
 - non-Markdown files the notes link or embed are copied to the same relative path, unless
   the vault has another file there that no import wrote (kept; the attachment is skipped);
 - everything is one commit (none when nothing changed); a failed import leaves no file.
@@ -160,6 +161,9 @@ class _Run:
 
     def apply(self, items: list[ImportItem]) -> None:
         self.by_id = self.vault.id_map()
+        if self.root is not None:  # a .txt file a note links or embeds is its attachment
+            linked = self._linked_text(self.root, items)
+            items = [i for i in items if i.origin is None or i.origin not in linked]
         for item in items:
             try:
                 self._one(item)
@@ -308,6 +312,23 @@ class _Run:
         return text
 
     # -- attachments ----------------------------------------------------------
+    def _linked_text(self, root: Path, items: list[ImportItem]) -> set[Path]:
+        """The source's .txt files that its notes link or embed (``![[build.txt]]``)."""
+        linked: set[Path] = set()
+        for item in items:
+            assert item.origin is not None  # folder imports set it
+            base = item.origin.parent.relative_to(root).as_posix()
+            for link in note.links(frontmatter.parse(item.text).body):
+                if not link.target.strip().lower().endswith(".txt"):
+                    continue
+                try:
+                    rel = self._resolve(root, "" if base == "." else base, link.target)
+                except _PER_ITEM:
+                    continue  # named by the attachments' step
+                if rel is not None:
+                    linked.add(root / rel)
+        return linked
+
     def _attachments(self, root: Path) -> None:
         seen: set[str] = set()
         for item, doc in self.notes:

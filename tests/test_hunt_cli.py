@@ -341,3 +341,22 @@ def test_changes_with_since_and_more_than_the_limit_gives_the_oldest_and_a_curso
     assert result.returncode == 0, result.stderr
     assert len(result.stdout.splitlines()) == 1 and "number-0" in result.stdout
     assert "(newer changes follow: pass the cursor below as --since)" in result.stderr
+
+
+def test_a_text_file_a_note_embeds_is_an_attachment_and_licence_files_are_no_notes(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    src = tmp_path / "project"
+    (src / "logs").mkdir(parents=True)
+    (src / "logs" / "Note.md").write_text("# Build\n\nIt failed: ![[build.txt]]\n")
+    (src / "logs" / "build.txt").write_text("error: linker failed\n")
+    for name in ("LICENSE.txt", "requirements-dev.txt", "CMakeLists.txt", "robots.txt"):
+        (src / name).write_text("not a note\n")
+    (src / "Soup.txt").write_text("Miso soup\nDashi, miso, tofu.\n")
+
+    report = text_only.import_path(src)
+
+    assert report.paths == ("Soup.md", "logs/Note.md")
+    assert report.attachments == ("logs/build.txt",)
+    assert not (text_only.root / "logs" / "build.md").exists()
+    assert (text_only.root / "logs" / "build.txt").read_text() == "error: linker failed\n"
