@@ -57,6 +57,7 @@ def from_folder(
     """Markdown files under ``root``, relative paths kept; a skip for each unreadable one,
     and for the folder ``vault`` (the vault itself, when ``root`` holds it)."""
     templates = set(template_folders(root))  # the source's own Obsidian settings say which
+    source = _Source(is_logseq(root), is_memory, max_bytes)
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
         for name in [d for d in dirnames if (here / d).relative_to(root).as_posix() in templates]:
@@ -76,7 +77,7 @@ def from_folder(
                 continue  # not a note (attachments are copied when a note links them)
             full = here / name
             rel = full.relative_to(root).as_posix()
-            yield _read_note(full, rel, is_memory, max_bytes)
+            yield _read_note(full, rel, source)
 
 
 def is_note_name(name: str) -> bool:
@@ -84,6 +85,24 @@ def is_note_name(name: str) -> bool:
     if name.startswith(".") or not name.lower().endswith(NOTE_SUFFIXES):
         return False
     return NOT_NOTES.fullmatch(name) is None
+
+
+def is_logseq(root: Path) -> bool:
+    """Whether ``root`` is a Logseq graph (its ``logseq/`` settings folder, or ``pages/``
+    and ``journals/``): only there are ``key:: value`` lines page properties (in Obsidian
+    they are Dataview's inline fields, part of the text)."""
+    return (root / "logseq").is_dir() or (
+        (root / "pages").is_dir() and (root / "journals").is_dir()
+    )
+
+
+@dataclass(frozen=True)
+class _Source:
+    """What reading a source folder's notes needs to know of the folder."""
+
+    logseq: bool  # a Logseq graph: page properties become frontmatter
+    is_memory: Callable[[str], bool]
+    max_bytes: int
 
 
 def _same_folder(a: Path, b: Path) -> bool:
@@ -97,16 +116,14 @@ def _skip(path: str, reason: str, detail: str) -> ImportSkip:
     return ImportSkip(path, reason, detail)
 
 
-def _read_note(
-    full: Path, rel: str, is_memory: Callable[[str], bool], max_bytes: int
-) -> ImportItem | ImportSkip:
+def _read_note(full: Path, rel: str, source: _Source) -> ImportItem | ImportSkip:
     stem, _, suffix = rel.rpartition(".")
     note_path = portable(rel if suffix.lower() == "md" else f"{stem}.md")
     try:
         validate.relpath("path", note_path)
-        if not is_memory(note_path):
+        if not source.is_memory(note_path):
             raise UnsafePathError(f"{full} is in a place memvault ignores")
-        data = read_regular(full, max_bytes)
+        data = read_regular(full, source.max_bytes)
         if b"\x00" in data:
             raise InvalidInputError(f"{full} contains NUL bytes (binary?): not a note")
         try:
@@ -115,7 +132,7 @@ def _read_note(
             raise InvalidInputError(
                 f"{full} is not UTF-8 text (byte {exc.start}): re-save it as UTF-8"
             ) from exc
-        text = logseq_properties(text)
+        text = logseq_properties(text) if source.logseq else text
         frontmatter.parse(text)
         dated = _journal_day(rel) or dt.datetime.fromtimestamp(os.lstat(full).st_mtime, dt.UTC)
     except MalformedMemoryError as exc:
@@ -168,9 +185,10 @@ def _journal_day(rel: str) -> dt.datetime | None:
 
 _PROPERTY = re.compile(r"([A-Za-z][\w-]*):: ?(.*)")
 _LISTS = {"tags": "tags", "alias": "aliases"}  # Logseq's list properties, by memvault's names
-
-
+# keys memvault reads as plain values: ``type:: [[book]]`` is of type ``book``
+_PLAIN = frozenset({"title", "type", "source", "status"})
 _ONE_PAGE = re.compile(r"\[\[[^\[\]]+\]\]")  # `type:: [[book]]`: the page's name is the value
+_ITEM = re.compile(r"(?:\[\[[^\[\]]*\]\]|[^,])+")  # a list's item: commas in [[...]] kept
 
 
 def _page_name(value: str) -> str:
@@ -180,22 +198,29 @@ def _page_name(value: str) -> str:
 
 def logseq_properties(text: str) -> str:
     """A Logseq page's properties (its first lines, ``key:: value``) as YAML frontmatter,
-    so its title, tags and aliases are read as such; any other text is returned as it is."""
+    so its title, tags and aliases are read as such; any other text is returned as it is,
+    and so is a page made of properties only (its lines would leave no body)."""
     lines = text.split("\n")
     count = next((n for n, line in enumerate(lines) if not _PROPERTY.fullmatch(line)), len(lines))
-    if count == 0 or text.startswith(("---", "\ufeff")):
+    rest = "\n".join(lines[count:]).lstrip("\n")
+    if count == 0 or text.startswith(("---", "\ufeff")) or not rest.strip():
         return text
     meta: dict[str, Any] = {}
     for line in lines[:count]:
         match = _PROPERTY.fullmatch(line)
         assert match is not None
-        key, value = match.group(1), match.group(2).strip()
-        if key.lower() in _LISTS:
-            items = (_page_name(v) for v in value.split(","))
-            meta[_LISTS[key.lower()]] = [v for v in items if v]
-        else:
-            meta[key] = _page_name(value) if _ONE_PAGE.fullmatch(value) else value
-    rest = "\n".join(lines[count:]).lstrip("\n")
+        key, value = match.group(1).lower(), match.group(2).strip()  # Logseq's keys: lower
+        if key in _LISTS:
+            items = [_page_name(v) for v in _ITEM.findall(value)]
+            have = meta.setdefault(_LISTS[key], [])
+            have.extend(v for v in items if v and v not in have)  # a key given twice: both
+            continue
+        if key in _PLAIN and _ONE_PAGE.fullmatch(value):
+            value = _page_name(value)
+        if key not in meta:
+            meta[key] = value  # a link elsewhere stays one: "[[Ursula Le Guin]]"
+        elif value not in (have := meta[key] if isinstance(meta[key], list) else [meta[key]]):
+            meta[key] = [*have, value]
     return frontmatter.new_file(meta, rest)
 
 

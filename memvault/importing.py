@@ -16,8 +16,9 @@ Never harms, and can be repeated:
 - a new note without ``created`` gets its own ``date:``, else a Logseq journal page's
   day, else its source file's modification time (else a period, ``since:``/``until:``,
   would never select it);
-- a Logseq page's properties (``key:: value`` lines first in the file) become its
-  frontmatter (``tags``, ``alias`` as lists: title, tags and aliases are read as such);
+- in a Logseq graph, a page's properties (``key:: value`` lines first in the file) become
+  its frontmatter (``tags``, ``alias`` as lists: title, tags and aliases are read as such);
+  elsewhere (Obsidian's Dataview fields) such lines are text, left as they are;
 - a ``.txt`` file a note links or embeds is an attachment, not a note;
 - non-Markdown files the notes link or embed are copied to the same relative path, unless
   the vault has another file there that no import wrote (kept; the attachment is skipped);

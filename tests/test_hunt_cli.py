@@ -343,6 +343,35 @@ def test_changes_with_since_and_more_than_the_limit_gives_the_oldest_and_a_curso
     assert "(newer changes follow: pass the cursor below as --since)" in result.stderr
 
 
+def test_dataview_fields_stay_text_and_a_logseq_page_keeps_repeats_links_and_its_lines(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    obsidian = tmp_path / "obsidian"
+    obsidian.mkdir()
+    book = "author:: [[Ursula Le Guin]]\ntags:: fantasy\n\nA Wizard of Earthsea.\n"
+    (obsidian / "Book.md").write_text(book)
+    graph = tmp_path / "graph"
+    (graph / "logseq").mkdir(parents=True)
+    (graph / "pages").mkdir()
+    (graph / "pages" / "Reading.md").write_text(
+        "tags:: a, b\ntags:: c, [[Smith, John]]\nAlias:: Books\nalias:: Library\n"
+        "author:: [[Ursula Le Guin]]\n\n- read more\n"
+    )
+    (graph / "pages" / "Only.md").write_text("alias:: Bare\nrating:: 3\n")
+
+    text_only.import_path(obsidian)
+    text_only.import_path(graph)
+
+    kept = text_only.vault.read("Book.md")
+    assert "author" not in kept.meta and kept.body.startswith("author:: [[Ursula Le Guin]]\n")
+    assert text_only.import_path(obsidian).unchanged == 1
+    page = text_only.vault.read("pages/Reading.md")
+    assert list(page.tags) == ["a", "b", "c", "Smith, John"]
+    assert page.meta["aliases"] == ["Books", "Library"]
+    assert page.meta["author"] == "[[Ursula Le Guin]]"  # still a link in Obsidian
+    assert "alias:: Bare\nrating:: 3" in text_only.vault.read("pages/Only.md").body
+
+
 def test_a_text_file_a_note_embeds_is_an_attachment_and_licence_files_are_no_notes(
     text_only: MemoryService, tmp_path: Path
 ) -> None:
