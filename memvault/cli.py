@@ -874,7 +874,8 @@ def import_(ctx: Ctx, source: Path) -> None:
 
     One commit; files it cannot read are skipped and named. Safe to repeat: unchanged notes
     are left alone, changed ones update the same memory, linked attachments are copied.
-    A note without created: is dated by its file's modification time.
+    A note without created: is dated by the commit that added its file (a folder in git),
+    else by the file's modification time, never after its own updated:.
 
     \b
     Examples:

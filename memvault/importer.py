@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import frontmatter, ids, knowledge_graph, note, validate
-from .errors import InvalidInputError, MalformedMemoryError, UnsafePathError
+import git
+
+from . import frontmatter, history, ids, knowledge_graph, note, validate
+from .errors import InvalidInputError, MalformedMemoryError, MemvaultError, UnsafePathError
 from .models import ImportSkip
 from .vault import template_folders
 
@@ -43,7 +45,8 @@ class ImportItem:
     origin: Path | None = None  # the source file (folder imports): attachments resolve from it
     defaults: frozenset[str] = frozenset()  # frontmatter keys memvault filled in, not the source
     # when the note was written, for one without ``created``: a Logseq journal's day, else
-    # the source file's modification time (folder imports)
+    # the date of the commit that added the file (a source folder in git), else the source
+    # file's modification time (folder imports)
     dated: dt.datetime | None = None
 
 
@@ -57,7 +60,7 @@ def from_folder(
     """Markdown files under ``root``, relative paths kept; a skip for each unreadable one,
     and for the folder ``vault`` (the vault itself, when ``root`` holds it)."""
     templates = set(template_folders(root))  # the source's own Obsidian settings say which
-    source = _Source(is_logseq(root), is_memory, max_bytes)
+    source = _Source(is_logseq(root), added_dates(root), is_memory, max_bytes)
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
         for name in [d for d in dirnames if (here / d).relative_to(root).as_posix() in templates]:
@@ -96,11 +99,47 @@ def is_logseq(root: Path) -> bool:
     )
 
 
+# oldest first: each file added (A) or renamed (R, old and new name), after its commit's date
+_ADDED_LOG: tuple[str, ...] = ("log", "--reverse", "--diff-filter=AR", "-M", "--name-status")
+_ADDED_LOG += ("-z", "--relative", "--format=%x01%aI", "--", ".")
+
+
+def added_dates(root: Path) -> dict[str, dt.datetime]:
+    """Source path (relative to ``root``) -> when the commit that added it was written,
+    for a ``root`` inside a git work tree ({} else): a clone's or a copy's files all have
+    the checkout's modification time, not the day their notes were written. One ``git
+    log`` for the whole folder; a renamed file keeps the date it was added under its old
+    name."""
+    try:
+        runner = history.CleanGit(str(root))
+        out = runner.execute(
+            ["git", "-c", "core.quotepath=off", "-c", "log.showSignature=false", *_ADDED_LOG],
+            stdout_as_string=False,
+        )
+    except (git.GitCommandError, git.GitCommandNotFound, MemvaultError, OSError):
+        return {}  # not in a git work tree (or no git): the files' modification times
+    dates: dict[str, dt.datetime] = {}
+    for record in bytes(out).decode("utf-8", "replace").split("\x01")[1:]:
+        when, _, changes = record.partition("\0")
+        fields = changes.lstrip("\n").split("\0")
+        date = dt.datetime.fromisoformat(when).astimezone(dt.UTC)
+        while len(fields) > 1:
+            status, path = fields[0], fields[1]
+            if status.startswith("R") and len(fields) > 2:
+                dates[fields[2]] = dates.pop(path, date)
+                fields = fields[3:]
+                continue
+            dates[path] = date
+            fields = fields[2:]
+    return dates
+
+
 @dataclass(frozen=True)
 class _Source:
     """What reading a source folder's notes needs to know of the folder."""
 
     logseq: bool  # a Logseq graph: page properties become frontmatter
+    added: dict[str, dt.datetime]  # path -> the date of the commit that added it
     is_memory: Callable[[str], bool]
     max_bytes: int
 
@@ -134,7 +173,8 @@ def _read_note(full: Path, rel: str, source: _Source) -> ImportItem | ImportSkip
             ) from exc
         text = logseq_properties(text) if source.logseq else text
         frontmatter.parse(text)
-        dated = _journal_day(rel) or dt.datetime.fromtimestamp(os.lstat(full).st_mtime, dt.UTC)
+        dated = _journal_day(rel) or source.added.get(rel)
+        dated = dated or dt.datetime.fromtimestamp(os.lstat(full).st_mtime, dt.UTC)
     except MalformedMemoryError as exc:
         return _skip(rel, "malformed frontmatter", f"{full}: {exc}")
     except (InvalidInputError, UnsafePathError, OSError) as exc:

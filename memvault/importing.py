@@ -14,8 +14,9 @@ Never harms, and can be repeated:
   an id that an earlier note of the import (a copy) or another memory holds is not matched
   twice: that note is matched by path, and a new memory for it gets an id of its own;
 - a new note without ``created`` gets its own ``date:``, else a Logseq journal page's
-  day, else its source file's modification time (else a period, ``since:``/``until:``,
-  would never select it);
+  day, else the date of the commit that added its file (a source in git: a clone's files
+  all have the clone's time), else its source file's modification time, never after its
+  own ``updated:`` (else a period, ``since:``/``until:``, would never select it);
 - in a Logseq graph, a page's properties (``key:: value`` lines first in the file) become
   its frontmatter (``tags``, ``alias`` as lists: title, tags and aliases are read as such);
   elsewhere (Obsidian's Dataview fields) such lines are text, left as they are;
@@ -441,10 +442,14 @@ class _Run:
 
 def _dated(doc: frontmatter.Document, item: ImportItem) -> dt.datetime | None:
     """When a note without ``created`` was written: its own ``date:`` (a common template
-    key) when it reads as one, else what the source says (a journal's day, the file's
-    modification time)."""
+    key) when it reads as one, else what the source says (a journal's day, the commit that
+    added the file, the file's modification time), never after its own ``updated:``."""
     own = note.parse_time(doc.meta.get("date")) if doc.meta.get("date") else None
-    return own or item.dated
+    when = own or item.dated
+    updated = note.parse_time(doc.meta.get("updated")) if doc.meta.get("updated") else None
+    if when is not None and updated is not None and updated < when:
+        return updated  # a copy's or a clone's time is not when it was written
+    return when
 
 
 def _nearest(base: str, found: list[str]) -> str | None:

@@ -343,6 +343,12 @@ def test_changes_with_since_and_more_than_the_limit_gives_the_oldest_and_a_curso
     assert "(newer changes follow: pass the cursor below as --since)" in result.stderr
 
 
+def commit_at(repo: Path, when: str, message: str) -> None:
+    git(repo, "add", "-A")
+    ident = ("-c", "user.name=Ann", "-c", "user.email=ann@example.com")
+    git(repo, *ident, "commit", "-qm", message, f"--date={when}")
+
+
 def test_dataview_fields_stay_text_and_a_logseq_page_keeps_repeats_links_and_its_lines(
     text_only: MemoryService, tmp_path: Path
 ) -> None:
@@ -370,6 +376,30 @@ def test_dataview_fields_stay_text_and_a_logseq_page_keeps_repeats_links_and_its
     assert page.meta["aliases"] == ["Books", "Library"]
     assert page.meta["author"] == "[[Ursula Le Guin]]"  # still a link in Obsidian
     assert "alias:: Bare\nrating:: 3" in text_only.vault.read("pages/Only.md").body
+
+
+def test_a_cloned_folder_s_notes_are_dated_by_the_commit_that_added_them(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    src = tmp_path / "notes"
+    (src / "trips").mkdir(parents=True)
+    git(src, "init", "-q")
+    (src / "trips" / "Kyōto.md").write_text("# Kyōto\n\nTemples in spring.\n")
+    (src / "Old name.md").write_text("# Moved\n\nA note renamed later.\n")
+    (src / "Edited.md").write_text("---\nupdated: 2020-05-06\n---\n# Edited\n\nIts date.\n")
+    commit_at(src, "2021-03-04T05:06:07+00:00", "notes")
+    git(src, "mv", "Old name.md", "New name.md")
+    commit_at(src, "2022-01-01T00:00:00+00:00", "rename")
+    (src / "Untracked.md").write_text("# Untracked\n\nNot committed yet.\n")
+    os.utime(src / "Untracked.md", (APRIL_2023.timestamp(), APRIL_2023.timestamp()))
+
+    text_only.import_path(src)
+
+    created = {m.path: m.created for m in text_only.list_memories(Filters()).memories}
+    assert created["trips/Kyōto.md"] == "2021-03-04T05:06:07+00:00"
+    assert created["New name.md"] == "2021-03-04T05:06:07+00:00"  # added under its old name
+    assert str(created["Edited.md"]).startswith("2020-05-06")  # never after its own updated
+    assert str(created["Untracked.md"]).startswith("2023-04-05T10:00:00")  # its file's time
 
 
 def test_a_text_file_a_note_embeds_is_an_attachment_and_licence_files_are_no_notes(
