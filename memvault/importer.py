@@ -27,13 +27,11 @@ PRUNED = frozenset({".git", ".obsidian", ".trash", ".memvault", "_templates"})
 # Files read as notes: Markdown, and plain text (Apple Notes, Simplenote, Bear exports); a
 # .markdown or .txt file is kept as the note of the same name ending in .md.
 NOTE_SUFFIXES = (".md", ".markdown", ".txt")
-# Plain text files that are no one's notes: licences, package lists, build and web files.
-# (A .txt file a note links or embeds is an attachment: importing leaves it out as a note.)
+# Plain text files that are no one's notes: licences, pip's package lists, build and web files
+# (a person's History.txt or Requirements.txt is a note). A .txt file a note links or embeds
+# is an attachment: importing leaves it out as a note.
 NOT_NOTES = re.compile(
-    r"(licen[cs]e|copying|notice|authors|contributors|changelog|changes|history|third.party"
-    r"|requirements|constraints|dev.requirements|cmakelists|robots|humans|ads|security)"
-    r"([-_. ].*)?\.txt",
-    re.IGNORECASE,
+    r"((?i:licen[cs]e|copying)([-_. ].*)?|requirements([-_.].*)?|(?i:cmakelists|robots))\.txt"
 )
 
 
@@ -122,7 +120,10 @@ def added_dates(root: Path) -> dict[str, dt.datetime]:
     for record in bytes(out).decode("utf-8", "replace").split("\x01")[1:]:
         when, _, changes = record.partition("\0")
         fields = changes.lstrip("\n").split("\0")
-        date = dt.datetime.fromisoformat(when).astimezone(dt.UTC)
+        try:
+            date = dt.datetime.fromisoformat(when).astimezone(dt.UTC)
+        except ValueError:
+            continue  # a commit git gives no readable date: its files keep their own time
         while len(fields) > 1:
             status, path = fields[0], fields[1]
             if status.startswith("R") and len(fields) > 2:

@@ -411,11 +411,12 @@ def test_a_text_file_a_note_embeds_is_an_attachment_and_licence_files_are_no_not
     (src / "logs" / "build.txt").write_text("error: linker failed\n")
     for name in ("LICENSE.txt", "requirements-dev.txt", "CMakeLists.txt", "robots.txt"):
         (src / name).write_text("not a note\n")
-    (src / "Soup.txt").write_text("Miso soup\nDashi, miso, tofu.\n")
+    for name in ("Soup.txt", "History.txt", "Requirements.txt"):  # a person's notes
+        (src / name).write_text(f"{name}\nDashi, miso, tofu.\n")
 
     report = text_only.import_path(src)
 
-    assert report.paths == ("Soup.md", "logs/Note.md")
+    assert report.paths == ("History.md", "Requirements.md", "Soup.md", "logs/Note.md")
     assert report.attachments == ("logs/build.txt",)
     assert not (text_only.root / "logs" / "build.md").exists()
     assert (text_only.root / "logs" / "build.txt").read_text() == "error: linker failed\n"
