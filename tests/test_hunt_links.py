@@ -274,3 +274,21 @@ def test_an_items_indented_details_and_a_later_list_of_notes_are_not_items_of_th
     assert profile.unlisted(spec, detail + "- latex\n", have) == ("latex",)
     notes = "# Allergies\n\n- penicillin\n- peanuts\n\nAsk about:\n- latex\n"
     assert profile.unlisted(spec, notes, have) == ()
+
+
+def test_a_wikilink_with_a_folder_reaches_no_note_of_that_name_in_another_folder(
+    text_only: MemoryService,
+) -> None:
+    elsewhere = write(text_only, "other/Missing.md", "# Missing elsewhere\n")
+    # Obsidian reads [[sub/Missing]] as that path: a broken link here, not other/Missing
+    # (only a Markdown link's path is tried again as written: its shortest form)
+    note = write(text_only, "sub/A.md", "# A\n\n[[sub/Missing]] and [md](Missing.md)\n")
+    assert tool(text_only, "get_memory", {"id": note})["links"] == [
+        {"id": None, "title": "sub/Missing"},
+        {"id": elsewhere, "title": "Missing elsewhere"},
+    ]
+    broken = [
+        p for p in run_checks(text_only.vault, text_only.history, "none") if p.kind == "broken_link"
+    ]
+    assert [p.path for p in broken] == ["sub/A.md"]
+    assert "[[sub/Missing]]" in broken[0].message
