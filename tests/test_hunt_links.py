@@ -292,3 +292,25 @@ def test_a_wikilink_with_a_folder_reaches_no_note_of_that_name_in_another_folder
     ]
     assert [p.path for p in broken] == ["sub/A.md"]
     assert "[[sub/Missing]]" in broken[0].message
+
+
+def test_an_allergys_details_typed_by_hand_stay_under_it_when_the_field_is_set_again(
+    text_only: MemoryService,
+) -> None:
+    tool(text_only, "set_profile", {"field": "health.allergies", "value": ["peanuts"]})
+    path = text_only.root / "profile/health.allergies.md"
+    typed = "- peanuts\n  mild: itchy mouth\n- shellfish\n  anaphylaxis: carries an EpiPen\n"
+    path.write_text(path.read_text().replace("- peanuts\n", typed))
+    text_only.commit_external(["profile/health.allergies.md"])
+    every = ["shellfish", "peanuts", "latex"]
+    assert tool(text_only, "set_profile", {"field": "health.allergies", "value": every})
+    body = text_only.get("profile/health.allergies.md").body
+    assert body == (
+        "# Allergies\n\n- shellfish\n  anaphylaxis: carries an EpiPen\n"
+        "- peanuts\n  mild: itchy mouth\n- latex\n"
+    )
+    assert tool(text_only, "get_profile", {})["problems"] == []
+    # an item the new list drops goes with its details, not onto another item
+    tool(text_only, "set_profile", {"field": "health.allergies", "value": ["latex", "peanuts"]})
+    body = text_only.get("profile/health.allergies.md").body
+    assert body == "# Allergies\n\n- latex\n- peanuts\n  mild: itchy mouth\n"
