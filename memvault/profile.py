@@ -479,14 +479,25 @@ _ITEM = re.compile(r"^[-*+][ \t]+(?:\[.\][ \t]+)?(.*?)\s*$")  # a top-level list
 def unlisted(spec: FieldSpec, body: str, value: Any) -> tuple[str, ...]:
     """Items a person added by hand to the list in a list field's text but not to its
     ``value:`` (Obsidian shows the text: ``- shellfish`` typed under ``- peanuts``): the
-    items of the first list in the body that holds every item of the value, less those."""
-    if spec.type != "list" or not isinstance(value, list):  # [] too: "(none)", then items
+    items of the first list in the body that holds every item of the value (of ``[]``: the list
+    right under its ``(none)``), less those."""
+    if spec.type != "list" or not isinstance(value, list):
         return ()
     have = {str(item).casefold() for item in value}
-    for items in _lists(body):
+    for items in _lists(body) if value else _under_none(body):
         if have <= {item.casefold() for item in items}:
             return tuple(dict.fromkeys(i for i in items if i and i.casefold() not in have))
     return ()
+
+
+def _under_none(body: str) -> Iterator[list[str]]:
+    """The items of the list right under an empty list field's ``(none)`` line (the others
+    are the person's notes: ``To ask the doctor:`` and a list)."""
+    lines = body.split("\n")
+    at = next((n for n, line in enumerate(lines) if line.strip() == "(none)"), len(lines))
+    rest = "\n".join(lines[at + 1 :]).lstrip("\n")
+    if _ITEM.match(rest.split("\n", 1)[0]):
+        yield next(_lists(rest))
 
 
 def _lists(body: str) -> Iterator[list[str]]:
@@ -544,7 +555,8 @@ def _detached(body: str, names: set[str]) -> tuple[str, dict[str, list[str]]]:
 def _unlisted_problem(spec: FieldSpec, path: str, extra: Sequence[str]) -> str:
     return (
         f"{spec.name}: {path} lists {', '.join(extra)} in its text but not in its `value:` "
-        "(the value counts): add them to `value:` by hand, or set the field again"
+        "(the value counts): add them to `value:` by hand or set the field with them, or "
+        "remove them from the text"
     )
 
 

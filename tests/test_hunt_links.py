@@ -314,3 +314,24 @@ def test_an_allergys_details_typed_by_hand_stay_under_it_when_the_field_is_set_a
     tool(text_only, "set_profile", {"field": "health.allergies", "value": ["latex", "peanuts"]})
     body = text_only.get("profile/health.allergies.md").body
     assert body == "# Allergies\n\n- latex\n- peanuts\n  mild: itchy mouth\n"
+
+
+def test_a_list_of_notes_below_an_empty_fields_none_is_no_unlisted_item(
+    text_only: MemoryService,
+) -> None:
+    tool(text_only, "set_profile", {"field": "health.allergies", "value": []})
+    path = text_only.root / "profile/health.allergies.md"
+    notes = "(none)\n\nTo ask the doctor next visit:\n- latex test\n- blood panel\n"
+    path.write_text(path.read_text().replace("(none)\n", notes))
+    text_only.commit_external(["profile/health.allergies.md"])
+    assert tool(text_only, "get_profile", {})["problems"] == []
+    assert "ask the user" not in tool(text_only, "build_context", {"topic": "doctor"})["text"]
+    doctor = run_checks(text_only.vault, text_only.history, "none")
+    assert [p for p in doctor if p.kind == "profile"] == []
+    # typed right under "(none)", an item is named, with a way out that works
+    path.write_text(path.read_text().replace("(none)\n", "(none)\n- shellfish\n"))
+    text_only.commit_external(["profile/health.allergies.md"])
+    (problem,) = tool(text_only, "get_profile", {})["problems"]
+    assert "lists shellfish in its text but not in its `value:`" in problem
+    assert "set the field with them, or remove them from the text" in problem
+    assert "set the field again" not in problem
