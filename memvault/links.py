@@ -1,17 +1,17 @@
 """Links between memories, resolved as Obsidian resolves them. Pure: index records in, answers out.
 
 A memory's record keeps its link targets as written (``MemoryInfo.links``, see
-:func:`note.link_target`); they are resolved here, against the records of the moment, so a
-renamed note is still found by its title or alias while a link by its old file name breaks.
+:func:`note.link_target`; a Markdown link's marked as one); they are resolved here, against
+the records of the moment, so a renamed note is still found by its title or alias while a
+link by its old file name breaks.
 A target resolves, in order, by vault path (with or without ``.md``; a path with folders may
 be a suffix of the real one), by file name (case-insensitive; of several, the one in the
 linking note's folder, else the shortest path), by title, by alias; a Markdown link's
 relative path that reaches nothing from the note's folder is tried again as written, as
-Obsidian does (its shortest form, ``[x](Note%20name.md)``, names a note in any folder);
-a wikilink starting ``./`` or ``../`` is a path from the note's folder.
-A target that is not a
-memory and names another kind of file (``![[photo.jpg]]``) is an attachment: not a memory
-link, and never broken.
+Obsidian does (its shortest form, ``[x](Note%20name.md)``, names a note in any folder); a
+wikilink's never is (``[[sub/Note]]`` is that path); a wikilink starting ``./`` or ``../``
+is a path from the note's folder. A target that is not a memory and names another kind of
+file (``![[photo.jpg]]``) is an attachment: not a memory link, and never broken.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Literal
 
 from .errors import InvalidInputError
 from .models import EVERY, Filters, MemoryInfo
+from .note import MARKDOWN
 
 MAX_DEPTH = 3
 RELATED = "Related: "  # the body line remember/update_memory write their links on
@@ -87,8 +88,9 @@ class Graph:
         self._incoming: dict[str, list[str]] | None = None
 
     # -- resolving ----------------------------------------------------------------------
-    def resolve(self, target: str, source: str = "") -> MemoryInfo | None:
-        """The memory a link to ``target`` from the note at ``source`` reaches, or None."""
+    def resolve(self, target: str, source: str = "", markdown: bool = False) -> MemoryInfo | None:
+        """The memory a link to ``target`` from the note at ``source`` reaches, or None;
+        ``markdown``: a Markdown link's path (made vault-relative), also tried as written."""
         key = _key(target)
         here = unicodedata.normalize("NFC", _folder(source)).casefold()
         if key.startswith(("./", "../")):  # Obsidian's "relative path to file" link format
@@ -98,7 +100,7 @@ class Graph:
         if not key or key.startswith("../"):
             return None
         found = self._lookup(key, source)
-        if found is None and here and key.startswith(here + "/"):
+        if found is None and markdown and here and key.startswith(here + "/"):
             # a Markdown link's path, made vault-relative from the note's folder: Obsidian
             # tries it there, then as written (``[x](Note%20name.md)`` is its shortest form)
             found = self._lookup(key[len(here) + 1 :], source)
@@ -118,8 +120,9 @@ class Graph:
     def outgoing(self, record: MemoryInfo) -> list[Outgoing]:
         """The record's links to other memories, resolved; broken ones have no memory."""
         out = []
-        for target in record.links:
-            memory = self.resolve(target, record.path)
+        for written in record.links:
+            target = written.removeprefix(MARKDOWN)
+            memory = self.resolve(target, record.path, markdown=target != written)
             if memory is None and is_attachment(target):
                 continue
             if memory is None or memory.id != record.id:

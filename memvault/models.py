@@ -179,7 +179,7 @@ class MemoryInfo:
     mtime_ns: int = 0
     size: int = 0
     aliases: tuple[str, ...] = ()
-    links: tuple[str, ...] = ()  # link targets as written (resolved when asked: see links.py)
+    links: tuple[str, ...] = ()  # link targets (resolved when asked: see links.py)
     problems: tuple[str, ...] = ()  # what is wrong with the file (malformed frontmatter...)
     expires: str | None = None
 

@@ -146,15 +146,22 @@ def links(body: str) -> list[Link]:
     return [link for _, link in sorted(found, key=lambda pair: pair[0])]
 
 
+# starts a Markdown link's target in a record's links (Obsidian tries its path again as
+# written, a wikilink's not); no target holds it: a wikilink's cannot, a Markdown link's
+# ends at its first "#"
+MARKDOWN = "#"
+
+
 def link_target(source: str, link: Link) -> str:
     """What ``link`` in the note at ``source`` names: a wikilink's target as written, a
-    Markdown link's relative path made vault-relative ("" for a link to the note itself)."""
+    Markdown link's relative path made vault-relative, after :data:`MARKDOWN` ("" for a
+    link to the note itself)."""
     if link.wiki or not link.target:
         return link.target.strip()
     if link.target.startswith("/"):
-        return link.target.lstrip("/")
+        return MARKDOWN + link.target.lstrip("/")
     joined = posixpath.normpath(posixpath.join(posixpath.dirname(source), link.target))
-    return link.target if joined.startswith("..") else joined
+    return MARKDOWN + (link.target if joined.startswith("..") else joined)
 
 
 def inline_tags(body: str) -> list[str]:

@@ -16,7 +16,7 @@ import difflib
 import logging
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -358,10 +358,13 @@ def path_of(field: str) -> str:
     return f"{FOLDER}/{field}.md"
 
 
-def body_of(spec: FieldSpec, value: Any) -> str:
-    """The field file's readable body: its heading and value (one item per line)."""
+def body_of(spec: FieldSpec, value: Any, details: Mapping[str, list[str]] | None = None) -> str:
+    """The field file's readable body: its heading and value (one item per line, each
+    followed by its indented lines in ``details``, by item casefolded)."""
     if isinstance(value, list):
-        text = "\n".join(f"- {item}" for item in value) if value else "(none)"
+        said = details or {}
+        items = ("\n".join([f"- {i}", *said.get(str(i).casefold(), ())]) for i in value)
+        text = "\n".join(items) if value else "(none)"
     else:
         text = show(value)
     return f"# {spec.heading}\n\n{text}\n"
@@ -476,14 +479,25 @@ _ITEM = re.compile(r"^[-*+][ \t]+(?:\[.\][ \t]+)?(.*?)\s*$")  # a top-level list
 def unlisted(spec: FieldSpec, body: str, value: Any) -> tuple[str, ...]:
     """Items a person added by hand to the list in a list field's text but not to its
     ``value:`` (Obsidian shows the text: ``- shellfish`` typed under ``- peanuts``): the
-    items of the first list in the body that holds every item of the value, less those."""
-    if spec.type != "list" or not isinstance(value, list):  # [] too: "(none)", then items
+    items of the first list in the body that holds every item of the value (of ``[]``: the list
+    right under its ``(none)``), less those."""
+    if spec.type != "list" or not isinstance(value, list):
         return ()
     have = {str(item).casefold() for item in value}
-    for items in _lists(body):
+    for items in _lists(body) if value else _under_none(body):
         if have <= {item.casefold() for item in items}:
             return tuple(dict.fromkeys(i for i in items if i and i.casefold() not in have))
     return ()
+
+
+def _under_none(body: str) -> Iterator[list[str]]:
+    """The items of the list right under an empty list field's ``(none)`` line (the others
+    are the person's notes: ``To ask the doctor:`` and a list)."""
+    lines = body.split("\n")
+    at = next((n for n, line in enumerate(lines) if line.strip() == "(none)"), len(lines))
+    rest = "\n".join(lines[at + 1 :]).lstrip("\n")
+    if _ITEM.match(rest.split("\n", 1)[0]):
+        yield next(_lists(rest))
 
 
 def _lists(body: str) -> Iterator[list[str]]:
@@ -504,17 +518,45 @@ def _without_items(notes: str, items: Sequence[str]) -> str:
     """``notes`` without the items ``items`` holds at its top: the items typed by hand under
     the value's list, which the new value now lists (lower down they are a note's own)."""
     have, lines = {item.casefold() for item in items}, notes.split("\n")
-    top = next((n for n, ln in enumerate(lines) if ln.strip() and not _ITEM.match(ln)), len(lines))
+    top = next((n for n, ln in enumerate(lines) if _ends_list(ln)), len(lines))
     head = [
         ln for ln in lines[:top] if not ((m := _ITEM.match(ln)) and m.group(1).casefold() in have)
     ]
     return "\n".join([*head, *lines[top:]]).strip("\n")
 
 
+def _ends_list(line: str) -> bool:
+    """Whether ``line`` ends a list: text, not an item, a blank or an item's indented line."""
+    return bool(line.strip()) and not line[0].isspace() and not _ITEM.match(line)
+
+
+def _detached(body: str, names: set[str]) -> tuple[str, dict[str, list[str]]]:
+    """``body`` without the indented lines (an item's details) of the items of its first
+    list that ``names`` holds (casefolded), and those lines by item: they go where their
+    item goes (under it in the new list, or away with it)."""
+    lines = body.split("\n")
+    n = next((n for n, ln in enumerate(lines) if _ITEM.match(ln)), len(lines))
+    kept, details = lines[:n], dict[str, list[str]]()
+    while n < len(lines) and not _ends_list(lines[n]):
+        match = _ITEM.match(lines[n])
+        kept.append(lines[n])
+        n += 1
+        if match and match.group(1).casefold() in names:
+            end = n
+            for k in range(n, len(lines)):  # indented lines, and blank lines between them
+                if _ends_list(lines[k]) or _ITEM.match(lines[k]):
+                    break
+                end = k + 1 if lines[k].strip() else end
+            details.setdefault(match.group(1).casefold(), []).extend(lines[n:end])
+            n = end
+    return "\n".join(kept + lines[n:]), details
+
+
 def _unlisted_problem(spec: FieldSpec, path: str, extra: Sequence[str]) -> str:
     return (
         f"{spec.name}: {path} lists {', '.join(extra)} in its text but not in its `value:` "
-        "(the value counts): add them to `value:` by hand, or set the field again"
+        "(the value counts): add them to `value:` by hand or set the field with them, or "
+        "remove them from the text"
     )
 
 
@@ -679,8 +721,13 @@ def _write(
         for key in (LIFECYCLE_KEY, "status"):  # archived by hand in place: set again, active
             if existing.meta.get(key) in UNSET_STATUSES:
                 changes[key] = "active"
-        shown = body_of(spec, plain(existing.meta.get("value"))).split("\n\n", 1)[-1]
-        notes = notes_of(existing.body, shown, spec.heading)  # the person's: kept
+        old = plain(existing.meta.get("value"))
+        shown, text = body_of(spec, old).split("\n\n", 1)[-1], existing.body
+        if isinstance(value, list):  # an item's indented lines go where the item goes
+            names = {str(i).casefold() for i in [*value, *(old if isinstance(old, list) else [])]}
+            text, details = _detached(text, names)
+            body = body_of(spec, value, details)
+        notes = notes_of(text, shown, spec.heading)  # the person's: kept
         if isinstance(value, list):  # but not an item typed by hand that the value now holds
             notes = _without_items(notes, value)
         service.vault.rewrite(existing, changes, f"{body}\n{notes}\n" if notes else body, now)

@@ -274,3 +274,64 @@ def test_an_items_indented_details_and_a_later_list_of_notes_are_not_items_of_th
     assert profile.unlisted(spec, detail + "- latex\n", have) == ("latex",)
     notes = "# Allergies\n\n- penicillin\n- peanuts\n\nAsk about:\n- latex\n"
     assert profile.unlisted(spec, notes, have) == ()
+
+
+def test_a_wikilink_with_a_folder_reaches_no_note_of_that_name_in_another_folder(
+    text_only: MemoryService,
+) -> None:
+    elsewhere = write(text_only, "other/Missing.md", "# Missing elsewhere\n")
+    # Obsidian reads [[sub/Missing]] as that path: a broken link here, not other/Missing
+    # (only a Markdown link's path is tried again as written: its shortest form)
+    note = write(text_only, "sub/A.md", "# A\n\n[[sub/Missing]] and [md](Missing.md)\n")
+    assert tool(text_only, "get_memory", {"id": note})["links"] == [
+        {"id": None, "title": "sub/Missing"},
+        {"id": elsewhere, "title": "Missing elsewhere"},
+    ]
+    broken = [
+        p for p in run_checks(text_only.vault, text_only.history, "none") if p.kind == "broken_link"
+    ]
+    assert [p.path for p in broken] == ["sub/A.md"]
+    assert "[[sub/Missing]]" in broken[0].message
+
+
+def test_an_allergys_details_typed_by_hand_stay_under_it_when_the_field_is_set_again(
+    text_only: MemoryService,
+) -> None:
+    tool(text_only, "set_profile", {"field": "health.allergies", "value": ["peanuts"]})
+    path = text_only.root / "profile/health.allergies.md"
+    typed = "- peanuts\n  mild: itchy mouth\n- shellfish\n  anaphylaxis: carries an EpiPen\n"
+    path.write_text(path.read_text().replace("- peanuts\n", typed))
+    text_only.commit_external(["profile/health.allergies.md"])
+    every = ["shellfish", "peanuts", "latex"]
+    assert tool(text_only, "set_profile", {"field": "health.allergies", "value": every})
+    body = text_only.get("profile/health.allergies.md").body
+    assert body == (
+        "# Allergies\n\n- shellfish\n  anaphylaxis: carries an EpiPen\n"
+        "- peanuts\n  mild: itchy mouth\n- latex\n"
+    )
+    assert tool(text_only, "get_profile", {})["problems"] == []
+    # an item the new list drops goes with its details, not onto another item
+    tool(text_only, "set_profile", {"field": "health.allergies", "value": ["latex", "peanuts"]})
+    body = text_only.get("profile/health.allergies.md").body
+    assert body == "# Allergies\n\n- latex\n- peanuts\n  mild: itchy mouth\n"
+
+
+def test_a_list_of_notes_below_an_empty_fields_none_is_no_unlisted_item(
+    text_only: MemoryService,
+) -> None:
+    tool(text_only, "set_profile", {"field": "health.allergies", "value": []})
+    path = text_only.root / "profile/health.allergies.md"
+    notes = "(none)\n\nTo ask the doctor next visit:\n- latex test\n- blood panel\n"
+    path.write_text(path.read_text().replace("(none)\n", notes))
+    text_only.commit_external(["profile/health.allergies.md"])
+    assert tool(text_only, "get_profile", {})["problems"] == []
+    assert "ask the user" not in tool(text_only, "build_context", {"topic": "doctor"})["text"]
+    doctor = run_checks(text_only.vault, text_only.history, "none")
+    assert [p for p in doctor if p.kind == "profile"] == []
+    # typed right under "(none)", an item is named, with a way out that works
+    path.write_text(path.read_text().replace("(none)\n", "(none)\n- shellfish\n"))
+    text_only.commit_external(["profile/health.allergies.md"])
+    (problem,) = tool(text_only, "get_profile", {})["problems"]
+    assert "lists shellfish in its text but not in its `value:`" in problem
+    assert "set the field with them, or remove them from the text" in problem
+    assert "set the field again" not in problem
