@@ -7,7 +7,6 @@ whose (mtime, size) changed are re-read) and the paths each write or the watcher
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -16,6 +15,7 @@ from contextlib import contextmanager
 from .config import Settings
 from .embedding import VectorFiller
 from .errors import MalformedMemoryError, MemoryNotFoundError, MemvaultError, UnsafePathError
+from .history import History
 from .index import Index
 from .models import Filters, Memory, MemoryInfo, Problem
 from .vault import Vault
@@ -32,8 +32,11 @@ EMBED_NOW = 16  # a sync of more files leaves their vectors to embedding.embed_m
 class IndexSync:
     """Brings one index in line with one vault."""
 
-    def __init__(self, vault: Vault, index: Index, settings: Settings) -> None:
+    def __init__(
+        self, vault: Vault, index: Index, settings: Settings, history: History | None = None
+    ) -> None:
         self.vault = vault
+        self.history = history or History(vault.root)
         self.index = index
         self.settings = settings
         self.unreadable: dict[str, Problem] = {}  # files the last syncs could not index
@@ -87,21 +90,20 @@ class IndexSync:
 
     def _held(self, batch: list[Memory]) -> list[Memory]:
         """Of the files holding one id (a note copied by hand keeps its `id:`), the one
-        the index holds keeps it, else the oldest file (a copy is newer than what it
-        copies): a copy never takes the original's place, and deleting the copy never
-        takes the original out of the index. The others are left out (``shadowed``,
-        named by `doctor` as duplicate_id) until the holder lets go of the id."""
+        :func:`holder_of` names keeps it; the others are left out (``shadowed``, named by
+        `doctor` and `status` as duplicate_id) until the holder lets go of the id."""
         held = {d.id: d.path for d in self.index.records()}
         groups: dict[str, list[Memory]] = {}
         for memory in batch:
             groups.setdefault(memory.id, []).append(memory)
-        kept = []
+        kept: list[Memory] = []
         for memory_id, group in groups.items():
-            holder = held.get(memory_id)
-            if holder in {m.path for m in group} or not self._holds(holder, memory_id):
-                first = min((m.path for m in group), key=lambda p: (p != holder, *self._age(p)))
-            else:
-                first = None  # the holder, not re-read now, keeps the id
+            paths = {m.path for m in group}
+            known = self.shadowed.get(memory_id, set()) | {held.get(memory_id) or ""}
+            others = {p for p in known - paths if self._holds(p, memory_id)}
+            first = holder_of(self.history, self.vault, memory_id, paths | others)
+            if first not in paths and first != held.get(memory_id):  # indexed by older rules
+                group += [m for m in self._read([first]) if m.id == memory_id]
             for memory in group:
                 if memory.path == first:
                     kept.append(memory)
@@ -111,18 +113,9 @@ class IndexSync:
                     self.shadowed.setdefault(memory_id, set()).add(memory.path)
         return kept
 
-    def _age(self, path: str) -> tuple[int, int, str]:
-        """What orders files oldest first: modified, then changed (`cp -a` keeps the
-        modification time, not the change time), then the path."""
-        try:
-            st = os.stat(self.vault.abspath(path))
-        except (MemvaultError, OSError):
-            return (0, 0, path)
-        return (st.st_mtime_ns, st.st_ctime_ns, path)
-
     def _holds(self, path: str | None, memory_id: str) -> bool:
         """Whether the file at ``path`` still holds ``memory_id``."""
-        if path is None:
+        if not path:
             return False
         try:
             return self.vault.read(path).id == memory_id
@@ -288,6 +281,22 @@ class IndexSync:
         self.ensure(wait=False)
         filters = filters or Filters()
         return [info for info in self.index.records() if filters.accepts(info)]
+
+
+def holder_of(history: History, vault: Vault, memory_id: str, paths: Iterable[str]) -> str:
+    """Which of the files holding ``memory_id`` keeps it (a note copied by hand keeps its
+    `id:`): the one first committed with it, wherever it has moved since; within one
+    commit, or when none was committed, the smallest path. Git decides, so every clone
+    agrees, and a full reindex keeps what it held. The index, `status` and `doctor` all
+    ask this; git is asked only when two files hold one id."""
+    found = sorted(set(paths))
+    if len(found) == 1:
+        return found[0]
+    try:
+        return history.first_holder(memory_id, {p: vault.origins.get(p, p) for p in found})
+    except MemvaultError as exc:  # not a git repository (yet): the path decides
+        log.info("which file keeps id %s: %s", memory_id, exc)
+        return found[0]
 
 
 def _same_ids(infos: Sequence[MemoryInfo], held: dict[str, str]) -> list[Problem]:
