@@ -260,7 +260,6 @@ class IndexSync:
         Waits for nothing and writes nothing (the index catches up in :meth:`sync`)."""
         stats, unsafe = self.vault.walk()
         by_path = {d.path: d for d in self.index.records()}
-        held = {d.id: d.path for d in by_path.values()}
         infos: list[MemoryInfo] = []
         problems: list[Problem] = []
         changed = []
@@ -274,7 +273,7 @@ class IndexSync:
         memories, unread = self.vault.read_all(changed)
         infos.extend(m.info(*stats[m.path]) for m in memories)
         unsafe_ones = self.vault.unsafe_problems(unsafe)
-        return infos, problems + unread + unsafe_ones + _same_ids(infos, held)
+        return infos, problems + unread + unsafe_ones + _same_ids(infos, self.history, self.vault)
 
     def records(self, filters: Filters | None = None) -> list[MemoryInfo]:
         """Index records of memories (fast; no file reads), filtered."""
@@ -299,23 +298,26 @@ def holder_of(history: History, vault: Vault, memory_id: str, paths: Iterable[st
         return found[0]
 
 
-def _same_ids(infos: Sequence[MemoryInfo], held: dict[str, str]) -> list[Problem]:
-    """A problem for each file holding an id another file holds too (a copy made by hand)
-    that the index leaves out (``held``: id -> the path it holds; see IndexSync._held)."""
+def same_id_problem(path: str, memory_id: str, kept: str) -> Problem:
+    """What `status` and `doctor` say of a file left out because ``kept`` holds its id."""
+    return Problem(
+        path,
+        "duplicate_id",
+        f"{path} has the same id {memory_id} as {kept}, which keeps it and is the one "
+        f"searched and listed: give {path} an id of its own (delete its `id:` line) or "
+        "remove it if it is a copy",
+    )
+
+
+def _same_ids(infos: Sequence[MemoryInfo], history: History, vault: Vault) -> list[Problem]:
+    """A problem for each file holding an id another file holds too, but the one that
+    keeps it (:func:`holder_of`)."""
     paths: dict[str, list[str]] = {}
     for info in infos:
         paths.setdefault(info.id, []).append(info.path)
     out: list[Problem] = []
     for memory_id, found in paths.items():
-        kept = held.get(memory_id) if held.get(memory_id) in found else min(found)
-        out.extend(
-            Problem(
-                path,
-                "duplicate_id",
-                f"{path} has the same id {memory_id} as {kept}, which is searched and listed "
-                "instead; `memvault doctor` says how to give it an id of its own",
-            )
-            for path in sorted(found)
-            if path != kept
-        )
+        if len(found) > 1:
+            kept = holder_of(history, vault, memory_id, found)
+            out.extend(same_id_problem(p, memory_id, kept) for p in sorted(found) if p != kept)
     return out

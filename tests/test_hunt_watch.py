@@ -232,3 +232,18 @@ def test_a_clone_of_the_vault_gives_a_shared_id_to_the_same_file(
     finally:
         clone.close()
     assert found(text_only, "piano tuner") == [(original, memory_id)]
+
+
+def test_doctor_and_status_name_the_copy_not_the_original_that_keeps_the_id(
+    text_only: MemoryService,
+) -> None:
+    original, copy, memory_id = _piano_with_an_edited_original(text_only)
+    text_only.sync_index()
+    checks = run_checks(text_only.vault, text_only.history, "none")
+    named = [p for p in checks if p.kind == "duplicate_id"]
+    from_status = [p for p in text_only.problems() if p.kind == "duplicate_id"]
+    assert [p.path for p in named] == [p.path for p in from_status] == [copy]
+    assert named[0].message == from_status[0].message
+    assert f"as {original}, which keeps it" in named[0].message
+    assert f"give {copy} an id of its own" in named[0].message
+    assert found(text_only, "piano tuner") == [(original, memory_id)]
