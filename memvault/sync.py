@@ -7,7 +7,6 @@ whose (mtime, size) changed are re-read) and the paths each write or the watcher
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -16,6 +15,7 @@ from contextlib import contextmanager
 from .config import Settings
 from .embedding import VectorFiller
 from .errors import MalformedMemoryError, MemoryNotFoundError, MemvaultError, UnsafePathError
+from .history import History
 from .index import Index
 from .models import Filters, Memory, MemoryInfo, Problem
 from .vault import Vault
@@ -32,8 +32,11 @@ EMBED_NOW = 16  # a sync of more files leaves their vectors to embedding.embed_m
 class IndexSync:
     """Brings one index in line with one vault."""
 
-    def __init__(self, vault: Vault, index: Index, settings: Settings) -> None:
+    def __init__(
+        self, vault: Vault, index: Index, settings: Settings, history: History | None = None
+    ) -> None:
         self.vault = vault
+        self.history = history or History(vault.root)
         self.index = index
         self.settings = settings
         self.unreadable: dict[str, Problem] = {}  # files the last syncs could not index
@@ -87,21 +90,20 @@ class IndexSync:
 
     def _held(self, batch: list[Memory]) -> list[Memory]:
         """Of the files holding one id (a note copied by hand keeps its `id:`), the one
-        the index holds keeps it, else the oldest file (a copy is newer than what it
-        copies): a copy never takes the original's place, and deleting the copy never
-        takes the original out of the index. The others are left out (``shadowed``,
-        named by `doctor` as duplicate_id) until the holder lets go of the id."""
+        :func:`holder_of` names keeps it; the others are left out (``shadowed``, named by
+        `doctor` and `status` as duplicate_id) until the holder lets go of the id."""
         held = {d.id: d.path for d in self.index.records()}
         groups: dict[str, list[Memory]] = {}
         for memory in batch:
             groups.setdefault(memory.id, []).append(memory)
-        kept = []
+        kept: list[Memory] = []
         for memory_id, group in groups.items():
-            holder = held.get(memory_id)
-            if holder in {m.path for m in group} or not self._holds(holder, memory_id):
-                first = min((m.path for m in group), key=lambda p: (p != holder, *self._age(p)))
-            else:
-                first = None  # the holder, not re-read now, keeps the id
+            paths = {m.path for m in group}
+            known = self.shadowed.get(memory_id, set()) | {held.get(memory_id) or ""}
+            others = {p for p in known - paths if self._holds(p, memory_id)}
+            first = holder_of(self.history, self.vault, memory_id, paths | others)
+            if first not in paths and first != held.get(memory_id):  # indexed by older rules
+                group += [m for m in self._read([first]) if m.id == memory_id]
             for memory in group:
                 if memory.path == first:
                     kept.append(memory)
@@ -111,18 +113,9 @@ class IndexSync:
                     self.shadowed.setdefault(memory_id, set()).add(memory.path)
         return kept
 
-    def _age(self, path: str) -> tuple[int, int, str]:
-        """What orders files oldest first: modified, then changed (`cp -a` keeps the
-        modification time, not the change time), then the path."""
-        try:
-            st = os.stat(self.vault.abspath(path))
-        except (MemvaultError, OSError):
-            return (0, 0, path)
-        return (st.st_mtime_ns, st.st_ctime_ns, path)
-
     def _holds(self, path: str | None, memory_id: str) -> bool:
         """Whether the file at ``path`` still holds ``memory_id``."""
-        if path is None:
+        if not path:
             return False
         try:
             return self.vault.read(path).id == memory_id
@@ -267,7 +260,6 @@ class IndexSync:
         Waits for nothing and writes nothing (the index catches up in :meth:`sync`)."""
         stats, unsafe = self.vault.walk()
         by_path = {d.path: d for d in self.index.records()}
-        held = {d.id: d.path for d in by_path.values()}
         infos: list[MemoryInfo] = []
         problems: list[Problem] = []
         changed = []
@@ -281,7 +273,7 @@ class IndexSync:
         memories, unread = self.vault.read_all(changed)
         infos.extend(m.info(*stats[m.path]) for m in memories)
         unsafe_ones = self.vault.unsafe_problems(unsafe)
-        return infos, problems + unread + unsafe_ones + _same_ids(infos, held)
+        return infos, problems + unread + unsafe_ones + _same_ids(infos, self.history, self.vault)
 
     def records(self, filters: Filters | None = None) -> list[MemoryInfo]:
         """Index records of memories (fast; no file reads), filtered."""
@@ -290,23 +282,42 @@ class IndexSync:
         return [info for info in self.index.records() if filters.accepts(info)]
 
 
-def _same_ids(infos: Sequence[MemoryInfo], held: dict[str, str]) -> list[Problem]:
-    """A problem for each file holding an id another file holds too (a copy made by hand)
-    that the index leaves out (``held``: id -> the path it holds; see IndexSync._held)."""
+def holder_of(history: History, vault: Vault, memory_id: str, paths: Iterable[str]) -> str:
+    """Which of the files holding ``memory_id`` keeps it (a note copied by hand keeps its
+    `id:`): the one first committed with it, wherever it has moved since; within one
+    commit, or when none was committed, the smallest path. Git decides, so every clone
+    agrees, and a full reindex keeps what it held. The index, `status` and `doctor` all
+    ask this; git is asked only when two files hold one id."""
+    found = sorted(set(paths))
+    if len(found) == 1:
+        return found[0]
+    try:
+        return history.first_holder(memory_id, {p: vault.origins.get(p, p) for p in found})
+    except MemvaultError as exc:  # not a git repository (yet): the path decides
+        log.info("which file keeps id %s: %s", memory_id, exc)
+        return found[0]
+
+
+def same_id_problem(path: str, memory_id: str, kept: str) -> Problem:
+    """What `status` and `doctor` say of a file left out because ``kept`` holds its id."""
+    return Problem(
+        path,
+        "duplicate_id",
+        f"{path} has the same id {memory_id} as {kept}, which keeps it and is the one "
+        f"searched and listed: give {path} an id of its own (delete its `id:` line) or "
+        "remove it if it is a copy",
+    )
+
+
+def _same_ids(infos: Sequence[MemoryInfo], history: History, vault: Vault) -> list[Problem]:
+    """A problem for each file holding an id another file holds too, but the one that
+    keeps it (:func:`holder_of`)."""
     paths: dict[str, list[str]] = {}
     for info in infos:
         paths.setdefault(info.id, []).append(info.path)
     out: list[Problem] = []
     for memory_id, found in paths.items():
-        kept = held.get(memory_id) if held.get(memory_id) in found else min(found)
-        out.extend(
-            Problem(
-                path,
-                "duplicate_id",
-                f"{path} has the same id {memory_id} as {kept}, which is searched and listed "
-                "instead; `memvault doctor` says how to give it an id of its own",
-            )
-            for path in sorted(found)
-            if path != kept
-        )
+        if len(found) > 1:
+            kept = holder_of(history, vault, memory_id, found)
+            out.extend(same_id_problem(p, memory_id, kept) for p in sorted(found) if p != kept)
     return out

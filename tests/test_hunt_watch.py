@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from memvault.cli import cli
+from memvault.config import Settings
 from memvault.doctor import run_checks
 from memvault.history import History
 from memvault.reports import status
@@ -193,3 +194,56 @@ def test_vault_status_counts_a_hand_copy_with_the_same_id_as_a_problem(watched: 
     assert watcher.wait_for(lambda: watcher.commits == 1)
     assert [(p.path, p.kind) for p in service.problems()] == [("facts/keeper.md", "duplicate_id")]
     assert status(service).problems == 1
+
+
+def _piano_with_an_edited_original(service: MemoryService) -> tuple[str, str, str]:
+    """A note, its copy made by hand (`cp`, a newer file), then the person's edit of the
+    original (now the newer file of the two), all committed: (original, copy, id)."""
+    created = service.remember("The piano tuner comes every March.", type="fact")
+    assert created.memory is not None
+    root, original = service.vault.root, created.memory.path
+    shutil.copy(root / original, root / "facts" / "piano copy.md")
+    service.commit_external(["facts/piano copy.md"])
+    with (root / original).open("a", encoding="utf-8") as f:
+        f.write("\nSince 2026 the tuner comes on Thursdays.\n")
+    service.commit_external([original])
+    return original, "facts/piano copy.md", created.memory.id
+
+
+def test_a_full_reindex_keeps_the_id_with_the_original_a_person_edited_after_copying_it(
+    text_only: MemoryService,
+) -> None:
+    original, _copy, memory_id = _piano_with_an_edited_original(text_only)
+    text_only.reset_index()
+    text_only.sync_index()
+    assert found(text_only, "piano tuner") == [(original, memory_id)]
+    assert "Thursdays" in text_only.get(memory_id).body
+
+
+def test_a_clone_of_the_vault_gives_a_shared_id_to_the_same_file(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    original, _copy, memory_id = _piano_with_an_edited_original(text_only)
+    git(tmp_path, "clone", "-q", str(text_only.vault.root), "clone")
+    clone = MemoryService.open(tmp_path / "clone", Settings(embedder="none"))
+    try:
+        assert found(clone, "piano tuner") == [(original, memory_id)]
+        assert clone.update(memory_id, content="The tuner comes in April.").memory.path == original
+    finally:
+        clone.close()
+    assert found(text_only, "piano tuner") == [(original, memory_id)]
+
+
+def test_doctor_and_status_name_the_copy_not_the_original_that_keeps_the_id(
+    text_only: MemoryService,
+) -> None:
+    original, copy, memory_id = _piano_with_an_edited_original(text_only)
+    text_only.sync_index()
+    checks = run_checks(text_only.vault, text_only.history, "none")
+    named = [p for p in checks if p.kind == "duplicate_id"]
+    from_status = [p for p in text_only.problems() if p.kind == "duplicate_id"]
+    assert [p.path for p in named] == [p.path for p in from_status] == [copy]
+    assert named[0].message == from_status[0].message
+    assert f"as {original}, which keeps it" in named[0].message
+    assert f"give {copy} an id of its own" in named[0].message
+    assert found(text_only, "piano tuner") == [(original, memory_id)]
