@@ -153,6 +153,15 @@ def watching(service: MemoryService, debounce: float = 0.4) -> Iterator[Watched]
         watcher.stop()
 
 
+@contextmanager
+def watched_as_person(service: MemoryService) -> Iterator[Watched]:
+    """:func:`watching`, in a vault whose git names a person (their edits are theirs)."""
+    git(service.vault.root, "config", "user.name", "Ada Person")
+    git(service.vault.root, "config", "user.email", "ada@example.org")
+    with watching(service) as running:
+        yield running
+
+
 def in_process(
     service: MemoryService,
     body: Callable[[Client], Awaitable[Any]],

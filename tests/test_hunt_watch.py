@@ -21,14 +21,12 @@ from memvault.reports import status
 from memvault.service import MemoryService
 from memvault.vault import Vault
 
-from .helpers import Watched, git, watching
+from .helpers import Watched, git, watched_as_person
 
 
 @pytest.fixture
 def watched(text_only: MemoryService) -> Iterator[Watched]:
-    git(text_only.vault.root, "config", "user.name", "Ada Person")
-    git(text_only.vault.root, "config", "user.email", "ada@example.org")
-    with watching(text_only) as running:
+    with watched_as_person(text_only) as running:
         yield running
 
 

@@ -22,7 +22,7 @@ from memvault.doctor import run_checks
 from memvault.errors import UnsafePathError
 from memvault.service import MemoryService
 
-from .helpers import Watched, commit_count, git, watching
+from .helpers import Watched, commit_count, git, watched_as_person
 from .test_service import CRASH_SCRIPT
 
 SECRET = "root:x:0:0:the-secret-outside-the-vault"
@@ -30,9 +30,7 @@ SECRET = "root:x:0:0:the-secret-outside-the-vault"
 
 @pytest.fixture
 def watched(service: MemoryService) -> Iterator[Watched]:
-    git(service.vault.root, "config", "user.name", "Ada Person")
-    git(service.vault.root, "config", "user.email", "ada@example.org")
-    with watching(service) as running:
+    with watched_as_person(service) as running:
         yield running
 
 
