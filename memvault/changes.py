@@ -28,6 +28,7 @@ URI = "memory://changes"
 RESOURCE_COUNT = 20  # memory://changes, and the feed without `since`
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
+WALK_MAX = 1_000_000  # commits one step of a page may read (a merge brings them all)
 SHORT_SHA = 10
 MAX_BLOB_BYTES = 256 * 1024  # larger files are named by their path, without a field list
 STATUS_OPS = {"A": "created", "C": "created", "D": "deleted", "M": "edited", "T": "edited"}
@@ -78,35 +79,57 @@ def changes(
             break
     if len(found) <= limit or (base is None and moment is None):
         return ChangeFeed(tuple(found[:limit]), head, len(found) > limit)
-    return _oldest_page(history, vault, (revs, when, moment), limit, head)
+    return _oldest_page(history, vault, (base, when, moment), limit, head)
 
 
 def _oldest_page(
     history: History,
     vault: Vault,
-    walk: tuple[str, str | None, dt.datetime | None],
+    walk: tuple[str | None, str | None, dt.datetime | None],
     limit: int,
     head: str,
 ) -> ChangeFeed:
-    """More changes than ``limit`` since the caller's cursor: the oldest of them, whole
-    commits (one commit bigger than the limit comes whole), newest first, with the newest
-    commit taken as the cursor: the next call goes on from there and misses none (the
-    newest ``limit`` would leave the older ones behind a cursor at the head)."""
-    revs, when, moment = walk
-    total, taken, cursor = history.count(revs, when), 0, head
+    """More changes than ``limit`` since the caller's cursor: the oldest of them, newest
+    first, with the newest commit taken as the cursor, so the next call goes on from there
+    and misses none (the newest ``limit`` would leave the older ones behind a cursor at the
+    head). The walk follows first parents: a cursor is always one of them, and a merge
+    comes with every commit it brought (``cursor..HEAD`` would list them again otherwise);
+    a commit, or a merge's commits, bigger than the limit come whole."""
+    base, when, moment = walk
     page: list[Change] = []
-    while taken < total:
-        size = min(limit + 1, total - taken)
-        chunk = history.deltas(revs, when, total - taken - size, size)  # newest first
-        taken += size
-        kept = [c for c in chunk if moment is None or _after(c.time, moment)]
+    cursor, prev = head, base
+    for run in _runs(history.spine(f"{base}..{head}" if base else head, when), limit + 1):
+        top, merge = run[-1]
+        range_ = f"{prev}..{top}" if prev else top
+        kept = [
+            c
+            for c in history.deltas(range_, when, 0, WALK_MAX)
+            if moment is None or _after(c.time, moment)
+        ]
         records = _records(history, vault, kept)
-        for commit in reversed(kept):  # oldest first
-            own = [r for r in records if commit.sha.startswith(r.commit)]
+        steps = (
+            [(top, records)]
+            if merge
+            else [(sha, [r for r in records if sha.startswith(r.commit)]) for sha, _ in run]
+        )
+        for sha, own in steps:
             if page and len(page) + len(own) > limit:
                 return ChangeFeed(tuple(page), cursor, True)
-            page, cursor = own + page, commit.sha
+            page, cursor = own + page, sha
+        prev = top
     return ChangeFeed(tuple(page), head, False)
+
+
+def _runs(spine: list[tuple[str, bool]], size: int) -> list[list[tuple[str, bool]]]:
+    """The spine cut into runs read with one ``git log`` each: up to ``size`` commits
+    that are no merges, or one merge alone."""
+    runs: list[list[tuple[str, bool]]] = []
+    for commit in spine:
+        if commit[1] or not runs or runs[-1][-1][1] or len(runs[-1]) >= size:
+            runs.append([commit])
+        else:
+            runs[-1].append(commit)
+    return runs
 
 
 def _since(history: History, since: str | None, head: str) -> tuple[str | None, dt.datetime | None]:

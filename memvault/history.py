@@ -1092,10 +1092,12 @@ class History:
         out = self.run(*args, revs, "--")
         return [c for c in (_parse_deltas(r) for r in _split(out)) if c]
 
-    def count(self, revs: str, since: str | None) -> int:
-        """How many commits :meth:`deltas` of ``revs`` and ``since`` would walk."""
+    def spine(self, revs: str, since: str | None) -> list[tuple[str, bool]]:
+        """The first-parent commits of ``revs`` (committed at ``since`` or later), oldest
+        first, each with whether it is a merge."""
         since_args = [f"{self._since_option()}={since}"] if since else []
-        return int(self.run("rev-list", "--count", *since_args, revs, "--").strip() or 0)
+        out = self.run("rev-list", "--first-parent", "--reverse", "--parents", *since_args, revs)
+        return [(line.split()[0], len(line.split()) > 2) for line in out.splitlines() if line]
 
     def _since_option(self) -> str:
         """git's ``--since`` stops the walk at the first commit dated before it, so one

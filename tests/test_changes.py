@@ -331,3 +331,36 @@ def test_a_watched_edit_announces_the_changes_once_it_is_committed(
     assert changed_uris(events[-1]) == [changes.URI]  # then committed: only the feed changed
     feed = changes.feed(vault).changes
     assert (feed[0].op, feed[0].path, feed[0].who) == ("created", "inbox/seen.md", "person")
+
+
+def test_pages_past_the_limit_neither_repeat_nor_skip_the_commits_of_a_merge(
+    vault: MemoryService,
+) -> None:
+    """Pages cut in log order gave a cursor whose `cursor..HEAD` still held commits of
+    the other branch already listed: a1 and b1 came twice."""
+    start = vault.history.head()
+    assert start
+    root = vault.root
+    git(root, "checkout", "-q", "-b", "side")
+    for name in ("a1", "a2"):
+        (root / f"inbox/{name}.md").write_text(f"# {name}\n\nOn the side branch: {name}.\n")
+        git(root, "add", "-A")
+        git(root, "commit", "-qm", name)
+    git(root, "checkout", "-q", "-")
+    for name in ("b1", "b2", "b3"):
+        (root / f"inbox/{name}.md").write_text(f"# {name}\n\nOn the main branch: {name}.\n")
+        git(root, "add", "-A")
+        git(root, "commit", "-qm", name)
+    git(root, "merge", "-q", "--no-edit", "side")
+    (root / "inbox/c1.md").write_text("# c1\n\nAfter the merge.\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "c1")
+    seen: list[str] = []
+    cursor: str | None = start
+    for _ in range(10):
+        page = changes.feed(vault, since=cursor, limit=2)
+        seen += [c.path for c in page.changes]
+        cursor = page.cursor
+        if not page.more:
+            break
+    assert sorted(seen) == [f"inbox/{n}.md" for n in ("a1", "a2", "b1", "b2", "b3", "c1")]
