@@ -89,12 +89,15 @@ def is_note_name(name: str) -> bool:
 
 
 def is_logseq(root: Path) -> bool:
-    """Whether ``root`` is a Logseq graph (its ``logseq/`` settings folder, or ``pages/``
-    and ``journals/``): only there are ``key:: value`` lines page properties (in Obsidian
-    they are Dataview's inline fields, part of the text)."""
-    return (root / "logseq").is_dir() or (
-        (root / "pages").is_dir() and (root / "journals").is_dir()
-    )
+    """Whether ``root`` is a Logseq graph or a folder of one (its ``logseq/`` settings
+    folder, or ``pages/`` and ``journals/``): only there are ``key:: value`` lines page
+    properties (in Obsidian they are Dataview's inline fields, part of the text)."""
+    for graph in (root, root.parent):  # the graph, or its pages/ or journals/ folder
+        if (graph / "logseq").is_dir() or (
+            (graph / "pages").is_dir() and (graph / "journals").is_dir()
+        ):
+            return True
+    return False
 
 
 # oldest first: each file added (A) or renamed (R, old and new name), after its commit's date

@@ -723,8 +723,11 @@ def _write(
                 changes[key] = "active"
         old = plain(existing.meta.get("value"))
         shown, text = body_of(spec, old).split("\n\n", 1)[-1], existing.body
-        if isinstance(value, list):  # an item's indented lines go where the item goes
-            names = {str(i).casefold() for i in [*value, *(old if isinstance(old, list) else [])]}
+        olds = old if isinstance(old, list) else []
+        # an item's indented lines go where the item goes; of an empty field, only a list
+        # right under its (none) is items (another list is the person's notes)
+        if isinstance(value, list) and (olds or next(_under_none(text), None)):
+            names = {str(i).casefold() for i in [*value, *olds]}
             text, details = _detached(text, names)
             body = body_of(spec, value, details)
         notes = notes_of(text, shown, spec.heading)  # the person's: kept

@@ -420,3 +420,16 @@ def test_a_text_file_a_note_embeds_is_an_attachment_and_licence_files_are_no_not
     assert report.attachments == ("logs/build.txt",)
     assert not (text_only.root / "logs" / "build.md").exists()
     assert (text_only.root / "logs" / "build.txt").read_text() == "error: linker failed\n"
+
+
+def test_a_logseq_graphs_pages_folder_imported_alone_keeps_its_properties(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    graph = tmp_path / "graph"
+    (graph / "logseq").mkdir(parents=True)
+    (graph / "pages").mkdir()
+    (graph / "pages" / "Dune.md").write_text("tags:: book\nalias:: Dune novel\n\n- Read it.\n")
+    report = text_only.import_path(graph / "pages")
+    assert report.imported == 1
+    memory = text_only.get(report.paths[0])
+    assert list(memory.tags) == ["book"] and list(memory.aliases) == ["Dune novel"]

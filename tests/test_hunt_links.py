@@ -335,3 +335,19 @@ def test_a_list_of_notes_below_an_empty_fields_none_is_no_unlisted_item(
     assert "lists shellfish in its text but not in its `value:`" in problem
     assert "set the field with them, or remove them from the text" in problem
     assert "set the field again" not in problem
+
+
+def test_setting_an_empty_field_leaves_the_persons_own_list_and_its_lines_alone(
+    text_only: MemoryService,
+) -> None:
+    """Of an empty field, the body's first list is the person's notes: their indented line
+    under "- latex" was moved under the new value's latex item."""
+    tool(text_only, "set_profile", {"field": "health.allergies", "value": []})
+    path = text_only.root / "profile/health.allergies.md"
+    notes = "(none)\n\nTo ask the doctor:\n\n- latex\n  does it matter for gloves?\n"
+    path.write_text(path.read_text().replace("(none)\n", notes))
+    text_only.commit_external(["profile/health.allergies.md"])
+    tool(text_only, "set_profile", {"field": "health.allergies", "value": ["latex"]})
+    body = text_only.get("profile/health.allergies.md").body
+    assert body.startswith("# Allergies\n\n- latex\n\n")
+    assert "To ask the doctor:\n\n- latex\n  does it matter for gloves?" in body
