@@ -442,8 +442,8 @@ class Index:
         if not memories:
             return {}
         ids = [paths[p] for p in memories]
-        passages = [best_chunk(query.text, m) for m in memories.values()]
-        matrix = self._embed_passages(embedder, passages)
+        chunks = [best_chunk(query.text, m) for m in memories.values()]
+        matrix = self._embed_passages(embedder, chunks)
         asked = self._query_vector(embedder, query.text)
         means = language_means(embedder.name) if self.settings.crosslingual else None
         if means is not None:
