@@ -12,6 +12,7 @@ from mcp import Client
 from memvault import profile
 from memvault.doctor import run_checks
 from memvault.ids import new_id
+from memvault.models import Problem
 from memvault.service import MemoryService
 
 from .helpers import in_process, tool
@@ -40,6 +41,13 @@ def resource_lines(service: MemoryService, uri: str) -> list[str]:
 
 
 # -- links --------------------------------------------------------------------------------------
+def broken_links(service: MemoryService) -> list[Problem]:
+    """What doctor reports as broken links."""
+    return [
+        p for p in run_checks(service.vault, service.history, "none") if p.kind == "broken_link"
+    ]
+
+
 def test_markdown_links_obsidian_writes_by_shortest_name_reach_notes_in_other_folders(
     text_only: MemoryService,
 ) -> None:
@@ -61,9 +69,7 @@ def test_markdown_links_obsidian_writes_by_shortest_name_reach_notes_in_other_fo
     assert tool(text_only, "get_memory", {"id": runbook})["backlinks"] == [
         {"id": note, "title": "Incident"}
     ]
-    broken = [
-        p for p in run_checks(text_only.vault, text_only.history, "none") if p.kind == "broken_link"
-    ]
+    broken = broken_links(text_only)
     assert [p.path for p in broken] == ["journal/Incident.md"]
     assert "Nowhere" in broken[0].message
 
@@ -287,9 +293,7 @@ def test_a_wikilink_with_a_folder_reaches_no_note_of_that_name_in_another_folder
         {"id": None, "title": "sub/Missing"},
         {"id": elsewhere, "title": "Missing elsewhere"},
     ]
-    broken = [
-        p for p in run_checks(text_only.vault, text_only.history, "none") if p.kind == "broken_link"
-    ]
+    broken = broken_links(text_only)
     assert [p.path for p in broken] == ["sub/A.md"]
     assert "[[sub/Missing]]" in broken[0].message
 
