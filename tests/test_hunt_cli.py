@@ -433,3 +433,22 @@ def test_a_logseq_graphs_pages_folder_imported_alone_keeps_its_properties(
     assert report.imported == 1
     memory = text_only.get(report.paths[0])
     assert list(memory.tags) == ["book"] and list(memory.aliases) == ["Dune novel"]
+
+
+def test_a_purge_a_tag_on_the_memorys_own_text_would_undo_is_refused_before_writing(
+    person_vault: MemoryService,
+) -> None:
+    """A tag naming the memory's file (or a folder holding it), not a commit, is moved by
+    no rewrite: the purge reported success and the text stayed, reachable by the tag."""
+    secret = person_vault.remember("The user's safe code is HIPPO7731.").memory
+    assert secret is not None
+    root = person_vault.root
+    for name, rev in (("file", f"HEAD:{secret.path}"), ("folder", "HEAD:inbox")):
+        git(root, "tag", "-a", name, git(root, "rev-parse", rev).strip(), "-m", "kept")
+        head = git(root, "rev-parse", "HEAD")
+        with pytest.raises(InvalidInputError, match=f"tag '{name}' names the memory's text"):
+            person_vault.forget(secret.id, mode="purge")
+        assert git(root, "rev-parse", "HEAD") == head and (root / secret.path).exists()
+        git(root, "tag", "-d", name)
+    person_vault.forget(secret.id, mode="purge")
+    assert b"hippo7731" not in git_objects(root)
