@@ -14,7 +14,7 @@ from .models import Memory, Problem, as_iso
 from .note import parse_time
 from .provenance import Provenance
 from .recovery import refusal
-from .sync import holder_of, same_id_problem
+from .sync import holders_of, same_id_problem
 from .vault import Vault
 
 
@@ -47,9 +47,13 @@ def check_files(
             same.setdefault(memory.id, [seen[memory.id]]).append(memory.path)
         else:
             seen[memory.id] = memory.path
+    kept = holders_of(history or History(vault.root), vault, same)
     for memory_id, paths in same.items():
-        kept = holder_of(history or History(vault.root), vault, memory_id, paths)
-        problems.extend(same_id_problem(p, memory_id, kept) for p in sorted(paths) if p != kept)
+        problems.extend(
+            same_id_problem(p, memory_id, kept[memory_id])
+            for p in sorted(paths)
+            if p != kept[memory_id]
+        )
     return problems
 
 

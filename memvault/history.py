@@ -1185,23 +1185,34 @@ class History:
                        f"-G{pattern}", "HEAD")  # fmt: skip
         return next((p for p in out.split("\0") if p.strip()), None)
 
-    def first_holder(self, memory_id: str, paths: dict[str, str]) -> str:
-        """Of ``paths`` (path -> the path it was first committed at), the one whose first
-        path gained the line ``id: memory_id`` in the oldest commit of HEAD's history: the
-        same answer on every clone. Within one commit, and among files never committed
-        with it (which lose to committed ones), the smallest path."""
-        found = min(paths)
-        if self.head() is None:
+    def first_holders(self, groups: dict[str, dict[str, str]]) -> dict[str, str]:
+        """For each id, of its ``paths`` (path -> the path it was first committed at), the
+        one whose first path gained the line ``id: <id>`` in the oldest commit of HEAD's
+        history: the same answer on every clone. Within one commit, and among files never
+        committed with it (which lose to committed ones), the smallest path. One ``git
+        log`` for every id (a copied folder shares hundreds)."""
+        found = {memory_id: min(paths) for memory_id, paths in groups.items()}
+        if self.head() is None or not groups:
             return found
-        escaped = re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", memory_id)
-        pattern = f"^id:[[:space:]]*[\"']?{escaped}([\"'[:space:]]|$)"
-        firsts = {first: path for path, first in sorted(paths.items(), reverse=True)}
+        ids = "|".join(re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", i) for i in groups)
+        pattern = f"^id:[[:space:]]*[\"']?({ids})([\"'[:space:]]|$)"
+        firsts = {
+            memory_id: {first: path for path, first in sorted(paths.items(), reverse=True)}
+            for memory_id, paths in groups.items()
+        }
+        every = sorted({first for named in firsts.values() for first in named})
         out = self.run("log", "--reverse", "--no-renames", "--format=%x01", "--name-only",
-                       "-z", "-E", f"-G{pattern}", "HEAD", "--", *firsts, check=False)  # fmt: skip
+                       "-z", "-E", f"-G{pattern}", "HEAD", "--", *every, check=False)  # fmt: skip
+        open_ids = dict(firsts)
         for commit in out.split("\x01"):
-            named = [firsts[p] for p in commit.strip("\0\n").split("\0") if p in firsts]
-            if named:
-                return min(named)
+            files = set(commit.strip("\0\n").split("\0"))
+            for memory_id, named in list(open_ids.items()):
+                held = [named[p] for p in files if p in named]
+                if held:
+                    found[memory_id] = min(held)
+                    del open_ids[memory_id]
+            if not open_ids:
+                break
         return found
 
     def _holding(self, wanted: dict[str, set[str]]) -> dict[str, list[str]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from .config import Settings
@@ -96,12 +96,15 @@ class IndexSync:
         groups: dict[str, list[Memory]] = {}
         for memory in batch:
             groups.setdefault(memory.id, []).append(memory)
-        kept: list[Memory] = []
+        candidates = {}
         for memory_id, group in groups.items():
             paths = {m.path for m in group}
             known = self.shadowed.get(memory_id, set()) | {held.get(memory_id) or ""}
-            others = {p for p in known - paths if self._holds(p, memory_id)}
-            first = holder_of(self.history, self.vault, memory_id, paths | others)
+            candidates[memory_id] = paths | {p for p in known - paths if self._holds(p, memory_id)}
+        holders = holders_of(self.history, self.vault, candidates)
+        kept: list[Memory] = []
+        for memory_id, group in groups.items():
+            paths, first = {m.path for m in group}, holders[memory_id]
             if first not in paths and first != held.get(memory_id):  # indexed by older rules
                 group += [m for m in self._read([first]) if m.id == memory_id]
             for memory in group:
@@ -288,14 +291,26 @@ def holder_of(history: History, vault: Vault, memory_id: str, paths: Iterable[st
     commit, or when none was committed, the smallest path. Git decides, so every clone
     agrees, and a full reindex keeps what it held. The index, `status` and `doctor` all
     ask this; git is asked only when two files hold one id."""
-    found = sorted(set(paths))
-    if len(found) == 1:
-        return found[0]
-    try:
-        return history.first_holder(memory_id, {p: vault.origins.get(p, p) for p in found})
-    except MemvaultError as exc:  # not a git repository (yet): the path decides
-        log.info("which file keeps id %s: %s", memory_id, exc)
-        return found[0]
+    return holders_of(history, vault, {memory_id: paths})[memory_id]
+
+
+def holders_of(
+    history: History, vault: Vault, groups: Mapping[str, Iterable[str]]
+) -> dict[str, str]:
+    """:func:`holder_of` of many ids at once: one ``git log`` for all that are shared."""
+    found = {memory_id: sorted(set(paths)) for memory_id, paths in groups.items()}
+    out = {memory_id: paths[0] for memory_id, paths in found.items()}
+    shared = {
+        memory_id: {p: vault.origins.get(p, p) for p in paths}
+        for memory_id, paths in found.items()
+        if len(paths) > 1
+    }
+    if shared:
+        try:
+            out.update(history.first_holders(shared))
+        except MemvaultError as exc:  # not a git repository (yet): the path decides
+            log.info("which files keep ids %s: %s", ", ".join(shared), exc)
+    return out
 
 
 def same_id_problem(path: str, memory_id: str, kept: str) -> Problem:
@@ -315,9 +330,11 @@ def _same_ids(infos: Sequence[MemoryInfo], history: History, vault: Vault) -> li
     paths: dict[str, list[str]] = {}
     for info in infos:
         paths.setdefault(info.id, []).append(info.path)
-    out: list[Problem] = []
-    for memory_id, found in paths.items():
-        if len(found) > 1:
-            kept = holder_of(history, vault, memory_id, found)
-            out.extend(same_id_problem(p, memory_id, kept) for p in sorted(found) if p != kept)
-    return out
+    shared = {memory_id: found for memory_id, found in paths.items() if len(found) > 1}
+    kept = holders_of(history, vault, shared)
+    return [
+        same_id_problem(p, memory_id, kept[memory_id])
+        for memory_id, found in shared.items()
+        for p in sorted(found)
+        if p != kept[memory_id]
+    ]
