@@ -33,7 +33,7 @@ def check_files(
 ) -> list[Problem]:
     """Unreadable/malformed files and ids used by more than one file (``scanned``: the
     vault's scan, when the caller has it already). Of files sharing an id, the one the
-    index keeps (:func:`sync.holder_of`) is not named."""
+    index keeps (:func:`sync.holders_of`) is not named."""
     memories, problems = scanned or vault.scan()
     problems = list(problems)
     seen: dict[str, str] = {}

@@ -89,7 +89,7 @@ class MemoryService:
     retrieval: Retrieval = field(init=False)
 
     def __post_init__(self) -> None:
-        self.indexing = IndexSync(self.vault, self.index, self.settings)
+        self.indexing = IndexSync(self.vault, self.index, self.settings, self.history)
         self.provenance = Provenance.load(self.vault.state_dir / "provenance.json")
         # late-bound on purpose: tests and benchmarks replace service.clock after opening
         self.access = AccessStats(self.vault.state_dir / ACCESS_FILE, lambda: self.clock())  # noqa: PLW0108

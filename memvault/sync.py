@@ -90,7 +90,7 @@ class IndexSync:
 
     def _held(self, batch: list[Memory]) -> list[Memory]:
         """Of the files holding one id (a note copied by hand keeps its `id:`), the one
-        :func:`holder_of` names keeps it; the others are left out (``shadowed``, named by
+        :func:`holders_of` names keeps it; the others are left out (``shadowed``, named by
         `doctor` and `status` as duplicate_id) until the holder lets go of the id."""
         held = {d.id: d.path for d in self.index.records()}
         groups: dict[str, list[Memory]] = {}
@@ -285,19 +285,14 @@ class IndexSync:
         return [info for info in self.index.records() if filters.accepts(info)]
 
 
-def holder_of(history: History, vault: Vault, memory_id: str, paths: Iterable[str]) -> str:
-    """Which of the files holding ``memory_id`` keeps it (a note copied by hand keeps its
-    `id:`): the one first committed with it, wherever it has moved since; within one
-    commit, or when none was committed, the smallest path. Git decides, so every clone
-    agrees, and a full reindex keeps what it held. The index, `status` and `doctor` all
-    ask this; git is asked only when two files hold one id."""
-    return holders_of(history, vault, {memory_id: paths})[memory_id]
-
-
 def holders_of(
     history: History, vault: Vault, groups: Mapping[str, Iterable[str]]
 ) -> dict[str, str]:
-    """:func:`holder_of` of many ids at once: one ``git log`` for all that are shared."""
+    """For each id, which of the files holding it keeps it (a note copied by hand keeps
+    its `id:`): the one first committed with it, wherever it has moved since; within one
+    commit, or when none was committed, the smallest path. Git decides, so every clone
+    agrees, and a full reindex keeps what it held. The index, `status` and `doctor` all
+    ask this; git is asked only for ids two files hold, in one ``git log`` for all."""
     found = {memory_id: sorted(set(paths)) for memory_id, paths in groups.items()}
     out = {memory_id: paths[0] for memory_id, paths in found.items()}
     shared = {
@@ -326,7 +321,7 @@ def same_id_problem(path: str, memory_id: str, kept: str) -> Problem:
 
 def _same_ids(infos: Sequence[MemoryInfo], history: History, vault: Vault) -> list[Problem]:
     """A problem for each file holding an id another file holds too, but the one that
-    keeps it (:func:`holder_of`)."""
+    keeps it (:func:`holders_of`)."""
     paths: dict[str, list[str]] = {}
     for info in infos:
         paths.setdefault(info.id, []).append(info.path)
