@@ -61,9 +61,7 @@ def _erase(
     names = {m.id: service.history.lineage(m.path) for m in memories}
     if odd := [n for own, _ in names.values() for n in own if "\n" in n]:
         raise InvalidInputError(f"{odd[0]!r}: a file name holding a newline cannot be purged")
-    _refuse_tags_holding(
-        service.history, {blob for blob, _ in _versions(service.history, names)[0]}
-    )
+    _refuse_tags_holding(service.history, names)
     # filter-branch needs a clean tree: commit the person's edits first
     recovery.commit_leftovers(service.vault, service.history, service._op_trailers)
     for memory in memories:
@@ -94,21 +92,23 @@ REWROTE = "Memvault-Rewrote"  # trailer of a purge commit: the original commits 
 _ID_LINE = re.compile(r"^id:[ \t]*[\"']?([^\"'\s#]+)", re.MULTILINE)
 
 
-def _refuse_tags_holding(history: History, blobs: set[str]) -> None:
+def _refuse_tags_holding(history: History, names: dict[str, tuple[list[str], set[str]]]) -> None:
     """Refuse, before anything is written, a purge a tag would undo: a tag that names one
     of the memory's versions itself (a file, or a folder holding it) rather than a commit
-    is moved by no rewrite of history, and keeps the text."""
+    is moved by no rewrite of history, and keeps the text. The versions (the purge's
+    costliest step) are looked up only when some tag names a file or a folder."""
+    held: dict[str, set[str]] = {}
     for ref in history.run("for-each-ref", "--format=%(refname)", "refs/tags/").split():
         target = history.run("rev-parse", "--verify", "--quiet", f"{ref}^{{}}", check=False)
         kind = history.run("cat-file", "-t", target.strip(), check=False).strip()
         if kind == "blob":
-            held = {target.strip()}
+            held[ref] = {target.strip()}
         elif kind == "tree":
             listing = history.run("ls-tree", "-r", target.strip()).splitlines()
-            held = {line.split()[2] for line in listing if line.strip()}
-        else:
-            continue
-        if held & blobs:
+            held[ref] = {line.split()[2] for line in listing if line.strip()}
+    blobs = {blob for blob, _ in _versions(history, names)[0]} if held else set()
+    for ref, found in held.items():
+        if found & blobs:
             name = ref.removeprefix("refs/tags/")
             raise InvalidInputError(
                 f"the tag {name!r} names the memory's text itself (a file or folder, not a "
