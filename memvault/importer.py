@@ -15,7 +15,7 @@ from typing import Any
 
 import git
 
-from . import frontmatter, history, ids, knowledge_graph, note, validate
+from . import fields, frontmatter, history, ids, knowledge_graph, note, validate
 from .errors import InvalidInputError, MalformedMemoryError, MemvaultError, UnsafePathError
 from .models import ImportSkip
 from .vault import template_folders
@@ -122,19 +122,19 @@ def added_dates(root: Path) -> dict[str, dt.datetime]:
     dates: dict[str, dt.datetime] = {}
     for record in bytes(out).decode("utf-8", "replace").split("\x01")[1:]:
         when, _, changes = record.partition("\0")
-        fields = changes.lstrip("\n").split("\0")
+        parts = changes.lstrip("\n").split("\0")
         try:
             date = dt.datetime.fromisoformat(when).astimezone(dt.UTC)
         except ValueError:
             continue  # a commit git gives no readable date: its files keep their own time
-        while len(fields) > 1:
-            status, path = fields[0], fields[1]
-            if status.startswith("R") and len(fields) > 2:
-                dates[fields[2]] = dates.pop(path, date)
-                fields = fields[3:]
+        while len(parts) > 1:
+            status, path = parts[0], parts[1]
+            if status.startswith("R") and len(parts) > 2:
+                dates[parts[2]] = dates.pop(path, date)
+                parts = parts[3:]
                 continue
             dates[path] = date
-            fields = fields[2:]
+            parts = parts[2:]
     return dates
 
 
@@ -387,8 +387,9 @@ def _check_fields(record: dict[str, Any]) -> None:
             number = None if isinstance(value, bool) else float(value)
         except (TypeError, ValueError):
             number = None
-        if number is None or not 0 <= number <= 1:
+        if number is None:
             raise InvalidInputError(f"{key} must be a number between 0 and 1, got {value!r}")
+        fields.check_unit(key, number)  # as remember checks it
         record[key] = number
     for key in _TIMES:
         if record.get(key) not in (None, ""):
