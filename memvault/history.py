@@ -640,8 +640,16 @@ class History:
         )
 
     def _stage(self, paths: Sequence[str]) -> None:
-        """``git add -A`` of ``paths``; a path git ignores (a .gitignore, ``info/exclude``
+        """``git add -A`` of ``paths`` (of a path that is now a folder, the deletion of
+        the file it was); a path git ignores (a .gitignore, ``info/exclude``
         or the person's ``core.excludesFile``) is refused naming the rule that ignores it."""
+        folders = [
+            p for p in paths if (self.root / p).is_dir() and not (self.root / p).is_symlink()
+        ]
+        if folders:  # a note a folder replaced: its deletion only (add would take the folder)
+            spec = "\0".join(folders)
+            self.run("update-index", "--force-remove", "-z", "--stdin", input_text=spec)
+            paths = [p for p in paths if p not in folders]
         if not paths:
             return
         spec = "\0".join(paths)

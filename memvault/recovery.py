@@ -189,7 +189,10 @@ def refusal(vault: Vault, rel: str) -> str | None:
     try:
         if os.path.lexists(vault.abspath(rel) / ".git"):
             return f"{rel}/ is another git repository inside the vault: memvault leaves it alone"
-        if os.path.lexists(vault.abspath(rel)):
+        full = vault.abspath(rel)
+        if full.is_dir() and not full.is_symlink() and vault.is_memory_path(rel):
+            return None  # a folder took the note's name: its deletion (History.commit)
+        if os.path.lexists(full):
             vault.check_regular(rel)
     except UnsafePathError as exc:
         return str(exc)

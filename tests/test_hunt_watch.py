@@ -111,6 +111,26 @@ def test_a_note_replaced_by_a_folder_of_its_name_leaves_the_index(watched: Watch
     assert git(service.vault.root, "status", "--porcelain") == ""
 
 
+@pytest.mark.parametrize("inside", [None, "photo.jpg"])
+def test_a_note_replaced_by_a_folder_without_notes_is_committed_as_deleted(
+    watched: Watched, inside: str | None
+) -> None:
+    """An empty folder (or one holding no note) where a note was: the deletion is
+    committed, and nothing in the folder is."""
+    service, watcher, _ = watched
+    created = service.remember("The spare key is under the blue flower pot.", type="fact")
+    assert created.memory is not None
+    note = service.vault.root / created.memory.path
+    note.unlink()
+    note.mkdir()
+    if inside:
+        (note / inside).write_bytes(b"\xff\xd8 not a note")
+    assert watcher.wait_for(lambda: watcher.commits == 1)
+    tracked = git(service.vault.root, "ls-files").splitlines()
+    assert [p for p in tracked if p.startswith(created.memory.path)] == []
+    assert git(service.vault.root, "status", "--porcelain", "--untracked-files=no") == ""
+
+
 def test_a_new_folder_named_like_a_note_is_only_a_folder(watched: Watched) -> None:
     service, watcher, events = watched
     folder = service.vault.root / "projects" / "ideas.md"
