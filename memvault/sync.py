@@ -70,6 +70,8 @@ class IndexSync:
         done, embed, left = 0, len(read) <= EMBED_NOW, False
         for start in range(0, len(read), INDEX_BATCH):
             chunk = read[start : start + INDEX_BATCH]
+            # stats before the read: a save in between leaves newer stats, read next time
+            stamps = self.vault.stats(chunk)
             batch = self._read(chunk)
             # a file that cannot be read now (binary, too large, not UTF-8) is not served
             # as it was: its old record goes
@@ -78,7 +80,7 @@ class IndexSync:
                 self.index.remove_paths(unread)
             batch = self._held(batch)
             now = embed and self._embeds_now(batch)
-            self.upsert(batch, now)
+            self.upsert(batch, now, stamps)
             left = left or (bool(batch) and not now)
             done += len(batch)
             if progress:
@@ -162,9 +164,14 @@ class IndexSync:
                 self.unreadable.pop(rel, None)
         return batch
 
-    def upsert(self, memories: Sequence[Memory], embed: bool = True) -> None:
-        """Index memories just read or written (with their file stats); their vectors now,
-        or later when not ``embed``.
+    def upsert(
+        self,
+        memories: Sequence[Memory],
+        embed: bool = True,
+        stats: dict[str, tuple[int, int]] | None = None,
+    ) -> None:
+        """Index memories just read or written (with their file stats: ``stats``, taken
+        before they were read, else now); their vectors now, or later when not ``embed``.
 
         A path indexed under another id before (a person changed the ``id:``, or a moved
         id-less file got its first path's id back) loses that entry.
@@ -178,7 +185,9 @@ class IndexSync:
         self.index.remove(
             [i for i in self.index.ids_at([m.path for m in memories]) if i not in ids]
         )
-        self.index.upsert(memories, self.vault.stats([m.path for m in memories]), embed)
+        stats = stats or {}
+        stats |= self.vault.stats([m.path for m in memories if m.path not in stats])
+        self.index.upsert(memories, stats, embed)
 
     @contextmanager
     def upserting(self, paths: Sequence[str]) -> Iterator[list[Memory]]:

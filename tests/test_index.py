@@ -622,3 +622,27 @@ def test_a_word_is_one_term_however_its_letters_were_composed(text_only: MemoryS
     assert made.memory is not None
     for query in ("café luso", "istanbul"):
         assert [h.id for h in text_only.recall(query)] == [made.memory.id], query
+
+
+def test_a_save_right_after_the_index_read_a_file_is_read_by_the_next_sync(
+    text_only: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index records a file's stats from before it read it: a person's save landing
+    between the read and the stat would otherwise pass for what was indexed, for ever."""
+    note = text_only.vault.root / "notes" / "plan.md"
+    note.parent.mkdir()
+    note.write_text("# Plan\nMeet at the harbour.\n", encoding="utf-8")
+    read, saved = text_only.vault.read, []
+
+    def a_person_saves_right_after(rel: str) -> Any:
+        memory = read(rel)
+        if rel == "notes/plan.md" and not saved:
+            saved.append(rel)
+            note.write_text("# Plan\nMeet at the lighthouse instead.\n", encoding="utf-8")
+        return memory
+
+    monkeypatch.setattr(text_only.vault, "read", a_person_saves_right_after)
+    text_only.sync_index()
+    assert saved
+    text_only.sync_index()  # the next one-shot sync (a CLI command)
+    assert [h.path for h in text_only.recall("lighthouse")] == ["notes/plan.md"]
