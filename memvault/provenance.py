@@ -17,6 +17,8 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
+import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -106,9 +108,13 @@ class Provenance:
     def _save(self) -> None:
         data = {"version": VERSION, "head": self.head, "origins": self.origins}
         data["edited"] = self.edited
-        tmp = self.path.with_suffix(".tmp")
-        try:
-            tmp.write_text(json.dumps(data), encoding="utf-8")
-            tmp.replace(self.path)
+        tmp = ""
+        try:  # a temporary file of its own: a server and a CLI command may save at once
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".provenance.", suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(data, handle)
+            os.replace(tmp, self.path)
         except OSError as exc:  # a cache: losing it costs one rebuild
             log.warning("could not save %s: %s", self.path, exc)
+            if tmp:
+                Path(tmp).unlink(missing_ok=True)
