@@ -166,7 +166,7 @@ class Settings:
 
     def for_type(self, memory_type: str) -> Settings:
         """These settings with ``memory_type``'s overrides (``[types.<type>]``) applied."""
-        own = self.types.get(memory_type)
+        own = self.types.get(memory_type) or self.types.get(memory_type.casefold())
         return replace(self, **own) if own else self
 
 

@@ -223,6 +223,11 @@ def _sort_key(sort: str) -> Callable[[MemoryInfo], Any]:
     raise InvalidInputError(f"sort must be {', '.join(SORTS)}, not {sort!r}")
 
 
+def _label_set(labels: Sequence[str]) -> set[str]:
+    """Types as a person means them: ``type: Episode`` typed by hand is an episode."""
+    return {label.casefold() for label in labels}
+
+
 def _tag_set(tags: Sequence[str]) -> set[str]:
     """Tags as Obsidian compares them: case aside, with or without the ``#``."""
     return {tag.lstrip("#").casefold() for tag in tags}
@@ -258,7 +263,7 @@ class Filters:
         # lazily, the cheap checks first: listing 10k records runs this 10k times
         return (
             (self.include_archived or memory.status not in ("archived", "superseded"))
-            and (not self.types or memory.type in self.types)
+            and (not self.types or memory.type.casefold() in _label_set(self.types))
             and (not self.tags or _tag_set(self.tags) <= _tag_set(memory.tags))
             and (not self.folder or _within(memory.path, self.folder))
             and (not self.scope or bool(set(self.scope) & set(memory.scope)))

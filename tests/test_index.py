@@ -97,6 +97,21 @@ def test_filters_by_type_tags_folder_scope_and_date(service: MemoryService) -> N
     assert service.recall("coffee", filters=Filters(since=future)) == []
 
 
+def test_a_type_typed_by_hand_in_capitals_is_that_type(text_only: MemoryService) -> None:
+    """``type: Episode`` written in Obsidian is an episode: filters (``type:episode`` of a
+    forget filter, ``--type``) find it and its type's settings apply, as tags ignore case."""
+    note = text_only.vault.root / "notes" / "lisbon.md"
+    note.parent.mkdir()
+    note.write_text("---\ntype: Episode\n---\n# Lisbon\nWe went to Lisbon in May.\n", "utf-8")
+    text_only.sync_index()
+    for asked in ("episode", "EPISODE"):
+        hits = text_only.recall("Lisbon", filters=Filters(types=(asked,)))
+        assert [h.path for h in hits] == ["notes/lisbon.md"]
+    assert text_only.recall("Lisbon", filters=Filters(types=("fact",))) == []
+    settings = Settings(types={"episode": {"decay_per_day": 0.5}})
+    assert settings.for_type("Episode").decay_per_day == 0.5
+
+
 def test_older_memories_rank_lower_with_the_same_text(vault_path: Path) -> None:
     clock = [dt.datetime(2026, 1, 1, tzinfo=dt.UTC)]
     svc = MemoryService.open(vault_path, Settings())
