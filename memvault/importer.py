@@ -31,7 +31,7 @@ NOTE_SUFFIXES = (".md", ".markdown", ".txt")
 # (a person's History.txt or Requirements.txt is a note). A .txt file a note links or embeds
 # is an attachment: importing leaves it out as a note.
 NOT_NOTES = re.compile(
-    r"((?i:licen[cs]e|copying)([-_. ].*)?|requirements([-_.].*)?|(?i:cmakelists|robots))\.txt"
+    r"((?i:licen[cs]e|copying)([-_. ].*)?|requirements([-_.].*)?|(?i:cmakelists|robots))\.(?i:txt)"
 )
 
 

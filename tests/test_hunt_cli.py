@@ -409,7 +409,13 @@ def test_a_text_file_a_note_embeds_is_an_attachment_and_licence_files_are_no_not
     (src / "logs").mkdir(parents=True)
     (src / "logs" / "Note.md").write_text("# Build\n\nIt failed: ![[build.txt]]\n")
     (src / "logs" / "build.txt").write_text("error: linker failed\n")
-    for name in ("LICENSE.txt", "requirements-dev.txt", "CMakeLists.txt", "robots.txt"):
+    for name in (
+        "LICENSE.txt",
+        "COPYING.TXT",
+        "requirements-dev.txt",
+        "CMakeLists.txt",
+        "robots.txt",
+    ):
         (src / name).write_text("not a note\n")
     for name in ("Soup.txt", "History.txt", "Requirements.txt"):  # a person's notes
         (src / name).write_text(f"{name}\nDashi, miso, tofu.\n")
