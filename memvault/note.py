@@ -21,7 +21,12 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[`~]*[ \t]*$|\Z
 _CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)", re.S)
 _COMMENT = re.compile(r"%%.*?%%|<!--.*?-->", re.S)
 _URL = re.compile(r"\b[a-zA-Z][\w+.-]*://[^\s<>()\[\]]+")
-_MD_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+# ``[label](target "title")``: a target in angle brackets may hold spaces, a bare one
+# balanced brackets (``Note%20(draft).md``)
+_MD_LINK = re.compile(
+    r"(!?)\[([^\]\n]*)\]\(\s*(?:<([^<>\n]+)>|((?:[^()\s]|\([^()\s]*\))+))"
+    r"(?:\s+\"[^\"]*\")?\s*\)"
+)
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n|#^]*)(?:[#^]([^\[\]\n|]*))?(?:\|([^\[\]\n]*))?\]\]")
 TITLE_LIMIT = 60
 SNIPPET_WIDTH = 240
@@ -133,10 +138,10 @@ def links(body: str) -> list[Link]:
             heading = (m.group(3) or "").strip().removesuffix("\\").rstrip() or None
             found.append((m.start(), Link(target, heading, label, bool(m.group(1)))))
     for m in _MD_LINK.finditer(text):
-        raw = m.group(3)
+        raw = (m.group(3) or m.group(4)).strip()
         if ":" in raw.split("/", 1)[0] or raw.startswith("#"):
             continue  # a URL (any scheme) or an anchor in this note
-        target, _, heading = unquote(raw).partition("#")
+        target, _, heading = (unquote(part) for part in raw.partition("#"))  # %23 is a "#"
         found.append(
             (
                 m.start(),

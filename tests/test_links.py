@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from memvault import note
 from memvault.doctor import run_checks
 from memvault.errors import InvalidInputError
 from memvault.history import History
@@ -288,3 +289,21 @@ def test_a_memory_whose_expiry_passed_is_still_a_link_target_both_ways(
     graph = graph_of(text_only.records)
     assert [m.id for m in graph.links_of(plan.memory.id)] == [hotel.memory.id]
     assert [m.id for m in graph.backlinks(hotel.memory.id)] == [plan.memory.id]
+
+
+@pytest.mark.parametrize(
+    ("written", "target", "heading"),
+    [
+        ("[plan](<Trip plan.md>)", "Trip plan.md", None),
+        ('[plan](<notes/Trip plan.md#Day 2> "the plan")', "notes/Trip plan.md", "Day 2"),
+        ("[draft](Trip%20plan%20(draft).md)", "Trip plan (draft).md", None),
+        ("[lang](Languages/C%23.md#Pointers)", "Languages/C#.md", "Pointers"),
+    ],
+)
+def test_markdown_link_targets_are_read_as_obsidian_writes_them(
+    written: str, target: str, heading: str | None
+) -> None:
+    """Obsidian writes a target with spaces in angle brackets or percent-encoded, and a
+    name may hold brackets; an encoded ``%23`` is part of the name, not a heading."""
+    (link,) = note.links(f"See {written} today.\n")
+    assert (link.target, link.heading, link.wiki) == (target, heading, False)
