@@ -100,8 +100,12 @@ class Memory:
 
     @property
     def links(self) -> tuple[str, ...]:
-        """What the body's links name (see :func:`note.link_target`), each once, in order."""
-        found = (link_target(self.path, link) for link in links(self.body))
+        """What the links of the properties (wikilinks in text values, as Obsidian reads
+        them: ``author: "[[Ursula Le Guin]]"``) and of the body name (see
+        :func:`note.link_target`), each once, in order."""
+        texts = [t for v in self.meta.values() for t in (v if isinstance(v, list) else [v])]
+        own = [x for t in texts if isinstance(t, str) for x in links(t) if x.wiki]
+        found = (link_target(self.path, link) for link in [*own, *links(self.body)])
         return tuple(dict.fromkeys(t for t in found if t))
 
     @property

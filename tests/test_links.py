@@ -307,3 +307,26 @@ def test_markdown_link_targets_are_read_as_obsidian_writes_them(
     name may hold brackets; an encoded ``%23`` is part of the name, not a heading."""
     (link,) = note.links(f"See {written} today.\n")
     assert (link.target, link.heading, link.wiki) == (target, heading, False)
+
+
+def test_wikilinks_in_properties_are_links_as_in_obsidian(
+    text_only: MemoryService, bob: str
+) -> None:
+    """Obsidian links a property's ``"[[...]]"`` (a text or a list item): backlinks and
+    related follow it; a broken one is reported like a body's."""
+    path = text_only.vault.root / "notes" / "book.md"
+    path.parent.mkdir()
+    path.write_text(
+        '---\nauthor: "[[Bob Lee]]"\nreviewers:\n  - "[[Nobody Here]]"\n  - Ann\n'
+        "title: The Left Hand\n---\nA novel about Gethen.\n",
+        encoding="utf-8",
+    )
+    text_only.sync_index()
+    book = text_only.vault.read("notes/book.md").id
+    assert tool(text_only, "get_memory", {"id": book})["links"] == [
+        {"id": bob, "title": "Bob Lee"},
+        {"id": None, "title": "Nobody Here"},
+    ]
+    assert {"id": book, "title": "The Left Hand"} in tool(text_only, "get_memory", {"id": bob})[
+        "backlinks"
+    ]
