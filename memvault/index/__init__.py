@@ -46,7 +46,8 @@ log = logging.getLogger(__name__)
 INDEX_VERSION = 7  # 2: aliases, link targets; 3: records carry problems; 4: and `expires`;
 # 5: tags and aliases under `Tags:`, `tag:`, `alias:` (records of such files were wrong);
 # 6: a Markdown link's target marked as one (note.MARKDOWN); 7: Markdown link targets in
-# angle brackets, with brackets, with an encoded %23 (their records lacked those links)
+# angle brackets, with brackets, with an encoded %23, and wikilinks in properties (their
+# records lacked those links)
 KEYWORD_CANDIDATES = 100
 VECTOR_CANDIDATES = 100
 # a name held by this share of the memories (and at least MIN of them) is left out of
