@@ -1197,15 +1197,18 @@ class History:
         """For each id, of its ``paths`` (path -> the path it was first committed at), the
         one whose first path gained the line ``id: <id>`` in the oldest commit of HEAD's
         history: the same answer on every clone. Within one commit, and among files never
-        committed with it (which lose to committed ones), the smallest path. One ``git
+        committed with it (which lose to committed ones), the smallest path; of two with one
+        first path, the one that moved away from it. One ``git
         log`` for every id (a copied folder shares hundreds)."""
         found = {memory_id: min(paths) for memory_id, paths in groups.items()}
         if self.head() is None or not groups:
             return found
         ids = "|".join(re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", i) for i in groups)
         pattern = f"^id:[[:space:]]*[\"']?({ids})([\"'[:space:]]|$)"
+        # of two files with one first path (`git mv a b`, then `cp b a`), the one that moved
+        # from it is the older (set last, it stays); then the smallest path
         firsts = {
-            memory_id: {first: path for path, first in sorted(paths.items(), reverse=True)}
+            memory_id: {first: path for path, first in _moved_last(paths)}
             for memory_id, paths in groups.items()
         }
         every = sorted({first for named in firsts.values() for first in named})
@@ -1479,6 +1482,13 @@ def _header(head: str, count: int) -> list[str] | None:
     *fixed, rest = first
     middle, sep, last = rest.rpartition(_US)
     return [*fixed, middle, last] if sep else None
+
+
+def _moved_last(paths: dict[str, str]) -> list[tuple[str, str]]:
+    """(path, first path) pairs, those whose file moved from its first path last, each
+    part from the largest path to the smallest."""
+    by_path = sorted(paths.items(), reverse=True)
+    return sorted(by_path, key=lambda pair: pair[0] != pair[1])
 
 
 def _parse_trailers(text: str) -> dict[str, str]:

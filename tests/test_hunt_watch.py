@@ -267,6 +267,31 @@ def test_doctor_and_status_name_the_copy_not_the_original_that_keeps_the_id(
     assert found(text_only, "piano tuner") == [(original, memory_id)]
 
 
+def test_a_moved_original_keeps_its_id_from_a_copy_put_back_at_its_old_path(
+    text_only: MemoryService,
+) -> None:
+    """`git mv a b` committed, then `cp b a`: both files' first path is `a`, but `b` is
+    the note that was there first (it moved); the copy at the old path is the copy."""
+    root = text_only.vault.root
+    created = text_only.remember("The piano tuner comes every March.", type="fact")
+    assert created.memory is not None
+    old, memory_id = created.memory.path, created.memory.id
+    git(root, "mv", old, "inbox/tuner.md")
+    git(root, "commit", "-qm", "move the tuner note")
+    shutil.copy(root / "inbox" / "tuner.md", root / old)
+    git(root, "add", old)
+    git(root, "commit", "-qm", "a copy back at the old place")
+    reopened = MemoryService.open(root, Settings(embedder="none"))  # a CLI command, a restart
+    try:
+        reopened.reset_index()
+        reopened.sync_index()
+        assert found(reopened, "piano tuner March") == [("inbox/tuner.md", memory_id)]
+        named = [p.path for p in reopened.problems() if p.kind == "duplicate_id"]
+        assert named == [old]
+    finally:
+        reopened.close()
+
+
 def test_editing_memvaultignore_while_watching_hides_and_brings_back_notes(
     watched: Watched,
 ) -> None:
