@@ -19,7 +19,7 @@ _INLINE_TAG = re.compile(r"(?:^|(?<=\s))#([\w/-]+)")
 # Where Obsidian sees no tags and no links: fenced code, inline code, comments, URLs.
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[`~]*[ \t]*$|\Z)", re.S | re.M)
 _CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)", re.S)
-_COMMENT = re.compile(r"%%.*?(?:%%|\Z)|<!--.*?(?:-->|\Z)", re.S)  # unclosed: to the end
+_COMMENT = re.compile(r"%%.*?%%|<!--.*?-->", re.S)
 _URL = re.compile(r"\b[a-zA-Z][\w+.-]*://[^\s<>()\[\]]+")
 # ``[label](target "title")``: a target in angle brackets may hold spaces, a bare one
 # balanced brackets (``Note%20(draft).md``)
@@ -121,7 +121,7 @@ class Link:
 
 def prose(body: str) -> str:
     """The body with code, comments and URLs blanked out: where tags and links live."""
-    for pattern in (_FENCE, _CODE_SPAN, _COMMENT):  # `%%` in code starts no comment
+    for pattern in (_FENCE, _COMMENT, _CODE_SPAN):
         body = pattern.sub(lambda m: " " * len(m.group(0)), body)
     return body
 

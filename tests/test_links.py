@@ -330,12 +330,3 @@ def test_wikilinks_in_properties_are_links_as_in_obsidian(
     assert {"id": book, "title": "The Left Hand"} in tool(text_only, "get_memory", {"id": bob})[
         "backlinks"
     ]
-
-
-def test_a_comment_never_closed_runs_to_the_end_of_the_note() -> None:
-    """Obsidian hides everything after a ``%%`` that is never closed: no link, no tag."""
-    body = "See [[Alpha]] #kept.\n%% drafts: [[Beta]] #hidden\n\nmore [[Gamma]]\n"
-    assert [link.target for link in note.links(body)] == ["Alpha"]
-    assert note.inline_tags(body) == ["kept"]
-    assert [x.target for x in note.links("[[A]] <!-- [[B]]")] == ["A"]
-    assert [x.target for x in note.links("Use `printf('%%d')` with [[C]]")] == ["C"]
