@@ -190,9 +190,6 @@ class MemoryService:
     def is_memory_path(self, rel: str) -> bool:
         return self.vault.is_memory_path(rel)
 
-    def refresh_ignore(self) -> bool:
-        return self.vault.refresh_ignore()
-
     def memory_paths(self) -> list[str]:
         return list(self.vault.iter_paths())
 

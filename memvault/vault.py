@@ -77,7 +77,6 @@ class Vault:
     def __init__(self, root: Path, max_file_bytes: int = 1_000_000) -> None:
         self.root = root.expanduser().resolve()
         self.max_file_bytes = max_file_bytes
-        self._ignore_stamp = _stamp(self.root / IGNORE_FILE)
         self._ignore = self._load_ignore()
         self._templates = template_folders(self.root)
         # What this process last wrote to each path (hash; "" for a deletion), so a
@@ -102,15 +101,6 @@ class Vault:
         if not path.is_file():
             return None
         return ignore_rule(path.read_text(encoding="utf-8", errors="replace").splitlines())
-
-    def refresh_ignore(self) -> bool:
-        """Read ``.memvaultignore`` again when it changed since it was read (a person
-        edits it while a server runs); whether it did. The caller brings the index in line."""
-        stamp = _stamp(self.root / IGNORE_FILE)
-        if stamp == self._ignore_stamp:
-            return False
-        self._ignore_stamp, self._ignore = stamp, self._load_ignore()
-        return True
 
     # -- which files are memories -------------------------------------------
     def is_ignored(self, rel: str) -> bool:
@@ -608,15 +598,6 @@ def template_folders(root: Path) -> tuple[str, ...]:
         if folder:
             found.append(folder)
     return tuple(found)
-
-
-def _stamp(path: Path) -> tuple[int, int, int, int] | None:
-    """What tells a file's versions apart without reading it (None: nothing there)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino
 
 
 def ignore_rule(lines: Sequence[str]) -> Callable[[str], bool] | None:

@@ -45,7 +45,7 @@ from watchdog.observers import Observer
 from .config import Settings
 from .errors import MemvaultError, UnsafePathError
 from .models import ChangeEvent
-from .vault import IGNORE_FILE, IGNORED_DIRS, content_hash
+from .vault import IGNORED_DIRS, content_hash
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,6 @@ class Watched(Protocol):
     def root(self) -> Path: ...
     def is_ignored(self, rel: str) -> bool: ...
     def is_memory_path(self, rel: str) -> bool: ...
-    def refresh_ignore(self) -> bool: ...
     def last_written(self, rel: str) -> str | None: ...
     def memory_paths(self) -> list[str]: ...
     def read_regular(self, rel: str) -> bytes: ...
@@ -127,7 +126,6 @@ class Watcher:
         self._handler = _Handler(self._on_fs_event)
         self._watches: dict[str, Any] = {}  # top-level folder -> its recursive watch
         self._rewatch = False  # a top-level folder appeared, vanished or moved
-        self._reignore = False  # a person changed .memvaultignore
         self._life = threading.Lock()  # observer replacement vs stop()
         self._next_check = 0.0
         self._thread: threading.Thread | None = None
@@ -312,11 +310,6 @@ class Watcher:
         if first in (".git", ".memvault", ".obsidian", ".trash") or rel == ".":
             self.ignored += 1  # should stay 0: those folders are not watched
             return
-        if rel == IGNORE_FILE:
-            with self._cond:
-                self._reignore = True
-                self._cond.notify_all()
-            return
         if self.service.is_ignored(rel):
             return
         with self._cond:
@@ -348,16 +341,12 @@ class Watcher:
                 log.exception("could not check or restart the file watcher")
                 self.errors.append(str(exc))
             with self._cond:
-                reignore = self._reignore and not self._paused
-                self._reignore &= not reignore
-                batch, commit_now = (None, False) if reignore else self._next_work()
-                if not (reignore or batch or commit_now):
+                batch, commit_now = self._next_work()
+                if batch is None and not commit_now:
                     if self._stopping and not (self._pending or self._to_commit):
                         return  # everything seen before stop() is processed and committed
                     continue
             try:
-                if reignore:
-                    self._apply_ignore()
                 if batch:
                     self._process(batch)
                     self.settled += 1
@@ -437,27 +426,6 @@ class Watcher:
                 changed=tuple(changed + added), added=tuple(added), removed=tuple(removed + hidden)
             )
         )
-
-    def _apply_ignore(self) -> None:
-        """A person edited ``.memvaultignore``: the files it now hides leave the index
-        (subscribers told) and are no longer committed; those it no longer hides join
-        (committed when they differ from git)."""
-        if not self.service.refresh_ignore():
-            return
-        before = self.service.indexed_hashes()
-        self.service.sync_index()
-        after = self.service.indexed_hashes()
-        with self._cond:
-            hidden = [r for r in {*self._seen, *self._to_commit} if self.service.is_ignored(r)]
-            for rel in hidden:
-                self._seen.pop(rel, None)
-                self._to_commit.discard(rel)
-            added = tuple(sorted(after.keys() - before.keys()))
-            self._seen.update({r: after[r] for r in added})
-            self._to_commit.update(added)  # what a person changed while it was hidden
-        removed = tuple(sorted(before.keys() - after.keys()))
-        if added or removed:
-            self.service.publish(ChangeEvent(changed=added, added=added, removed=removed))
 
     def _baseline(self, rel: str, digest: str | None) -> tuple[str | None, bool]:
         """What ``rel`` held before this batch, and whether that is known: memvault's own

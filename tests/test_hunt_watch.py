@@ -290,27 +290,3 @@ def test_a_moved_original_keeps_its_id_from_a_copy_put_back_at_its_old_path(
         assert named == [old]
     finally:
         reopened.close()
-
-
-def test_editing_memvaultignore_while_watching_hides_and_brings_back_notes(
-    watched: Watched,
-) -> None:
-    """A person adds a folder to .memvaultignore while a server runs: its notes leave the
-    index at once (subscribers told), not at the next restart; taken out again, they return."""
-    service, watcher, events = watched
-    diary = service.vault.root / "private" / "diary.md"
-    diary.parent.mkdir()
-    diary.write_text("# Diary\nI worry about the ankle surgery.\n", encoding="utf-8")
-    assert watcher.wait_for(lambda: watcher.commits == 1)
-    assert [p for p, _ in found(service, "ankle surgery")] == ["private/diary.md"]
-
-    ignore = service.vault.root / ".memvaultignore"
-    ignore.write_text("private/\n", encoding="utf-8")
-    assert watcher.wait_for(lambda: "private/diary.md" not in indexed_paths(service))
-    assert found(service, "ankle surgery") == []
-    assert any("private/diary.md" in e.removed for e in events)
-    diary.write_text("# Diary\nThe ankle surgery is on Friday.\n", encoding="utf-8")
-    ignore.write_text("drafts/\n", encoding="utf-8")
-    assert watcher.wait_for(lambda: "private/diary.md" in indexed_paths(service))
-    assert [p for p, _ in found(service, "surgery Friday")] == ["private/diary.md"]
-    assert watcher.wait_for(lambda: watcher.commits == 2)  # the edit made while hidden
