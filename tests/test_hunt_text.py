@@ -1,0 +1,60 @@
+"""Hunt: real text from real people (Chinese, mixed scripts, odd Unicode)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memvault import facts
+from memvault.service import MemoryService
+
+from .helpers import git
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("孩子三岁半。", "孩子三岁。"),
+        ("飞行时间是三个小时。", "飞行时间是三个半小时。"),
+        ("一年后复查。", "一年半后复查。"),
+    ],
+)
+def test_a_half_said_in_chinese_is_a_correction_not_a_duplicate(
+    service: MemoryService, old: str, new: str
+) -> None:
+    """三岁半 (three and a half) read as 三 (three): "the child is three" after "the child
+    is three and a half" was judged a duplicate, and the correction was never written."""
+    first = service.remember(old, type="fact")
+    assert first.action == "created" and first.memory is not None
+    second = service.remember(new, type="fact")
+    assert second.action == "created", second.reason
+    assert second.memory is not None
+    assert [(s.id, s.relation) for s in second.similar] == [
+        (first.memory.id, "possible_contradiction")
+    ]
+    assert second.memory.path in git(service.root, "-c", "core.quotePath=false", "ls-files")
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("房租一万二。", ("number", "12000")),
+        ("房租三千五。", ("number", "3500")),
+        ("预算两百五。", ("number", "250")),
+        ("房租一万零二。", ("number", "10002")),
+        ("每天睡七个半小时。", ("number", "7.5")),
+        ("会议在三点一刻。", ("time", "3:15")),
+        ("会议在三点三刻。", ("time", "3:45")),
+    ],
+)
+def test_chinese_numbers_as_people_say_them(text: str, value: tuple[str, str]) -> None:
+    """一万二 is 12,000 (not 10,002), 三点一刻 is 3:15 (not 3:01), 七个半 is 7.5: else a
+    paraphrase (房租12000) is reported as a contradiction, and a correction may pass for
+    a duplicate."""
+    assert value in facts.extract(text).values
+
+
+def test_colloquial_chinese_amount_and_its_digits_are_one_fact() -> None:
+    assert not facts.compare("房租一万二。", "房租12000。").conflicts
+    assert not facts.compare("会议在三点一刻。", "会议在3:15。").conflicts
+    assert facts.compare("房租三千五。", "房租三千。").conflicts
+    assert ("number", "1.5") not in facts.extract("把蛋糕分成一半。").values  # a half, alone
