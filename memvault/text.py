@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff]+")
+_INVISIBLE = re.compile("[\u00ad\u200b-\u200d\u2060\ufeff]")  # soft hyphen, zero-widths
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 # Whoosh's (NLTK's) English stop list, plus auxiliaries; changing it changes the index.
 _ENGLISH_STOP = """a about above after again against all am an and any are as at be because been
@@ -166,7 +167,13 @@ def term_count(text: str) -> int:
 
 
 def tokens(text: str) -> list[str]:
-    """Index/query terms of ``text``: lowercased, stop words dropped, stemmed; CJK segmented."""
+    """Index/query terms of ``text``: lowercased, stop words dropped, stemmed; CJK segmented.
+
+    Full-width letters and digits (ＡＢＣ１２３, typed with a Chinese input method) are the
+    ASCII ones, and invisible characters (a zero-width space pasted from a web page, a
+    soft hyphen) do not split a word."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
     out: list[str] = []
     pos = 0
     for match in _CJK.finditer(text):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from mcp import Client
 
 from memvault import facts
 from memvault.service import MemoryService
 
-from .helpers import git
+from .helpers import call_tool, git, in_process
 
 
 @pytest.mark.parametrize(
@@ -58,3 +61,29 @@ def test_colloquial_chinese_amount_and_its_digits_are_one_fact() -> None:
     assert not facts.compare("会议在三点一刻。", "会议在3:15。").conflicts
     assert facts.compare("房租三千五。", "房租三千。").conflicts
     assert ("number", "1.5") not in facts.extract("把蛋糕分成一半。").values  # a half, alone
+
+
+@pytest.mark.parametrize(
+    ("written", "query"),
+    [
+        ("The staging licence key starts with ＡＢＣ１２３.", "ABC123"),
+        ("The staging licence key starts with ABC123.", "ＡＢＣ１２３"),
+        ("Deploys go through Argo\u200bCD on Thursdays.", "ArgoCD"),
+        ("发布流程走 Argo\u200bCD，每周四。", "ArgoCD 发布"),
+        ("Our CRM is Sales\u00adforce.", "Salesforce"),
+    ],
+)
+def test_full_width_and_zero_width_text_is_found_by_what_people_type(
+    svc: MemoryService, written: str, query: str
+) -> None:
+    """ＡＢＣ１２３ (typed with a Chinese input method) was not found by ABC123, nor
+    Argo<zero-width space>CD (pasted from a web page) by ArgoCD: the words were indexed
+    as other words than the ones typed."""
+
+    async def body(client: Client) -> dict[str, Any]:
+        made = await call_tool(client, "remember", {"content": written, "type": "fact"})
+        assert made["action"] == "created"
+        return await call_tool(client, "recall", {"query": query})
+
+    found = in_process(svc, body)
+    assert [hit["title"] for hit in found["results"]] == [written]
