@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from memvault import facts
+from memvault import facts, note
 from memvault.service import MemoryService
 
 from .helpers import call_tool, git, in_process
@@ -87,3 +87,59 @@ def test_full_width_and_zero_width_text_is_found_by_what_people_type(
 
     found = in_process(svc, body)
     assert [hit["title"] for hit in found["results"]] == [written]
+
+
+WEEKLY = (
+    "项目周报\n\n第一部分：本周完成了登录模块。\n第二部分：数据库迁移到 PostgreSQL。\n"
+    "第三部分：下周计划上线支付功能，预计周五发布。"
+)
+
+
+@pytest.mark.parametrize(
+    ("query", "line"),
+    [
+        ("上线", "第三部分：下周计划上线支付功能，预计周五发布。"),
+        ("下周上线支付功能", "第三部分：下周计划上线支付功能，预计周五发布。"),
+        ("数据库迁移", "第二部分：数据库迁移到 PostgreSQL。"),
+    ],
+)
+def test_a_chinese_query_gets_the_line_that_answers_it_as_snippet(
+    svc: MemoryService, query: str, line: str
+) -> None:
+    """The snippet took the query's space-separated words of 3+ characters: a Chinese
+    question (no spaces) or a two-character word (上线) matched no line, and every hit
+    showed its first line, not the one that answers."""
+    svc.remember(WEEKLY, type="project")
+
+    async def body(client: Client) -> dict[str, Any]:
+        return await call_tool(client, "recall", {"query": query})
+
+    assert [hit["snippet"] for hit in in_process(svc, body)["results"]] == [line]
+
+
+def test_a_snippet_of_one_long_line_shows_where_the_query_matches(svc: MemoryService) -> None:
+    """A memory of one long line (a pasted log, 200 KB, no newline) showed its first 240
+    characters, never the words that matched."""
+    svc.remember("Server log " + "ok " * 70_000 + "密钥在保险箱里 " + "ok " * 70_000, type="note")
+    hit = svc.recall("密钥", k=1)[0]
+    assert "密钥在保险箱里" in hit.snippet and len(hit.snippet) <= 240
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        "👨\u200d👩\u200d👧\u200d👦",  # a family: four emoji joined by ZWJ
+        "👍🏽",  # a thumb with a skin tone
+        "🇨🇳",  # a flag: two regional letters
+        "e\u0301",  # é decomposed (a Mac's file names and pastes)
+        "\u1112\u1161\u11ab",  # 한 decomposed into jamo
+    ],
+)
+def test_a_cut_never_splits_what_people_see_as_one_character(tail: str) -> None:
+    """A snippet or a context line cut at its width could keep half an emoji sequence (a
+    man of the family, a bare thumb, a lone regional letter) or a letter without its
+    accent: text the person never wrote."""
+    text = "x" * 9 + tail
+    for width in range(10, len(text)):
+        assert note.cut(text, width, "") == "x" * 9
+        assert note.snippet(text + " y" * 200, "", width + 3) == "x" * 9 + "..."
