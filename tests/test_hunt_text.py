@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 import pytest
@@ -143,3 +144,32 @@ def test_a_cut_never_splits_what_people_see_as_one_character(tail: str) -> None:
     for width in range(10, len(text)):
         assert note.cut(text, width, "") == "x" * 9
         assert note.snippet(text + " y" * 200, "", width + 3) == "x" * 9 + "..."
+
+
+@pytest.mark.parametrize(
+    ("theirs", "title"),
+    [
+        ("Wi-Fi.md", "wi-fi"),  # only case differs
+        (unicodedata.normalize("NFD", "Café.md"), "café"),  # a Mac's decomposed name
+        ("NUL.md", "nul"),  # no file on Linux: a device name on Windows
+    ],
+)
+def test_a_new_memory_never_takes_a_name_another_system_reads_as_the_persons(
+    svc: MemoryService, theirs: str, title: str
+) -> None:
+    """memvault wrote facts/wi-fi.md next to the person's facts/Wi-Fi.md (and café.md next
+    to a Mac's decomposed café.md): on macOS and Windows they are one file, so a clone
+    there checked one out over the other; nul.md cannot be checked out on Windows at all."""
+    if not theirs.startswith("NUL"):
+        (svc.root / "facts" / theirs).write_text("# Mine\n\nThe person's own note.\n")
+        svc.commit_external([f"facts/{theirs}"])
+    made = svc.remember("The guest network and the café open at 8.", title=title, type="fact")
+    assert made.action == "created" and made.memory is not None
+    name = made.memory.path.removeprefix("facts/")
+    assert (
+        unicodedata.normalize("NFC", name).casefold()
+        != unicodedata.normalize("NFC", theirs).casefold()
+    )
+    tracked = git(svc.root, "-c", "core.quotePath=false", "ls-files", "facts").split()
+    folded = [unicodedata.normalize("NFC", p).casefold() for p in tracked]
+    assert len(set(folded)) == len(folded)
