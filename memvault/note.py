@@ -51,9 +51,16 @@ def heading(body: str) -> str | None:
 
 
 def title_from(content: str, limit: int = TITLE_LIMIT) -> str:
-    """A title made from the content's first line, cut at a word near ``limit``."""
+    """A title made from the content's first line, cut at a word near ``limit``: at a
+    space in its last third (Chinese has none between words, so 我们的 CRM 是 Salesforce，
+    销售团队… is not cut back to 我们的 CRM 是), else at ``limit``, never inside an emoji
+    sequence or an accented letter."""
     line = content.strip().split("\n", 1)[0].lstrip("# ").strip()
-    return line if len(line) <= limit else line[:limit].rsplit(" ", 1)[0] + "..."
+    if len(line) <= limit:
+        return line
+    head = _clip(line, limit)
+    space = head.rfind(" ")
+    return (head[:space] if space >= limit * 2 // 3 else head).rstrip(" ,，、;；:：") + "..."
 
 
 def compose(title: str, content: str) -> str:

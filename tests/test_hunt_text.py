@@ -173,3 +173,21 @@ def test_a_new_memory_never_takes_a_name_another_system_reads_as_the_persons(
     tracked = git(svc.root, "-c", "core.quotePath=false", "ls-files", "facts").split()
     folded = [unicodedata.normalize("NFC", p).casefold() for p in tracked]
     assert len(set(folded)) == len(folded)
+
+
+def test_a_long_chinese_first_line_keeps_its_words_in_the_title_and_file_name(
+    svc: MemoryService,
+) -> None:
+    """A title was cut back to the last space before 60 characters: Chinese has none
+    between words, so a long mixed first line became the title 我们的 CRM 是... and the
+    file 我们的-crm-是.md, the words that say what the memory is about gone."""
+    text = (
+        "我们的 CRM 是 Salesforce，销售团队每天用它跟进客户，每周五下午四点前必须更新商机阶段，"
+        "否则周报会漏数据，这一点非常重要请记住。"
+    )
+    made = svc.remember(text, type="fact")
+    assert made.memory is not None
+    title = made.memory.meta.get("title") or svc.get(made.memory.id).body.split("\n")[0]
+    assert "Salesforce，销售团队" in title and title.endswith("...")
+    assert "salesforce-销售团队" in made.memory.path
+    assert note.title_from("x" * 59 + "👍🏽 and more words after it") == "x" * 59 + "..."
