@@ -191,3 +191,23 @@ def test_a_long_chinese_first_line_keeps_its_words_in_the_title_and_file_name(
     assert "Salesforce，销售团队" in title and title.endswith("...")
     assert "salesforce-销售团队" in made.memory.path
     assert note.title_from("x" * 59 + "👍🏽 and more words after it") == "x" * 59 + "..."
+
+
+def test_a_tag_filter_finds_a_tag_written_decomposed(person_vault: MemoryService) -> None:
+    """A tag written decomposed (café as e + U+0301, pasted from a Mac's file name) was
+    not found by the same tag typed composed: the filter said no memory has it."""
+    decomposed = unicodedata.normalize("NFD", "café")
+    note_file = person_vault.root / "notes" / "coffee.md"
+    note_file.parent.mkdir(exist_ok=True)
+    note_file.write_text(f"---\ntags: [{decomposed}]\n---\n# Coffee\n\nOat milk flat white.\n")
+    person_vault.commit_external(["notes/coffee.md"])
+    person_vault.sync_index()
+
+    async def body(client: Client) -> list[int]:
+        counts = []
+        for tag in ("café", decomposed, "CAFÉ"):
+            listed = await call_tool(client, "list_memories", {"tags": [tag]})
+            counts.append(listed["total"])
+        return counts
+
+    assert in_process(person_vault, body) == [1, 1, 1]
