@@ -370,6 +370,8 @@ class Vault:
         rel = ids.clean_relpath(text)
         if not rel.lower().endswith(".md") and (self.root / f"{rel}.md").exists():
             rel = f"{rel}.md"
+        if not os.path.lexists(self.root / rel):  # a Mac's decomposed name, asked composed
+            rel = _as_spelled(self.root, rel) or _as_spelled(self.root, f"{rel}.md") or rel
         self.abspath(rel)  # symlink escape check
         if (self.root / rel).is_file():
             if not self.is_memory_path(rel):
@@ -571,6 +573,28 @@ class Vault:
             candidate, n = f"{base}-{n}.md", n + 1
         self.abspath(candidate)
         return candidate
+
+
+def _as_spelled(root: Path, rel: str) -> str | None:
+    """``rel`` as the disk spells it where it differs only in Unicode form (``café`` asked
+    for a Mac's decomposed ``café``), when one entry matches each part; else None."""
+    parts: list[str] = []
+    for part in rel.split("/"):
+        here = root.joinpath(*parts)
+        if os.path.lexists(here / part):
+            parts.append(part)
+            continue
+        want = unicodedata.normalize("NFC", part)
+        try:
+            same = [
+                e.name for e in os.scandir(here) if unicodedata.normalize("NFC", e.name) == want
+            ]
+        except OSError:
+            return None
+        if len(same) != 1:
+            return None
+        parts.append(same[0])
+    return "/".join(parts)
 
 
 _WINDOWS_DEVICES = re.compile(r"con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³]", re.I)

@@ -211,3 +211,26 @@ def test_a_tag_filter_finds_a_tag_written_decomposed(person_vault: MemoryService
         return counts
 
     assert in_process(person_vault, body) == [1, 1, 1]
+
+
+def test_a_decomposed_file_name_is_found_by_its_composed_path(
+    person_vault: MemoryService,
+) -> None:
+    """A note made on a Mac (file name decomposed: e + U+0301) was "no memory with id or
+    path" for the path an agent writes (composed, as every model writes text): get_memory,
+    update_memory and forget by path all failed."""
+    decomposed = unicodedata.normalize("NFD", "notes/Café Müller.md")
+    (person_vault.root / "notes").mkdir(exist_ok=True)
+    (person_vault.root / decomposed).write_text("# Café Müller\n\nOffsite venue in Zürich.\n")
+    person_vault.commit_external([decomposed])
+
+    async def body(client: Client) -> dict[str, Any]:
+        got = await call_tool(client, "get_memory", {"id": "notes/Café Müller.md"})
+        assert got["title"] == "Café Müller"
+        args = {"id": "notes/Café Müller", "tags": ["venue"]}
+        return await call_tool(client, "update_memory", args)
+
+    in_process(person_vault, body)
+    assert [p.name for p in (person_vault.root / "notes").iterdir()] == [decomposed[6:]]
+    assert "venue" in (person_vault.root / decomposed).read_text()
+    assert git(person_vault.root, "status", "--porcelain") == ""
