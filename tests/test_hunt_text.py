@@ -234,3 +234,21 @@ def test_a_decomposed_file_name_is_found_by_its_composed_path(
     assert [p.name for p in (person_vault.root / "notes").iterdir()] == [decomposed[6:]]
     assert "venue" in (person_vault.root / decomposed).read_text()
     assert git(person_vault.root, "status", "--porcelain") == ""
+
+
+def test_a_japanese_word_finds_only_the_memories_that_hold_it(svc: MemoryService) -> None:
+    """jieba (a Chinese dictionary) cut kana into single characters, so オフィス (office)
+    found フィットネス (fitness: フ, ィ, ス) and スマートフォン at relevance 0.99 and 0.86."""
+    office = "オフィスの住所は東京都港区です。"
+    for text in (
+        office,
+        "フィットネスクラブのスケジュールは毎週変わる。",
+        "スマートフォンの機種変更は来月。",
+    ):
+        svc.remember(text, type="fact")
+
+    async def body(client: Client) -> list[str]:
+        found = await call_tool(client, "recall", {"query": "オフィス"})
+        return [hit["title"] for hit in found["results"]]
+
+    assert in_process(svc, body) == [office]
