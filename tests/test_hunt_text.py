@@ -252,3 +252,20 @@ def test_a_japanese_word_finds_only_the_memories_that_hold_it(svc: MemoryService
         return [hit["title"] for hit in found["results"]]
 
     assert in_process(svc, body) == [office]
+
+
+@pytest.mark.parametrize("query", ["회의", "월요일 회의", unicodedata.normalize("NFD", "회의")])
+def test_a_korean_word_finds_the_memory_where_it_carries_a_particle(
+    svc: MemoryService, query: str
+) -> None:
+    """Korean writes a particle onto its word (회의는: "the meeting" + topic marker), and
+    a word was a whole space-separated run: 회의 (meeting) found nothing."""
+    meeting = "회의는 매주 월요일 오전 10시에 있습니다."
+    svc.remember(meeting, type="fact")
+    svc.remember("점심은 보통 회사 근처 식당에서 먹습니다.", type="fact")
+
+    async def body(client: Client) -> list[str]:
+        found = await call_tool(client, "recall", {"query": query})
+        return [hit["title"] for hit in found["results"]]
+
+    assert in_process(svc, body) == [meeting]

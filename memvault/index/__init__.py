@@ -47,7 +47,7 @@ INDEX_VERSION = 7  # 2: aliases, link targets; 3: records carry problems; 4: and
 # 5: tags and aliases under `Tags:`, `tag:`, `alias:` (records of such files were wrong);
 # 6: a Markdown link's target marked as one (note.MARKDOWN)
 # 7: full-width letters and digits as ASCII, zero-width characters dropped, katakana
-# words whole and hiragana by pairs (text.tokens)
+# words whole, hiragana and Korean by pairs (text.tokens)
 KEYWORD_CANDIDATES = 100
 VECTOR_CANDIDATES = 100
 # a name held by this share of the memories (and at least MIN of them) is left out of
