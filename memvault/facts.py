@@ -80,6 +80,9 @@ _CURRENCY = re.compile(
     re.IGNORECASE,
 )
 
+_PICTURE = "[\u2600-\u27bf\U0001f000-\U0001faff][\ufe0f\U0001f3fb-\U0001f3ff]*"
+EMOJI = re.compile(f"[\U0001f1e6-\U0001f1ff]{{2}}|(?:{_PICTURE}\u200d?)*{_PICTURE}")
+
 # Patterns, most specific first: each match is masked before the next pattern runs, so the
 # 16 of "March 16" is a date and not also a number.
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -101,6 +104,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|(?<![A-Za-z0-9_])[A-Za-z]{1,2}[+\-−](?![A-Za-z0-9_+#\-−])"
         ),
     ),
+    # An emoji says something (the team's sign 👍🏽, a favourite 😂): a sequence (skin tone,
+    # ZWJ family, flag) is one value, so 😂 / 😭 and 👍🏽 / 👍🏿 are a change
+    ("emoji", EMOJI),
     ("iso", re.compile(r"(?<!\d)(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})(?!\d)")),
     ("slash", re.compile(r"(?<![\d.])(?P<a>\d{1,2})/(?P<b>\d{1,2})(?:/(?P<y>\d{2,4}))?(?!\d)")),
     (
@@ -310,6 +316,8 @@ def _facts_of(kind: str, m: re.Match[str]) -> Found | None:
         return _code(m.group(0))
     if kind == "signed":
         return [("signed", m.group(0).lower().replace("−", "-"))]
+    if kind == "emoji":
+        return [("emoji", m.group(0).replace("\ufe0f", ""))]  # ❤️ and ❤ are one
     if (
         kind == "number"
         and _VERSION_BEFORE.search(m.string, 0, m.start())

@@ -269,3 +269,25 @@ def test_a_korean_word_finds_the_memory_where_it_carries_a_particle(
         return [hit["title"] for hit in found["results"]]
 
     assert in_process(svc, body) == [meeting]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("用户最喜欢的表情是 😂", "用户最喜欢的表情是 😭"),
+        ("The team's sign for approved is 👍🏽", "The team's sign for approved is 👍🏿"),
+    ],
+)
+def test_a_changed_emoji_is_a_correction_not_a_duplicate(
+    service: MemoryService, old: str, new: str
+) -> None:
+    """Normalising for duplicates dropped every symbol, emoji included: "the user's
+    favourite emoji is 😭" after "... is 😂" was the same text, and never written."""
+    first = service.remember(old, type="preference")
+    assert first.memory is not None
+    second = service.remember(new, type="preference")
+    assert second.action == "created", second.reason
+    assert [(s.id, s.relation) for s in second.similar] == [
+        (first.memory.id, "possible_contradiction")
+    ]
+    assert service.remember(old, type="preference").action == "duplicate"  # the same emoji
