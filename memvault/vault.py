@@ -567,7 +567,7 @@ class Vault:
         is never given either."""
         folder = ids.clean_relpath(folder) if folder.strip("/ ") else ""
         base = f"{folder}/{slug}" if folder else slug
-        taken = _folded_names(self.root / folder)
+        taken = _folded_names((self.root / base).parent)  # slug may hold folders (archive)
         candidate, n = f"{base}.md", 2
         while (self.root / candidate).exists() or _clashes(candidate, taken):
             candidate, n = f"{base}-{n}.md", n + 1

@@ -291,3 +291,20 @@ def test_a_changed_emoji_is_a_correction_not_a_duplicate(
         (first.memory.id, "possible_contradiction")
     ]
     assert service.remember(old, type="preference").action == "duplicate"  # the same emoji
+
+
+def test_archiving_never_takes_a_name_another_system_reads_as_the_persons(
+    svc: MemoryService,
+) -> None:
+    """Archiving facts/wi-fi.md looked for a free name in archive/ itself, not in the
+    archive/facts/ it moves to: next to the person's archive/facts/Wi-Fi.md it wrote
+    archive/facts/wi-fi.md, one file on macOS and Windows."""
+    made = svc.remember("The guest network is called Lobby.", title="wi-fi", type="fact")
+    assert made.memory is not None and made.memory.path == "facts/wi-fi.md"
+    (svc.root / "archive" / "facts").mkdir(parents=True, exist_ok=True)
+    (svc.root / "archive" / "facts" / "Wi-Fi.md").write_text("# Wi-Fi\n\nMy old notes.\n")
+    svc.commit_external(["archive/facts/Wi-Fi.md"])
+    svc.forget(made.memory.id)
+    tracked = git(svc.root, "ls-files", "archive").split()
+    assert "archive/facts/Wi-Fi.md" in tracked and "archive/facts/wi-fi.md" not in tracked
+    assert (svc.root / "archive" / "facts" / "Wi-Fi.md").read_text() == "# Wi-Fi\n\nMy old notes.\n"
