@@ -31,6 +31,9 @@ _CN_UNITS = {"十": 10, "百": 100, "千": 1000}
 _CN_BIG = {"万": 10_000, "亿": 100_000_000}
 _BIG = _CN_BIG | {"k": 1000, "K": 1000}  # after digits: 12万, 1.5亿, 120k
 _CN_NUM = "零〇一二两三四五六七八九十百千万亿"
+# Words that count (years old, pieces, years, hours...): 半 after one adds a half (三岁半 is
+# 3.5), while 一半 alone is a half of something, no number
+_MEASURE = "个|岁|年|天|周|星期|月|小时|钟头|分钟|公里|千米|公斤|斤|米|倍|圈|层|杯|碗|瓶"
 _NUM_ZH = rf"(?:\d+|[{_CN_NUM}]+)"
 # Common words that contain a numeral but state no number ("together", "always", "very" ...).
 _CN_NOT_NUMBERS = re.compile(
@@ -77,6 +80,9 @@ _CURRENCY = re.compile(
     re.IGNORECASE,
 )
 
+_PICTURE = "[\u2600-\u27bf\U0001f000-\U0001faff][\ufe0f\U0001f3fb-\U0001f3ff]*"
+EMOJI = re.compile(f"[\U0001f1e6-\U0001f1ff]{{2}}|(?:{_PICTURE}\u200d?)*{_PICTURE}")
+
 # Patterns, most specific first: each match is masked before the next pattern runs, so the
 # 16 of "March 16" is a date and not also a number.
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -98,6 +104,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|(?<![A-Za-z0-9_])[A-Za-z]{1,2}[+\-−](?![A-Za-z0-9_+#\-−])"
         ),
     ),
+    # An emoji says something (the team's sign 👍🏽, a favourite 😂): a sequence (skin tone,
+    # ZWJ family, flag) is one value, so 😂 / 😭 and 👍🏽 / 👍🏿 are a change
+    ("emoji", EMOJI),
     ("iso", re.compile(r"(?<!\d)(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})(?!\d)")),
     ("slash", re.compile(r"(?<![\d.])(?P<a>\d{1,2})/(?P<b>\d{1,2})(?:/(?P<y>\d{2,4}))?(?!\d)")),
     (
@@ -134,7 +143,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "zh_time",
         re.compile(
             rf"(?P<part>上午|早上|早晨|凌晨|中午|下午|傍晚|晚上|夜里|今晚)?\s*(?P<h>{_NUM_ZH})\s*[点點时]"
-            rf"(?:(?P<half>半)|(?P<mi>{_NUM_ZH})分?)?"
+            rf"(?:(?P<half>半)|(?P<quarter>[一三])刻|(?P<mi>{_NUM_ZH})分?)?"
         ),
     ),
     (
@@ -162,7 +171,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             rf"(?:(?<![\d.,])(?P<digits>\d+(?:[.,]\d+)*)(?P<big>[万亿]|[kK](?![A-Za-z0-9]))?"
             rf"|(?P<zh>[{_CN_NUM}]+)"
             r"|\b(?P<en>(?:" + "|".join(sorted(_EN_NUMBERS, key=len, reverse=True)) + r")"
-            r"(?:-(?:one|two|three|four|five|six|seven|eight|nine))?)\b)",
+            r"(?:-(?:one|two|three|four|five|six|seven|eight|nine))?)\b)"
+            rf"(?P<half>(?:{_MEASURE})半)?",  # 三岁半, 两个半小时, 一年半: and a half
             re.IGNORECASE,
         ),
     ),
@@ -236,7 +246,10 @@ def _clean(text: str) -> str:
 
 
 def zh_number(run: str) -> int | None:
-    """The value of a Chinese numeral (四百五十 -> 450, 两 -> 2, 二〇二七 -> 2027), or None."""
+    """The value of a Chinese numeral (四百五十 -> 450, 两 -> 2, 二〇二七 -> 2027), or None.
+
+    A last digit right after 百, 千 or 万 counts in the next unit down, as people say it:
+    一万二 is 12,000, 三千五 3,500, 两百五 250 (一万零二 is 10,002)."""
     if not run or any(c not in _CN_NUM for c in run):
         return None
     if not any(c in _CN_UNITS or c in _CN_BIG for c in run):
@@ -251,6 +264,9 @@ def zh_number(run: str) -> int | None:
         else:
             total += (section + digit) * _CN_BIG[char]
             section = digit = 0
+    unit = _CN_UNITS.get(run[-2], _CN_BIG.get(run[-2], 0)) if len(run) > 1 else 0
+    if run[-1] in _CN_DIGITS and unit >= 100:
+        digit *= unit // 10
     return total + section + digit
 
 
@@ -300,6 +316,8 @@ def _facts_of(kind: str, m: re.Match[str]) -> Found | None:
         return _code(m.group(0))
     if kind == "signed":
         return [("signed", m.group(0).lower().replace("−", "-"))]
+    if kind == "emoji":
+        return [("emoji", m.group(0).replace("\ufe0f", ""))]  # ❤️ and ❤ are one
     if (
         kind == "number"
         and _VERSION_BEFORE.search(m.string, 0, m.start())
@@ -362,11 +380,12 @@ def _en_time(g: Groups) -> Found:
 def _zh_time(g: Groups) -> Found:
     hour = _num(g["h"])
     part = g["part"]
-    if hour == 1 and not part and not g["half"] and not g["mi"]:
+    if hour == 1 and not part and not g["half"] and not g["mi"] and not g["quarter"]:
         return [("number", "1")]  # 一点 is mostly "a little"
     pm = True if part in _ZH_PM or (part == "中午" and (hour or 0) < 6) else None
     pm = False if part in _ZH_AM else pm
-    return _time(hour, 30 if g["half"] else _num(g["mi"]), pm)
+    minute = 15 * (_num(g["quarter"]) or 0) if g["quarter"] else _num(g["mi"])  # 一刻: 15
+    return _time(hour, 30 if g["half"] else minute, pm)
 
 
 def _currency(g: Groups) -> Found:
@@ -395,6 +414,10 @@ _READERS: dict[str, Callable[[Groups], Found]] = {
 }
 
 
+def _half(g: Groups) -> float:
+    return 0.5 if g["half"] else 0
+
+
 def _number(g: Groups) -> Found:
     if g["digits"]:
         digits = g["digits"]
@@ -402,13 +425,16 @@ def _number(g: Groups) -> Found:
             digits = digits.replace(",", "")
         value: str | int | float = digits
         if re.fullmatch(r"\d+(?:\.\d+)?", digits):
-            number = float(digits) * (_BIG[g["big"]] if g["big"] else 1)
+            number = float(digits) * (_BIG[g["big"]] if g["big"] else 1) + _half(g)
             value = int(number) if number.is_integer() else number
         kind = "year" if re.fullmatch(r"(?:19|20)\d\d", digits) and not g["big"] else "number"
         return [(kind, f"{'-' if g['minus'] else ''}{value}")]
     if g["zh"]:
         zh = zh_number(g["zh"])
-        return [("number", f"{'-' if g['minus'] else ''}{zh}")] if zh is not None else []
+        if zh is None:
+            return []
+        value = zh + _half(g) if g["half"] else zh
+        return [("number", f"{'-' if g['minus'] else ''}{value}")]
     if g["en"]:
         total = 0.0
         for part in g["en"].lower().split("-"):

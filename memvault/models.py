@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
@@ -233,8 +234,9 @@ def _label_set(labels: Sequence[str]) -> set[str]:
 
 
 def _tag_set(tags: Sequence[str]) -> set[str]:
-    """Tags as Obsidian compares them: case aside, with or without the ``#``."""
-    return {tag.lstrip("#").casefold() for tag in tags}
+    """Tags as Obsidian compares them: case aside, with or without the ``#``, composed
+    (a Mac's decomposed ``café`` is ``café``)."""
+    return {unicodedata.normalize("NFC", tag.lstrip("#")).casefold() for tag in tags}
 
 
 def _within(path: str, folder: str) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import posixpath
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,8 @@ _MD_LINK = re.compile(
     r"(?:\s+\"[^\"]*\")?\s*\)"
 )
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n|#^]*)(?:[#^]([^\[\]\n|]*))?(?:\|([^\[\]\n]*))?\]\]")
+# Scripts written without spaces between words (a snippet matches their character pairs)
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
 TITLE_LIMIT = 60
 SNIPPET_WIDTH = 240
 # An Obsidian Excalidraw drawing (``name.excalidraw.md``, frontmatter ``excalidraw-plugin``):
@@ -53,9 +56,16 @@ def heading(body: str) -> str | None:
 
 
 def title_from(content: str, limit: int = TITLE_LIMIT) -> str:
-    """A title made from the content's first line, cut at a word near ``limit``."""
+    """A title made from the content's first line, cut at a word near ``limit``: at a
+    space in its last third (Chinese has none between words, so 我们的 CRM 是 Salesforce，
+    销售团队… is not cut back to 我们的 CRM 是), else at ``limit``, never inside an emoji
+    sequence or an accented letter."""
     line = content.strip().split("\n", 1)[0].lstrip("# ").strip()
-    return line if len(line) <= limit else line[:limit].rsplit(" ", 1)[0] + "..."
+    if len(line) <= limit:
+        return line
+    head = _clip(line, limit)
+    space = head.rfind(" ")
+    return (head[:space] if space >= limit * 2 // 3 else head).rstrip(" ,，、;；:：") + "..."
 
 
 def compose(title: str, content: str) -> str:
@@ -93,19 +103,63 @@ def reader_text(body: str, meta: dict[str, Any]) -> str:
 
 
 def snippet(body: str, query: str, width: int = SNIPPET_WIDTH) -> str:
-    """The body line sharing most words with the query, cut to ``width`` characters."""
-    wanted = {w.lower() for w in query.split() if len(w) > 2}
+    """The body line sharing most words with the query, cut to ``width`` characters
+    around the first of them. Chinese, Japanese and Korean are written without spaces:
+    their words are the query's pairs of characters (上线 in 下周什么时候上线)."""
+    wanted = {w.lower() for w in query.split() if len(w) > 2 and not _UNSPACED.search(w)}
+    for run in _UNSPACED.findall(query):
+        wanted.update(run[i : i + 2] for i in range(max(1, len(run) - 1)))
     lines = [ln.strip() for ln in body.split("\n") if ln.strip() and not ln.startswith("# ")]
     if not lines:
-        return body.strip()[:width]
+        return _clip(body.strip(), width)
     best = max(lines, key=lambda ln: sum(w in ln.lower() for w in wanted))
-    return best if len(best) <= width else best[: width - 3] + "..."
+    if len(best) <= width:
+        return best
+    low = best.lower()
+    at = min((low.find(w) for w in wanted if w in low), default=0)
+    start = 0 if at < width // 2 else _grapheme_start(best, at - width // 4)
+    head = "..." if start else ""
+    return head + _clip(best[start:], width - len(head), "...")
+
+
+def _grapheme_start(text: str, at: int) -> int:
+    """``at``, moved back to where a character with all its marks and joiners starts."""
+    while at > 0 and (_attached(text[at]) or text[at - 1] == "\u200d" or _half_flag(text, at)):
+        at -= 1
+    return at
+
+
+def _attached(char: str) -> bool:
+    """Whether ``char`` belongs to the one before it: a combining mark, a joiner, a skin
+    tone, a tag of a flag, a decomposed Korean syllable's vowel or final consonant."""
+    return (
+        unicodedata.category(char) in ("Mn", "Mc", "Me")
+        or char in "\u200c\u200d"
+        or "\U0001f3fb" <= char <= "\U0001f3ff"
+        or "\U000e0020" <= char <= "\U000e007f"
+        or "\u1160" <= char <= "\u11ff"
+    )
+
+
+def _half_flag(text: str, at: int) -> bool:
+    """Whether ``at`` falls between the two letters of a flag (🇨🇳)."""
+    flags = 0
+    while at - flags > 0 and "\U0001f1e6" <= text[at - flags - 1] <= "\U0001f1ff":
+        flags += 1
+    return flags % 2 == 1 and "\U0001f1e6" <= text[at] <= "\U0001f1ff"
+
+
+def _clip(text: str, width: int, mark: str = "") -> str:
+    """``text`` at most ``width`` characters, never cutting an accent from its letter or
+    an emoji sequence (👨‍👩‍👧, 👍🏽) in two."""
+    if len(text) <= width:
+        return text
+    return text[: _grapheme_start(text, width - len(mark))].rstrip() + mark
 
 
 def cut(text: str, width: int, mark: str = "…") -> str:
     """``text`` on one line, at most ``width`` characters."""
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - len(mark)] + mark
+    return _clip(" ".join(text.split()), width, mark)
 
 
 @dataclass(frozen=True)

@@ -97,11 +97,16 @@ _AMOUNT_MARKS = re.compile(
 
 def same_text(a: str, b: str) -> bool:
     """Whether two texts are the same words and numbers, case, spacing and punctuation
-    aside, with the same currency symbols and signs."""
+    aside, with the same currency symbols, signs and emoji (😂 / 😭 is a change)."""
     if normalise(a) != normalise(b):
         return False
-    marks = [_AMOUNT_MARKS.findall(unicodedata.normalize("NFKC", t)) for t in (a, b)]
+    marks = [_marks(unicodedata.normalize("NFKC", t)) for t in (a, b)]
     return marks[0] == marks[1]
+
+
+def _marks(text: str) -> list[str]:
+    emoji = [e.replace("\ufe0f", "") for e in facts.EMOJI.findall(text)]
+    return _AMOUNT_MARKS.findall(text) + emoji
 
 
 def triviality(content: str) -> str | None:

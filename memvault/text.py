@@ -15,7 +15,10 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff]+")
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7a3]+")
+# katakana words (ー included, ・ between names left out); runs of hiragana or Hangul
+_KANA = re.compile(r"[\u30a1-\u30fa\u30fc-\u30ff]+|[\u3041-\u309f]+|[\uac00-\ud7a3]+")
+_INVISIBLE = re.compile("[\u00ad\u200b-\u200d\u2060\ufeff]")  # soft hyphen, zero-widths
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 # Whoosh's (NLTK's) English stop list, plus auxiliaries; changing it changes the index.
 _ENGLISH_STOP = """a about above after again against all am an and any are as at be because been
@@ -166,7 +169,13 @@ def term_count(text: str) -> int:
 
 
 def tokens(text: str) -> list[str]:
-    """Index/query terms of ``text``: lowercased, stop words dropped, stemmed; CJK segmented."""
+    """Index/query terms of ``text``: lowercased, stop words dropped, stemmed; CJK segmented.
+
+    Full-width letters and digits (ＡＢＣ１２３, typed with a Chinese input method) are the
+    ASCII ones, and invisible characters (a zero-width space pasted from a web page, a
+    soft hyphen) do not split a word."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
     out: list[str] = []
     pos = 0
     for match in _CJK.finditer(text):
@@ -192,9 +201,28 @@ def _latin_tokens(text: str) -> Iterator[str]:
 
 
 def _cjk_tokens(run: str) -> Iterator[str]:
+    """Chinese (and the Han of Japanese) segmented by jieba; a katakana word (オフィス)
+    whole, hiragana and Korean by pairs of characters: jieba, a Chinese dictionary, splits
+    kana into single characters, so オフィス matched フィットネス (フ, ィ, ス); a Korean word
+    carries its particle (회의는: the meeting + topic), so 회의 found nothing."""
+    pos = 0
+    for match in _KANA.finditer(run):
+        yield from _han_tokens(run[pos : match.start()])
+        kana = match.group(0)
+        if "\u30a0" <= kana[0] <= "\u30ff" or len(kana) == 1:
+            yield kana
+        else:
+            yield from (kana[i : i + 2] for i in range(len(kana) - 1))
+        pos = match.end()
+    yield from _han_tokens(run[pos:])
+
+
+def _han_tokens(run: str) -> Iterator[str]:
+    if not run:
+        return
     for piece in _segmenter().cut_for_search(run):
         word = piece.strip()
-        if word and word not in _CJK_STOP:
+        if word.isalnum() and word not in _CJK_STOP:  # not the ・ between names
             yield word
 
 

@@ -16,6 +16,7 @@ import re
 import stat
 import tempfile
 import threading
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -369,6 +370,8 @@ class Vault:
         rel = ids.clean_relpath(text)
         if not rel.lower().endswith(".md") and (self.root / f"{rel}.md").exists():
             rel = f"{rel}.md"
+        if not os.path.lexists(self.root / rel):  # a Mac's decomposed name, asked composed
+            rel = _as_spelled(self.root, rel) or _as_spelled(self.root, f"{rel}.md") or rel
         self.abspath(rel)  # symlink escape check
         if (self.root / rel).is_file():
             if not self.is_memory_path(rel):
@@ -557,14 +560,62 @@ class Vault:
         return f"{same[0]}/{rest}".rstrip("/") if len(same) == 1 else folder
 
     def free_path(self, folder: str, slug: str) -> str:
-        """A path ``folder/slug.md`` that does not exist yet (suffix -2, -3 ...)."""
+        """A path ``folder/slug.md`` that does not exist yet (suffix -2, -3 ...), nor in
+        another case or Unicode form (the person's ``Wi-Fi.md`` for ``wi-fi``, a Mac's
+        decomposed ``café.md``): on macOS and Windows those are one file, and a clone there
+        would check out one over the other. A name Windows reserves (``nul``, ``com1``)
+        is never given either."""
         folder = ids.clean_relpath(folder) if folder.strip("/ ") else ""
         base = f"{folder}/{slug}" if folder else slug
+        taken = _folded_names((self.root / base).parent)  # slug may hold folders (archive)
         candidate, n = f"{base}.md", 2
-        while (self.root / candidate).exists():
+        while (self.root / candidate).exists() or _clashes(candidate, taken):
             candidate, n = f"{base}-{n}.md", n + 1
         self.abspath(candidate)
         return candidate
+
+
+def _as_spelled(root: Path, rel: str) -> str | None:
+    """``rel`` as the disk spells it where it differs only in Unicode form (``café`` asked
+    for a Mac's decomposed ``café``), when one entry matches each part; else None."""
+    parts: list[str] = []
+    for part in rel.split("/"):
+        here = root.joinpath(*parts)
+        if os.path.lexists(here / part):
+            parts.append(part)
+            continue
+        want = unicodedata.normalize("NFC", part)
+        try:
+            same = [
+                e.name for e in os.scandir(here) if unicodedata.normalize("NFC", e.name) == want
+            ]
+        except OSError:
+            return None
+        if len(same) != 1:
+            return None
+        parts.append(same[0])
+    return "/".join(parts)
+
+
+_WINDOWS_DEVICES = re.compile(r"con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³]", re.I)
+
+
+def _fold(name: str) -> str:
+    """A file name as case-insensitive, normalisation-insensitive file systems see it."""
+    return unicodedata.normalize("NFC", name).casefold()
+
+
+def _folded_names(folder: Path) -> set[str]:
+    """The names in ``folder``, folded (:func:`_fold`); none when it cannot be read."""
+    try:
+        return {_fold(entry.name) for entry in os.scandir(folder)}
+    except OSError:
+        return set()
+
+
+def _clashes(rel: str, taken: set[str]) -> bool:
+    name = rel.rsplit("/", 1)[-1]
+    return _fold(name) in taken or bool(_WINDOWS_DEVICES.fullmatch(name.split(".")[0]))
 
 
 def case_variants(root: Path, name: str) -> list[str]:
