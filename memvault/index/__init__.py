@@ -109,11 +109,33 @@ class Index:
         self.rebuilt_reason: str | None = None
         # Several processes may open a new (or broken) index at once: one creates or
         # rebuilds it while the others wait, instead of deleting it under each other.
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        with filelock.FileLock(str(folder.parent / "index-open.lock"), timeout=120):
-            self.store, self.text = self._open()
-        self.loader = EmbedderLoader(settings.embedder if load_embedder else "none")
+        self.reopened = 0  # times the folder was found deleted or replaced (follow)
+        self._retired: list[tuple[Store, FullText]] = []
         self._write_lock = threading.Lock()
+        with self._opening():
+            self.store, self.text = self._open()
+            self._home = _identity(folder)
+        self.loader = EmbedderLoader(settings.embedder if load_embedder else "none")
+
+    def _opening(self) -> filelock.BaseFileLock:
+        self.folder.parent.mkdir(parents=True, exist_ok=True)
+        return filelock.FileLock(str(self.folder.parent / "index-open.lock"), timeout=120)
+
+    def follow(self) -> None:
+        """Open the index anew when its folder was deleted or replaced since we opened it
+        (a person's `rm -rf .memvault/index`, another process's `reindex --full`): the
+        files held open are gone, and every read would fail or see a stale copy. The old
+        handles are closed with the index (a search in another thread may hold them)."""
+        if _identity(self.folder) == self._home:
+            return
+        with self._write_lock, self._opening():
+            if _identity(self.folder) == self._home:
+                return
+            log.warning("the index at %s was deleted or replaced: opening it anew", self.folder)
+            self._retired.append((self.store, self.text))
+            self.store, self.text = self._open()
+            self._home = _identity(self.folder)
+            self.reopened += 1
 
     # -- opening ---------------------------------------------------------------
     def _open(self) -> tuple[Store, FullText]:
@@ -168,15 +190,23 @@ class Index:
             f"index at {self.folder} was unusable ({problem}); rebuilt from the files"
         )
         log.warning("%s", self.rebuilt_reason)
+        if self.folder.is_symlink() or self.folder.is_file():  # not a folder: rmtree fails
+            self.folder.unlink()
         shutil.rmtree(self.folder, ignore_errors=True)
         self.folder.mkdir(parents=True, exist_ok=True)
         return Store(self.folder / "store.sqlite"), FullText(
             self.folder / "text", self.settings.lock_timeout
         )
 
+    def _fresh(self) -> None:
+        """Rows other processes wrote since our last look, in the index folder there is now."""
+        self.follow()
+        self.store.refresh()
+
     def close(self) -> None:
-        self.store.close()
-        self.text.close()
+        for store, text in [*self._retired, (self.store, self.text)]:
+            store.close()
+            text.close()
 
     # -- writing ---------------------------------------------------------------
     def upsert(
@@ -190,6 +220,7 @@ class Index:
         of unchanged text; the others are filled in later (:meth:`embed_vectors`)."""
         if not memories:
             return
+        self.follow()
         stats = stats or {}
         embedder = self.loader.get() if embed else None
         vectors = self._vectors_of(embedder, memories) if embedder is not None else {}
@@ -221,6 +252,7 @@ class Index:
         if embedder is None or not memories:
             return 0
         vectors = self._vectors_of(embedder, memories, background=True)
+        self.follow()
         hashes = {m.id: m.content_hash for m in memories}
         with self._write_lock:
             return self.store.put_vectors(
@@ -235,7 +267,7 @@ class Index:
     def embedding_state(self) -> dict[str, Any]:
         """How many memories have vectors from the current embedder, of how many, and the
         seconds the rest takes at the last embedding run's rate (None: no run measured)."""
-        self.store.refresh()
+        self._fresh()
         total = len(self.store.docs)
         embedder = self.loader.get(timeout=0) if self.loader.ready else None
         done = total - self.store.count_missing(embedder.name) if embedder else 0
@@ -246,6 +278,7 @@ class Index:
         return {"done": done, "total": total, "eta_seconds": eta}
 
     def remove(self, ids: Iterable[str]) -> None:
+        self.follow()
         ids = list(ids)
         with self._write_lock:
             self.text.delete(ids)
@@ -255,6 +288,7 @@ class Index:
         """Remove memories so that no byte of them stays in the index files (purge):
         full-text segments rewritten, vector database vacuumed, vector caches emptied.
         Returns the places erased."""
+        self.follow()
         ids = list(ids)
         with self._write_lock:
             self.text.delete(ids, erase=True)
@@ -274,12 +308,12 @@ class Index:
 
     def ids_at(self, paths: Iterable[str]) -> list[str]:
         """Ids the index holds for these paths."""
-        self.store.refresh()
+        self._fresh()
         return self.store.ids_by_path(paths)
 
     def plan_sync(self, stats: dict[str, tuple[int, int]]) -> tuple[list[str], list[str]]:
         """(paths to (re)read, ids to drop) to match the files described by ``stats``."""
-        self.store.refresh()
+        self._fresh()
         by_path = {d.path: d for d in self.store.docs.values()}
         drop = [d.id for d in self.store.docs.values() if d.path not in stats]
         if self.text.count() != len(self.store.docs):
@@ -304,7 +338,7 @@ class Index:
     ) -> list[SearchHit]:
         """Ranked hits; ``usage`` gives the candidates' access statistics (soft forgetting),
         ``texts`` the memories at paths (to judge hits still without vectors)."""
-        self.store.refresh()
+        self._fresh()
         docs = self.store.docs
         filters = query.filters
 
@@ -551,7 +585,7 @@ class Index:
         vector = self.embedded(title, tags, body)
         if vector is None:
             return []
-        self.store.refresh()
+        self._fresh()
         best = self.store.nearest(vector, k, lambda i: i in self.store.docs)
         return [(self.store.docs[i], score) for i, score in best.items()]
 
@@ -570,25 +604,25 @@ class Index:
 
     def records(self) -> list[MemoryInfo]:
         """Every indexed memory's record, as of now (other processes' writes included)."""
-        self.store.refresh()
+        self._fresh()
         return list(self.store.docs.values())
 
     def undated(self) -> list[MemoryInfo]:
         """Every indexed memory whose ``created`` is not a readable time."""
-        self.store.refresh()
+        self._fresh()
         return self.store.undated()
 
     def record(self, memory_id: str) -> MemoryInfo | None:
-        self.store.refresh()
+        self._fresh()
         return self.store.docs.get(memory_id)
 
     def pairs_above(self, threshold: float) -> list[tuple[str, str, float]]:
         """(id, id, cosine) of memories whose first chunks are at least this close."""
-        self.store.refresh()
+        self._fresh()
         return self.store.pairs_above(threshold)
 
     def status(self) -> dict[str, Any]:
-        self.store.refresh()
+        self._fresh()
         state = {
             "version": INDEX_VERSION,
             "memories": len(self.store.docs),
@@ -600,6 +634,16 @@ class Index:
         if self.rebuilt_reason:
             state["rebuilt"] = self.rebuilt_reason
         return state
+
+
+def _identity(folder: Path) -> tuple[tuple[int, int], ...] | None:
+    """Which files the index folder holds now (device and inode of the record database and
+    of the full-text folder); None when they are gone."""
+    try:
+        found = [(folder / name).stat() for name in ("store.sqlite", "text")]
+    except OSError:
+        return None
+    return tuple((st.st_dev, st.st_ino) for st in found)
 
 
 def soft_forget(settings: Settings) -> SoftForget:

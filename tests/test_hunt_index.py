@@ -1,0 +1,73 @@
+"""The index under damage: the files are the truth, the index a cache that heals itself."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from mcp import Client
+
+from memvault.config import Settings
+from memvault.service import MemoryService
+
+from .helpers import call_tool, commit_count, git, in_process
+
+
+def titles_over_mcp(service: MemoryService, query: str) -> list[str]:
+    async def body(session: Client) -> list[str]:
+        found = await call_tool(session, "recall", {"query": query})
+        return [hit["title"] for hit in found["results"]]
+
+    result: list[str] = in_process(service, body)
+    return result
+
+
+def test_a_server_whose_index_folder_is_deleted_keeps_answering(service: MemoryService) -> None:
+    service.remember("Alice keeps bees on the roof of the library.", type="fact")
+    assert titles_over_mcp(service, "bees") == ["Alice keeps bees on the roof of the library."]
+    before = git(service.root, "status", "--porcelain"), commit_count(service.root)
+    shutil.rmtree(service.root / ".memvault" / "index")  # "the index is disposable"
+    assert titles_over_mcp(service, "bees") == ["Alice keeps bees on the roof of the library."]
+    service.remember("Bob plays the bagpipes every Sunday.", type="fact")
+    assert titles_over_mcp(service, "bagpipes") == ["Bob plays the bagpipes every Sunday."]
+    assert service.index_status()["with_vectors"] == 2  # vectors are back too
+    assert (git(service.root, "status", "--porcelain"), commit_count(service.root) - 1) == before
+
+
+def test_a_server_sees_writes_made_after_another_process_rebuilt_the_index(
+    vault_path: Path,
+) -> None:
+    server = MemoryService.open(vault_path, Settings(embedder="none"))
+    other = MemoryService.open(vault_path, Settings(embedder="none"))  # `memvault reindex`
+    try:
+        server.remember("The boiler is serviced every October.", type="fact")
+        assert [h.title for h in server.recall("boiler")] == [
+            "The boiler is serviced every October."
+        ]
+        other.reset_index()
+        other.sync_index()
+        other.remember("The chimney sweep comes in March.", type="fact")
+        assert [h.title for h in server.recall("chimney")] == ["The chimney sweep comes in March."]
+        assert [h.title for h in server.recall("boiler")] == [
+            "The boiler is serviced every October."
+        ]
+    finally:
+        other.close()
+        server.close()
+
+
+def test_an_index_folder_that_is_a_file_is_replaced_by_a_new_index(vault_path: Path) -> None:
+    first = MemoryService.open(vault_path, Settings(embedder="none"))
+    first.remember("The spare key is under the blue flowerpot.", type="fact")
+    first.close()
+    index = vault_path / ".memvault" / "index"
+    shutil.rmtree(index)
+    index.write_text("not a folder")
+    service = MemoryService.open(vault_path, Settings(embedder="none"))
+    try:
+        assert [h.title for h in service.recall("spare key")] == [
+            "The spare key is under the blue flowerpot."
+        ]
+        assert index.is_dir()
+    finally:
+        service.close()
