@@ -10,7 +10,7 @@ from mcp import Client
 from memvault.config import Settings
 from memvault.service import MemoryService
 
-from .helpers import call_tool, commit_count, git, in_process
+from .helpers import call_tool, commit_count, git, in_process, run_memvault
 
 
 def titles_over_mcp(service: MemoryService, query: str) -> list[str]:
@@ -93,3 +93,18 @@ def test_after_a_change_of_embedder_old_vectors_do_not_hide_a_plain_match(
         ]
     finally:
         changed.close()
+
+
+def test_a_state_folder_that_is_a_file_is_named_with_what_to_do(vault_path: Path) -> None:
+    shutil.rmtree(vault_path / ".memvault", ignore_errors=True)
+    (vault_path / ".memvault").write_text("a person's file\n")
+    commits = commit_count(vault_path)
+    done = run_memvault(
+        "--vault", str(vault_path), "add", "A note.", env={"MEMVAULT_EMBEDDER": "none"}
+    )
+    assert done.returncode == 1
+    assert "is a file" in done.stderr and "move that file elsewhere" in done.stderr
+    assert "Traceback" not in done.stderr and "disk is not full" not in done.stderr
+    assert (vault_path / ".memvault").read_text() == "a person's file\n"
+    assert commit_count(vault_path) == commits
+    assert git(vault_path, "status", "--porcelain") == "?? .memvault\n"
