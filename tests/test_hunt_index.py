@@ -108,3 +108,52 @@ def test_a_state_folder_that_is_a_file_is_named_with_what_to_do(vault_path: Path
     assert (vault_path / ".memvault").read_text() == "a person's file\n"
     assert commit_count(vault_path) == commits
     assert git(vault_path, "status", "--porcelain") == "?? .memvault\n"
+
+
+def damage_postings(vault: Path) -> None:
+    """Garble every postings block of the full-text index (a disk error): the index still
+    opens (its table of contents and segment directories are intact); reading fails."""
+    for segment in (vault / ".memvault" / "index" / "text").glob("*.seg"):
+        data = segment.read_bytes()
+        assert b"W3Bl" in data  # whoosh3's postings block tag
+        segment.write_bytes(data.replace(b"W3Bl", b"\x00\x00\x00\x00"))
+
+
+def test_a_full_text_index_damaged_past_opening_is_rebuilt_at_the_first_search(
+    vault_path: Path,
+) -> None:
+    first = MemoryService.open(vault_path, Settings(embedder="none"))
+    first.remember("Alice keeps bees on the roof of the library.", type="fact")
+    first.remember("Carol repairs old valve radios.", type="fact")
+    first.close()
+    damage_postings(vault_path)
+    files = git(vault_path, "status", "--porcelain"), commit_count(vault_path)
+    service = MemoryService.open(vault_path, Settings(embedder="none"))
+    try:
+        assert service.index.rebuilt_reason is None  # opening saw nothing wrong
+        assert titles_over_mcp(service, "bees") == ["Alice keeps bees on the roof of the library."]
+        assert "damaged" in service.index_status()["rebuilt"]
+        assert [h.title for h in service.recall("radios")] == ["Carol repairs old valve radios."]
+    finally:
+        service.close()
+    assert (git(vault_path, "status", "--porcelain"), commit_count(vault_path)) == files
+
+
+def test_a_write_into_a_damaged_full_text_index_is_saved_and_found(vault_path: Path) -> None:
+    first = MemoryService.open(vault_path, Settings(embedder="none"))
+    first.remember("Alice keeps bees on the roof of the library.", type="fact")
+    first.remember("Carol repairs old valve radios.", type="fact")
+    first.close()
+    damage_postings(vault_path)
+    service = MemoryService.open(vault_path, Settings(embedder="none"))
+    try:
+        service.remember("Dave collects fountain pens from Japan.", type="fact")
+        assert [h.title for h in service.recall("fountain pens")] == [
+            "Dave collects fountain pens from Japan."
+        ]
+        assert [h.title for h in service.recall("bees")] == [
+            "Alice keeps bees on the roof of the library."
+        ]
+    finally:
+        service.close()
+    assert git(vault_path, "status", "--porcelain") == ""

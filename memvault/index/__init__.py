@@ -13,8 +13,9 @@ import logging
 import shutil
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from ..errors import LockTimeoutError
 from ..models import Access, Filters, Memory, MemoryInfo, last_seen
 from ..note import parse_time
 from ..text import term_count, without_names
-from .fulltext import FullText, commit_lock
+from .fulltext import DamagedIndexError, FullText, commit_lock
 from .language import cjk_share, language_means, script_overlap
 from .passages import (
     best_chunk,
@@ -110,6 +111,7 @@ class Index:
         # Several processes may open a new (or broken) index at once: one creates or
         # rebuilds it while the others wait, instead of deleting it under each other.
         self.reopened = 0  # times the folder was found deleted or replaced (follow)
+        self._healed = False  # a damaged index was rebuilt (_healing)
         self._retired: list[tuple[Store, FullText]] = []
         self._write_lock = threading.Lock()
         with self._opening():
@@ -136,6 +138,24 @@ class Index:
             self.store, self.text = self._open()
             self._home = _identity(self.folder)
             self.reopened += 1
+
+    @contextmanager
+    def _healing(self) -> Iterator[None]:
+        """A full-text index found damaged in use (past the checks of opening) is wiped and
+        opened anew, empty, once per process (the next sync fills it: IndexSync.ensure); the
+        error is raised all the same (the caller's answer would be incomplete)."""
+        try:
+            yield
+        except DamagedIndexError as exc:
+            if not self._healed:
+                self._healed = True
+                with self._write_lock, self._opening():
+                    if _identity(self.folder) == self._home:  # not rebuilt by another yet
+                        self.rebuilt_reason = f"{exc.args[0].split(';')[0]}; rebuilt from the files"
+                        log.warning("%s", self.rebuilt_reason)
+                        shutil.rmtree(self.folder, ignore_errors=True)
+                self.follow()
+            raise
 
     # -- opening ---------------------------------------------------------------
     def _open(self) -> tuple[Store, FullText]:
@@ -233,7 +253,7 @@ class Index:
         embedder = self._embedder() if embed else None
         vectors = self._vectors_of(embedder, memories) if embedder is not None else {}
         docs = [m.info(*stats.get(m.path, (0, 0))) for m in memories]
-        with self._write_lock:
+        with self._healing(), self._write_lock:
             self.text.upsert([text_doc(m) for m in memories])
             self.store.put(docs, vectors, embedder.name if embedder else None, keep=not embed)
 
@@ -288,7 +308,7 @@ class Index:
     def remove(self, ids: Iterable[str]) -> None:
         self.follow()
         ids = list(ids)
-        with self._write_lock:
+        with self._healing(), self._write_lock:
             self.text.delete(ids)
             self.store.delete(ids)
 
@@ -346,6 +366,17 @@ class Index:
     ) -> list[SearchHit]:
         """Ranked hits; ``usage`` gives the candidates' access statistics (soft forgetting),
         ``texts`` the memories at paths (to judge hits still without vectors)."""
+        with self._healing():
+            return self._search(query, now, wait_for_vectors, usage, texts)
+
+    def _search(
+        self,
+        query: SearchQuery,
+        now: dt.datetime,
+        wait_for_vectors: float,
+        usage: Callable[[list[str]], Mapping[str, Access]] | None,
+        texts: Callable[[list[str]], Mapping[str, Memory]] | None,
+    ) -> list[SearchHit]:
         self._fresh()
         docs = self.store.docs
         filters = query.filters
@@ -717,6 +748,7 @@ def _raw(
 
 __all__ = [
     "INDEX_VERSION",
+    "DamagedIndexError",
     "Index",
     "SearchHit",
     "SearchQuery",
