@@ -157,3 +157,25 @@ def test_a_write_into_a_damaged_full_text_index_is_saved_and_found(vault_path: P
     finally:
         service.close()
     assert git(vault_path, "status", "--porcelain") == ""
+
+
+def test_damaged_access_statistics_are_started_anew_not_a_stuck_vault(vault_path: Path) -> None:
+    first = MemoryService.open(vault_path, Settings(embedder="none"))
+    first.remember("Alice keeps bees on the roof of the library.", type="fact")
+    first.close()
+    (vault_path / ".memvault" / "access.sqlite").write_bytes(b"\x8f" * 12288)
+    commits = commit_count(vault_path)
+    done = run_memvault(
+        "--vault", str(vault_path), "search", "bees", env={"MEMVAULT_EMBEDDER": "none"}
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Alice keeps bees" in done.stdout
+    assert "access statistics" in done.stderr and "started anew" in done.stderr
+    service = MemoryService.open(vault_path, Settings(embedder="none"))
+    try:
+        [hit] = service.recall("bees")
+        assert service.access.of([hit.id])[hit.id].hits == 1  # counting again
+    finally:
+        service.close()
+    assert commit_count(vault_path) == commits
+    assert git(vault_path, "status", "--porcelain") == ""
