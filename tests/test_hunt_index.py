@@ -179,3 +179,19 @@ def test_damaged_access_statistics_are_started_anew_not_a_stuck_vault(vault_path
         service.close()
     assert commit_count(vault_path) == commits
     assert git(vault_path, "status", "--porcelain") == ""
+
+
+def test_full_text_files_deleted_under_a_running_server_are_rebuilt(vault_path: Path) -> None:
+    service = MemoryService.open(vault_path, Settings(embedder="none"))
+    try:
+        service.remember("Alice keeps bees on the roof of the library.", type="fact")
+        assert [h.title for h in service.recall("bees")]  # a searcher is open
+        for path in (vault_path / ".memvault" / "index" / "text").iterdir():
+            path.unlink()  # the folder stays: only Whoosh's files go
+        assert titles_over_mcp(service, "bees") == ["Alice keeps bees on the roof of the library."]
+        service.remember("Bob plays the bagpipes every Sunday.", type="fact")
+        assert [h.title for h in service.recall("bagpipes")] == [
+            "Bob plays the bagpipes every Sunday."
+        ]
+    finally:
+        service.close()

@@ -60,6 +60,7 @@ NARROW_KEYWORD_CANDIDATES = 1000  # filters may drop most of the best keyword ma
 # most this many), so that they are judged as the others are (Index._judge_unembedded;
 # ~25 ms a chunk on an idle core, up to ~500 ms on two busy ones; kept a while)
 UNEMBEDDED_JUDGED = 16
+HEALS = 3  # rebuilds of a damaged index per process (Index._healing)
 RATE_KEY = "embed_rate"  # memories/s of the last embedding run (store info), for the ETA
 
 
@@ -111,7 +112,7 @@ class Index:
         # Several processes may open a new (or broken) index at once: one creates or
         # rebuilds it while the others wait, instead of deleting it under each other.
         self.reopened = 0  # times the folder was found deleted or replaced (follow)
-        self._healed = False  # a damaged index was rebuilt (_healing)
+        self._heals = 0  # times a damaged index was rebuilt (_healing)
         self._retired: list[tuple[Store, FullText]] = []
         self._write_lock = threading.Lock()
         with self._opening():
@@ -142,13 +143,14 @@ class Index:
     @contextmanager
     def _healing(self) -> Iterator[None]:
         """A full-text index found damaged in use (past the checks of opening) is wiped and
-        opened anew, empty, once per process (the next sync fills it: IndexSync.ensure); the
+        opened anew, empty (the next sync fills it: IndexSync.ensure), at most HEALS times a
+        process (a bug read as damage must not rebuild the index at every search); the
         error is raised all the same (the caller's answer would be incomplete)."""
         try:
             yield
         except DamagedIndexError as exc:
-            if not self._healed:
-                self._healed = True
+            if self._heals < HEALS:
+                self._heals += 1
                 with self._write_lock, self._opening():
                     if _identity(self.folder) == self._home:  # not rebuilt by another yet
                         self.rebuilt_reason = f"{exc.args[0].split(';')[0]}; rebuilt from the files"

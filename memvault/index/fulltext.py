@@ -97,9 +97,10 @@ def schema() -> Schema:
 
 # What Whoosh raises reading a segment whose bytes are damaged past the header checks of
 # opening (a disk error, a file cut short or half-copied): seen as struct.error, its own
-# CorruptIndexError, EOFError; a segment gone is FileNotFoundError.
+# CorruptIndexError, EOFError; files gone: FileNotFoundError, EmptyIndexError (no TOC).
 DAMAGE = (
     CorruptIndexError,
+    windex.EmptyIndexError,
     struct.error,
     EOFError,
     zlib.error,
@@ -176,8 +177,9 @@ class FullText:
         reader of an index that was empty.
         """
         if not self._searcher.up_to_date():
+            fresh = self._ix.searcher(weighting=BM25F(B=B, K1=K1))  # may fail: keep the old
             self._searcher.close()
-            self._searcher = self._ix.searcher(weighting=BM25F(B=B, K1=K1))
+            self._searcher = fresh
         return self._searcher
 
     def _writer(self) -> Any:
