@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import filelock
 from mcp import Client
 
 from memvault.config import Settings
@@ -195,3 +196,25 @@ def test_full_text_files_deleted_under_a_running_server_are_rebuilt(vault_path: 
         ]
     finally:
         service.close()
+
+
+def test_an_index_kept_locked_by_a_stuck_process_is_a_clear_busy_error(vault_path: Path) -> None:
+    first = MemoryService.open(vault_path, Settings(embedder="none"))
+    first.remember("Alice keeps bees on the roof of the library.", type="fact")
+    first.close()
+    stuck = filelock.FileLock(str(vault_path / ".memvault" / "index-open.lock"))
+    stuck.acquire()
+    try:
+        shutil.rmtree(vault_path / ".memvault" / "index")  # so the next open must create it
+        done = run_memvault(
+            "--vault",
+            str(vault_path),
+            "search",
+            "bees",
+            env={"MEMVAULT_EMBEDDER": "none", "MEMVAULT_LOCK_TIMEOUT": "0.5"},
+        )
+    finally:
+        stuck.release()
+    assert done.returncode == 1
+    assert "locked" in done.stderr and "stuck process" in done.stderr, done.stderr
+    assert "bug in memvault" not in done.stderr

@@ -120,9 +120,22 @@ class Index:
             self._home = _identity(folder)
         self.loader = EmbedderLoader(settings.embedder if load_embedder else "none")
 
-    def _opening(self) -> filelock.BaseFileLock:
+    @contextmanager
+    def _opening(self) -> Iterator[None]:
+        """The lock of opening (or wiping) the index folder, across processes."""
         self.folder.parent.mkdir(parents=True, exist_ok=True)
-        return filelock.FileLock(str(self.folder.parent / "index-open.lock"), timeout=120)
+        lock = filelock.FileLock(str(self.folder.parent / "index-open.lock"))
+        try:
+            lock.acquire(timeout=max(self.settings.lock_timeout, 0.1))
+        except filelock.Timeout as exc:
+            raise LockTimeoutError(
+                f"another memvault process kept the index {self.folder} locked while opening "
+                f"it for {self.settings.lock_timeout:g} s; retry, or look for a stuck process"
+            ) from exc
+        try:
+            yield
+        finally:
+            lock.release()
 
     def follow(self) -> None:
         """Open the index anew when its folder was deleted or replaced since we opened it
