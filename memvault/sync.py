@@ -7,7 +7,6 @@ whose (mtime, size) changed are re-read) and the paths each write or the watcher
 from __future__ import annotations
 
 import logging
-import shutil
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -253,7 +252,7 @@ class IndexSync:
     def reset(self) -> Index:
         """Drop the index and start an empty one (rebuilt by the next sync)."""
         self.index.close()
-        shutil.rmtree(self.index.folder, ignore_errors=True)
+        self.index.wipe()
         self.index = Index(self.index.folder, self.settings)
         self.shadowed = {}
         self._synced, self._seen = False, 0

@@ -218,3 +218,27 @@ def test_an_index_kept_locked_by_a_stuck_process_is_a_clear_busy_error(vault_pat
     assert done.returncode == 1
     assert "locked" in done.stderr and "stuck process" in done.stderr, done.stderr
     assert "bug in memvault" not in done.stderr
+
+
+def test_a_damaged_index_linked_to_another_disk_is_rebuilt_there(
+    vault_path: Path, tmp_path: Path
+) -> None:
+    first = MemoryService.open(vault_path, Settings(embedder="none"))
+    first.remember("Alice keeps bees on the roof of the library.", type="fact")
+    first.close()
+    elsewhere = tmp_path / "fast-disk" / "memvault-index"
+    elsewhere.parent.mkdir()
+    shutil.move(vault_path / ".memvault" / "index", elsewhere)
+    (vault_path / ".memvault" / "index").symlink_to(elsewhere)  # the person's choice
+    (elsewhere / "store.sqlite").write_bytes(b"garbage" * 100)
+    service = MemoryService.open(vault_path, Settings(embedder="none"))
+    try:
+        assert [h.title for h in service.recall("bees")] == [
+            "Alice keeps bees on the roof of the library."
+        ]
+        service.reset_index()  # `memvault reindex --full`
+        assert service.sync_index() == 1
+    finally:
+        service.close()
+    assert (vault_path / ".memvault" / "index").readlink() == elsewhere
+    assert (elsewhere / "store.sqlite").read_bytes()[:15] == b"SQLite format 3"

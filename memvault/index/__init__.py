@@ -168,7 +168,7 @@ class Index:
                     if _identity(self.folder) == self._home:  # not rebuilt by another yet
                         self.rebuilt_reason = f"{exc.args[0].split(';')[0]}; rebuilt from the files"
                         log.warning("%s", self.rebuilt_reason)
-                        shutil.rmtree(self.folder, ignore_errors=True)
+                        self.wipe()
                 self.follow()
             raise
 
@@ -225,10 +225,7 @@ class Index:
             f"index at {self.folder} was unusable ({problem}); rebuilt from the files"
         )
         log.warning("%s", self.rebuilt_reason)
-        if self.folder.is_symlink() or self.folder.is_file():  # not a folder: rmtree fails
-            self.folder.unlink()
-        shutil.rmtree(self.folder, ignore_errors=True)
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.wipe()
         return Store(self.folder / "store.sqlite"), FullText(
             self.folder / "text", self.settings.lock_timeout
         )
@@ -240,6 +237,19 @@ class Index:
         if embedder is not None:
             self.store.use_model(embedder.name)
         return embedder
+
+    def wipe(self) -> None:
+        """Empty the index folder: its files go (a link to a folder elsewhere, another disk,
+        stays a link); a file or a broken link in its place goes, and a folder is made."""
+        if self.folder.is_dir():
+            for entry in self.folder.iterdir():
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+        elif self.folder.is_symlink() or self.folder.exists():
+            self.folder.unlink()
+        self.folder.mkdir(parents=True, exist_ok=True)
 
     def _fresh(self) -> None:
         """Rows other processes wrote since our last look, in the index folder there is now."""
