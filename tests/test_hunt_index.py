@@ -242,3 +242,18 @@ def test_a_damaged_index_linked_to_another_disk_is_rebuilt_there(
         service.close()
     assert (vault_path / ".memvault" / "index").readlink() == elsewhere
     assert (elsewhere / "store.sqlite").read_bytes()[:15] == b"SQLite format 3"
+
+
+def test_a_sync_over_deleted_full_text_files_rebuilds_them(vault_path: Path) -> None:
+    service = MemoryService.open(vault_path, Settings(embedder="none"))
+    try:
+        service.remember("Alice keeps bees on the roof of the library.", type="fact")
+        assert [h.title for h in service.recall("bees")]
+        for path in (vault_path / ".memvault" / "index" / "text").iterdir():
+            path.unlink()
+        assert service.sync_index() == 1  # `memvault reindex`, the watcher's catch-up
+        assert [h.title for h in service.recall("bees")] == [
+            "Alice keeps bees on the roof of the library."
+        ]
+    finally:
+        service.close()

@@ -162,15 +162,21 @@ class Index:
         try:
             yield
         except DamagedIndexError as exc:
-            if self._heals < HEALS:
-                self._heals += 1
-                with self._write_lock, self._opening():
-                    if _identity(self.folder) == self._home:  # not rebuilt by another yet
-                        self.rebuilt_reason = f"{exc.args[0].split(';')[0]}; rebuilt from the files"
-                        log.warning("%s", self.rebuilt_reason)
-                        self.wipe()
-                self.follow()
+            self._heal(exc)
             raise
+
+    def _heal(self, damage: DamagedIndexError) -> bool:
+        """Wipe and reopen a damaged index (see _healing); False past HEALS times."""
+        if self._heals >= HEALS:
+            return False
+        self._heals += 1
+        with self._write_lock, self._opening():
+            if _identity(self.folder) == self._home:  # not rebuilt by another yet
+                self.rebuilt_reason = f"{damage.args[0].split(';')[0]}; rebuilt from the files"
+                log.warning("%s", self.rebuilt_reason)
+                self.wipe()
+        self.follow()
+        return True
 
     # -- opening ---------------------------------------------------------------
     def _open(self) -> tuple[Store, FullText]:
@@ -369,7 +375,13 @@ class Index:
         self._fresh()
         by_path = {d.path: d for d in self.store.docs.values()}
         drop = [d.id for d in self.store.docs.values() if d.path not in stats]
-        if self.text.count() != len(self.store.docs):
+        try:
+            counted = self.text.count()
+        except DamagedIndexError as exc:
+            if not self._heal(exc):
+                raise
+            return sorted(stats), []  # wiped: everything is read again
+        if counted != len(self.store.docs):
             return sorted(stats), drop  # text and records disagree: re-read everything
         # memories without vectors (or with another model's) are not read again here: the
         # vectors fill in behind the text index (IndexSync.embed_missing)

@@ -167,7 +167,7 @@ class FullText:
         self._ix.close()
 
     def count(self) -> int:
-        with self._lock:
+        with self._lock, _damage(self.folder):
             return int(self._current().doc_count())
 
     def _current(self) -> Any:
