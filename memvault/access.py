@@ -39,14 +39,18 @@ class AccessStats:
         self.path = path
         self.clock = clock
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(
-            str(path), timeout=30.0, check_same_thread=False, isolation_level=None
-        )
-        self._db.execute("PRAGMA journal_mode=WAL")
-        # no fsync per counted read (27 ms of every recall over MCP): WAL stays consistent
-        # after any crash; a power cut may lose the last counts, which only soften ranking
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(SCHEMA)
+        try:
+            self._db = _connect(path)
+        except sqlite3.DatabaseError as exc:
+            if any(word in str(exc).lower() for word in ("locked", "busy")):
+                raise
+            # damaged (a disk error, a half copy): the counts only soften ranking, so start
+            # anew rather than refuse every command (not kept aside: a purge could not
+            # erase a memory's id from a copy it does not know of)
+            log.warning("access statistics %s unreadable (%s): started anew", path, exc)
+            for suffix in ("", "-wal", "-shm"):
+                path.with_name(path.name + suffix).unlink(missing_ok=True)
+            self._db = _connect(path)
 
     def close(self) -> None:
         self._db.close()
@@ -97,3 +101,18 @@ class AccessStats:
             self._db.execute("VACUUM")
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return ["access statistics"]
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(str(path), timeout=30.0, check_same_thread=False, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        # no fsync per counted read (27 ms of every recall over MCP): WAL stays consistent
+        # after any crash; a power cut may lose the last counts, which only soften ranking
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.executescript(SCHEMA)
+        db.execute("SELECT COUNT(*) FROM access").fetchone()
+    except BaseException:
+        db.close()
+        raise
+    return db

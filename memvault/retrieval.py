@@ -10,7 +10,7 @@ from dataclasses import replace
 from . import policy, validate
 from .access import AccessStats
 from .errors import InvalidInputError, MalformedMemoryError, MemoryNotFoundError, UnsafePathError
-from .index import SearchHit, SearchQuery
+from .index import DamagedIndexError, SearchHit, SearchQuery
 from .links import Records
 from .models import EVERY, Filters, Hit, Memory, Similar, lapsed, validity
 from .note import clean_tags, snippet, strip_title, title_from
@@ -89,7 +89,11 @@ class Retrieval:
         now = self.clock()
         search = SearchQuery(query, k, (filters or Filters()).at(now), mode)
         usage = self.access.of if self.access else None
-        hits = index.search(search, now, usage=usage, texts=self._memories)
+        try:
+            hits = index.search(search, now, usage=usage, texts=self._memories)
+        except DamagedIndexError:  # wiped by the index: filled from the files, asked again
+            ready = self.indexing.ensure()
+            hits = self.indexing.index.search(search, now, usage=usage, texts=self._memories)
         if not ready:
             note = "index still catching up with the files; results may be incomplete"
             hits = [replace(h, why={**h.why, "index": note}) for h in hits]

@@ -63,8 +63,7 @@ from .note import title_from as _first_line
 from .provenance import Provenance
 from .retrieval import Retrieval
 from .sync import IndexSync
-from .template import create_vault
-from .template import exclude_state_dir as _exclude_state_dir
+from .template import create_vault, prepare_state_dir
 from .vault import Vault
 
 log = logging.getLogger(__name__)
@@ -115,8 +114,7 @@ class MemoryService:
             raise VaultNotFoundError(
                 f"{root} is not a git repository: run `memvault init {root}` to make it a vault"
             )
-        vault.state_dir.mkdir(exist_ok=True)
-        _exclude_state_dir(vault.root)
+        prepare_state_dir(vault.root)  # a folder, out of git
         index = Index(vault.state_dir / "index", settings, load_embedder=load_embedder)
         service = cls(vault, history, settings, index)
         if recover:

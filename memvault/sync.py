@@ -7,7 +7,6 @@ whose (mtime, size) changed are re-read) and the paths each write or the watcher
 from __future__ import annotations
 
 import logging
-import shutil
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -44,6 +43,7 @@ class IndexSync:
         # one of them is indexed once the id's holder lets go of it (see _held)
         self.shadowed: dict[str, set[str]] = {}
         self._synced = False
+        self._seen = 0  # index.reopened at the last full sync
         self._syncing = False
         self._lock = threading.Lock()
         self.filler: VectorFiller | None = None
@@ -242,16 +242,18 @@ class IndexSync:
 
         Returns False, without waiting, when another thread is syncing and ``wait`` is False.
         """
-        if self._synced:
+        self.index.follow()  # a deleted or replaced index folder is opened anew ...
+        if self._synced and self._seen == self.index.reopened:
             return True
         if not wait and self._syncing:
             return False
         with self._lock:
-            if not self._synced:
+            if not self._synced or self._seen != self.index.reopened:  # ... and filled
                 self._syncing = True
                 try:
+                    seen = self.index.reopened
                     self.sync()
-                    self._synced = True
+                    self._synced, self._seen = True, seen
                 finally:
                     self._syncing = False
         return True
@@ -259,10 +261,10 @@ class IndexSync:
     def reset(self) -> Index:
         """Drop the index and start an empty one (rebuilt by the next sync)."""
         self.index.close()
-        shutil.rmtree(self.index.folder, ignore_errors=True)
+        self.index.wipe()
         self.index = Index(self.index.folder, self.settings)
         self.shadowed = {}
-        self._synced = False
+        self._synced, self._seen = False, 0
         return self.index
 
     def census(self) -> tuple[list[MemoryInfo], list[Problem]]:

@@ -143,6 +143,19 @@ def template_dir() -> Path:
     raise MemvaultError("vault-template not found: reinstall memvault")
 
 
+def prepare_state_dir(root: Path) -> None:
+    """Make ``.memvault/`` (the index and memvault's state) and keep it out of git."""
+    state = root / STATE_DIR
+    if (state.exists() or state.is_symlink()) and not state.is_dir():
+        raise MemvaultError(
+            f"{state} is a file (or a broken link), but memvault keeps its index and state "
+            "in a folder of that name: move that file elsewhere (memvault makes the folder "
+            "anew), then retry"
+        )
+    state.mkdir(exist_ok=True)
+    exclude_state_dir(root)
+
+
 def exclude_state_dir(root: Path) -> None:
     """Keep ``.memvault/`` out of git even where the vault's .gitignore forgot it; also
     where ``.git`` is a file naming the git folder (a worktree, ``--separate-git-dir``)."""

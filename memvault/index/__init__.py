@@ -13,8 +13,9 @@ import logging
 import shutil
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from ..errors import LockTimeoutError
 from ..models import Access, Filters, Memory, MemoryInfo, last_seen
 from ..note import parse_time
 from ..text import term_count, without_names
-from .fulltext import FullText, commit_lock
+from .fulltext import DamagedIndexError, FullText, commit_lock
 from .language import cjk_share, language_means, script_overlap
 from .passages import (
     best_chunk,
@@ -62,6 +63,7 @@ NARROW_KEYWORD_CANDIDATES = 1000  # filters may drop most of the best keyword ma
 # most this many), so that they are judged as the others are (Index._judge_unembedded;
 # ~25 ms a chunk on an idle core, up to ~500 ms on two busy ones; kept a while)
 UNEMBEDDED_JUDGED = 16
+HEALS = 3  # rebuilds of a damaged index per process (Index._healing)
 RATE_KEY = "embed_rate"  # memories/s of the last embedding run (store info), for the ETA
 
 
@@ -112,11 +114,72 @@ class Index:
         self.rebuilt_reason: str | None = None
         # Several processes may open a new (or broken) index at once: one creates or
         # rebuilds it while the others wait, instead of deleting it under each other.
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        with filelock.FileLock(str(folder.parent / "index-open.lock"), timeout=120):
-            self.store, self.text = self._open()
-        self.loader = EmbedderLoader(settings.embedder if load_embedder else "none")
+        self.reopened = 0  # times the folder was found deleted or replaced (follow)
+        self._heals = 0  # times a damaged index was rebuilt (_healing)
+        self._retired: list[tuple[Store, FullText]] = []
         self._write_lock = threading.Lock()
+        with self._opening():
+            self.store, self.text = self._open()
+            self._home = _identity(folder)
+        self.loader = EmbedderLoader(settings.embedder if load_embedder else "none")
+
+    @contextmanager
+    def _opening(self) -> Iterator[None]:
+        """The lock of opening (or wiping) the index folder, across processes."""
+        self.folder.parent.mkdir(parents=True, exist_ok=True)
+        lock = filelock.FileLock(str(self.folder.parent / "index-open.lock"))
+        try:
+            lock.acquire(timeout=max(self.settings.lock_timeout, 0.1))
+        except filelock.Timeout as exc:
+            raise LockTimeoutError(
+                f"another memvault process kept the index {self.folder} locked while opening "
+                f"it for {self.settings.lock_timeout:g} s; retry, or look for a stuck process"
+            ) from exc
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def follow(self) -> None:
+        """Open the index anew when its folder was deleted or replaced since we opened it
+        (a person's `rm -rf .memvault/index`, another process's `reindex --full`): the
+        files held open are gone, and every read would fail or see a stale copy. The old
+        handles are closed with the index (a search in another thread may hold them)."""
+        if _identity(self.folder) == self._home:
+            return
+        with self._write_lock, self._opening():
+            if _identity(self.folder) == self._home:
+                return
+            log.warning("the index at %s was deleted or replaced: opening it anew", self.folder)
+            self._retired.append((self.store, self.text))
+            self.store, self.text = self._open()
+            self._home = _identity(self.folder)
+            self.reopened += 1
+
+    @contextmanager
+    def _healing(self) -> Iterator[None]:
+        """A full-text index found damaged in use (past the checks of opening) is wiped and
+        opened anew, empty (the next sync fills it: IndexSync.ensure), at most HEALS times a
+        process (a bug read as damage must not rebuild the index at every search); the
+        error is raised all the same (the caller's answer would be incomplete)."""
+        try:
+            yield
+        except DamagedIndexError as exc:
+            self._heal(exc)
+            raise
+
+    def _heal(self, damage: DamagedIndexError) -> bool:
+        """Wipe and reopen a damaged index (see _healing); False past HEALS times."""
+        if self._heals >= HEALS:
+            return False
+        self._heals += 1
+        with self._write_lock, self._opening():
+            if _identity(self.folder) == self._home:  # not rebuilt by another yet
+                self.rebuilt_reason = f"{damage.args[0].split(';')[0]}; rebuilt from the files"
+                log.warning("%s", self.rebuilt_reason)
+                self.wipe()
+        self.follow()
+        return True
 
     # -- opening ---------------------------------------------------------------
     def _open(self) -> tuple[Store, FullText]:
@@ -171,15 +234,41 @@ class Index:
             f"index at {self.folder} was unusable ({problem}); rebuilt from the files"
         )
         log.warning("%s", self.rebuilt_reason)
-        shutil.rmtree(self.folder, ignore_errors=True)
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.wipe()
         return Store(self.folder / "store.sqlite"), FullText(
             self.folder / "text", self.settings.lock_timeout
         )
 
+    def _embedder(self, timeout: float | None = None) -> Embedder | None:
+        """The embedder once loaded (see EmbedderLoader.get); searches then compare its
+        queries with its own vectors only (Store.use_model)."""
+        embedder = self.loader.get(timeout=timeout)
+        if embedder is not None:
+            self.store.use_model(embedder.name)
+        return embedder
+
+    def wipe(self) -> None:
+        """Empty the index folder: its files go (a link to a folder elsewhere, another disk,
+        stays a link); a file or a broken link in its place goes, and a folder is made."""
+        if self.folder.is_dir():
+            for entry in self.folder.iterdir():
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+        elif self.folder.is_symlink() or self.folder.exists():
+            self.folder.unlink()
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def _fresh(self) -> None:
+        """Rows other processes wrote since our last look, in the index folder there is now."""
+        self.follow()
+        self.store.refresh()
+
     def close(self) -> None:
-        self.store.close()
-        self.text.close()
+        for store, text in [*self._retired, (self.store, self.text)]:
+            store.close()
+            text.close()
 
     # -- writing ---------------------------------------------------------------
     def upsert(
@@ -193,11 +282,12 @@ class Index:
         of unchanged text; the others are filled in later (:meth:`embed_vectors`)."""
         if not memories:
             return
+        self.follow()
         stats = stats or {}
-        embedder = self.loader.get() if embed else None
+        embedder = self._embedder() if embed else None
         vectors = self._vectors_of(embedder, memories) if embedder is not None else {}
         docs = [m.info(*stats.get(m.path, (0, 0))) for m in memories]
-        with self._write_lock:
+        with self._healing(), self._write_lock:
             self.text.upsert([text_doc(m) for m in memories])
             self.store.put(docs, vectors, embedder.name if embedder else None, keep=not embed)
 
@@ -220,10 +310,11 @@ class Index:
     def embed_vectors(self, memories: Sequence[Memory]) -> int:
         """Embed memories whose records lack vectors and store them, one transaction; a
         memory whose file changed since it was read is skipped. Returns how many got them."""
-        embedder = self.loader.get()
+        embedder = self._embedder()
         if embedder is None or not memories:
             return 0
         vectors = self._vectors_of(embedder, memories, background=True)
+        self.follow()
         hashes = {m.id: m.content_hash for m in memories}
         with self._write_lock:
             return self.store.put_vectors(
@@ -232,15 +323,15 @@ class Index:
 
     def missing_vectors(self) -> list[str]:
         """Ids of memories without vectors from the current embedder (none if it is off)."""
-        embedder = self.loader.get()
+        embedder = self._embedder()
         return self.store.missing_vectors(embedder.name) if embedder else []
 
     def embedding_state(self) -> dict[str, Any]:
         """How many memories have vectors from the current embedder, of how many, and the
         seconds the rest takes at the last embedding run's rate (None: no run measured)."""
-        self.store.refresh()
+        self._fresh()
         total = len(self.store.docs)
-        embedder = self.loader.get(timeout=0) if self.loader.ready else None
+        embedder = self._embedder(timeout=0) if self.loader.ready else None
         done = total - self.store.count_missing(embedder.name) if embedder else 0
         raw = self.store.get_info(RATE_KEY)
         rate = float(raw) if raw else 0.0
@@ -249,8 +340,9 @@ class Index:
         return {"done": done, "total": total, "eta_seconds": eta}
 
     def remove(self, ids: Iterable[str]) -> None:
+        self.follow()
         ids = list(ids)
-        with self._write_lock:
+        with self._healing(), self._write_lock:
             self.text.delete(ids)
             self.store.delete(ids)
 
@@ -258,6 +350,7 @@ class Index:
         """Remove memories so that no byte of them stays in the index files (purge):
         full-text segments rewritten, vector database vacuumed, vector caches emptied.
         Returns the places erased."""
+        self.follow()
         ids = list(ids)
         with self._write_lock:
             self.text.delete(ids, erase=True)
@@ -277,15 +370,21 @@ class Index:
 
     def ids_at(self, paths: Iterable[str]) -> list[str]:
         """Ids the index holds for these paths."""
-        self.store.refresh()
+        self._fresh()
         return self.store.ids_by_path(paths)
 
     def plan_sync(self, stats: dict[str, tuple[int, int]]) -> tuple[list[str], list[str]]:
         """(paths to (re)read, ids to drop) to match the files described by ``stats``."""
-        self.store.refresh()
+        self._fresh()
         by_path = {d.path: d for d in self.store.docs.values()}
         drop = [d.id for d in self.store.docs.values() if d.path not in stats]
-        if self.text.count() != len(self.store.docs):
+        try:
+            counted = self.text.count()
+        except DamagedIndexError as exc:
+            if not self._heal(exc):
+                raise
+            return sorted(stats), []  # wiped: everything is read again
+        if counted != len(self.store.docs):
             return sorted(stats), drop  # text and records disagree: re-read everything
         # memories without vectors (or with another model's) are not read again here: the
         # vectors fill in behind the text index (IndexSync.embed_missing)
@@ -307,7 +406,18 @@ class Index:
     ) -> list[SearchHit]:
         """Ranked hits; ``usage`` gives the candidates' access statistics (soft forgetting),
         ``texts`` the memories at paths (to judge hits still without vectors)."""
-        self.store.refresh()
+        with self._healing():
+            return self._search(query, now, wait_for_vectors, usage, texts)
+
+    def _search(
+        self,
+        query: SearchQuery,
+        now: dt.datetime,
+        wait_for_vectors: float,
+        usage: Callable[[list[str]], Mapping[str, Access]] | None,
+        texts: Callable[[list[str]], Mapping[str, Memory]] | None,
+    ) -> list[SearchHit]:
+        self._fresh()
         docs = self.store.docs
         filters = query.filters
 
@@ -362,7 +472,7 @@ class Index:
         ``notes`` when no embedder is there to run it."""
         if query.mode not in ("hybrid", "vector"):
             return {}, {}
-        embedder = self.loader.get(timeout=wait)
+        embedder = self._embedder(timeout=wait)
         if embedder is None:
             state = self.loader.state()
             notes["note"] = f"full text only: embedder {state['state']}" + (
@@ -436,7 +546,7 @@ class Index:
         """Cosines of the question with one chunk of each of ``waiting`` (the chunk that
         holds most of the question's words: one chunk may understate a long memory's best,
         so a real match errs towards the floor)."""
-        embedder = self.loader.get(timeout=0)
+        embedder = self._embedder(timeout=0)
         if embedder is None or not waiting:
             return {}
         docs = self.store.docs
@@ -457,7 +567,7 @@ class Index:
     def _stretch(self) -> float:
         """How far below the same-language scale the loaded embedder's cosines across
         scripts sit (language.LanguageMeans.stretch; 1 without a correction)."""
-        embedder = self.loader.get(timeout=0) if self.settings.crosslingual else None
+        embedder = self._embedder(timeout=0) if self.settings.crosslingual else None
         means = language_means(embedder.name) if embedder is not None else None
         return means.stretch if means is not None else 1.0
 
@@ -541,7 +651,7 @@ class Index:
     def embedded(self, title: str, tags: Sequence[str], body: str) -> np.ndarray | None:
         """The vector of a (new) memory's first chunk, as :meth:`nearest` embeds it (kept a
         while: asking again costs nothing); None without an embedder."""
-        embedder = self.loader.get()
+        embedder = self._embedder()
         if embedder is None:
             return None
         vectors = self._embed_passages(embedder, embedding_texts(title, tags, body)[:1])
@@ -554,7 +664,7 @@ class Index:
         vector = self.embedded(title, tags, body)
         if vector is None:
             return []
-        self.store.refresh()
+        self._fresh()
         best = self.store.nearest(vector, k, lambda i: i in self.store.docs)
         return [(self.store.docs[i], score) for i, score in best.items()]
 
@@ -565,7 +675,7 @@ class Index:
         embedded as the index would embed them (memories it does not hold: a client's
         proposals); empty without an embedder."""
         new = self.embedded(title, tags, body) if others else None
-        embedder = self.loader.get()
+        embedder = self._embedder()
         if new is None or embedder is None:
             return []
         texts = [embedding_texts(m.title, m.tags, m.readable)[0] for m in others]
@@ -573,36 +683,49 @@ class Index:
 
     def records(self) -> list[MemoryInfo]:
         """Every indexed memory's record, as of now (other processes' writes included)."""
-        self.store.refresh()
+        self._fresh()
         return list(self.store.docs.values())
 
     def undated(self) -> list[MemoryInfo]:
         """Every indexed memory whose ``created`` is not a readable time."""
-        self.store.refresh()
+        self._fresh()
         return self.store.undated()
 
     def record(self, memory_id: str) -> MemoryInfo | None:
-        self.store.refresh()
+        self._fresh()
         return self.store.docs.get(memory_id)
 
     def pairs_above(self, threshold: float) -> list[tuple[str, str, float]]:
         """(id, id, cosine) of memories whose first chunks are at least this close."""
-        self.store.refresh()
+        self._fresh()
+        self._embedder()
         return self.store.pairs_above(threshold)
 
     def status(self) -> dict[str, Any]:
-        self.store.refresh()
+        self._fresh()
+        if self.loader.ready:
+            self._embedder(timeout=0)  # with_vectors: the current model's
         state = {
             "version": INDEX_VERSION,
             "memories": len(self.store.docs),
             "with_vectors": self.store.vector_count(),
             **self.loader.state(),
         }
-        if self.loader.ready and self.loader.get(timeout=0) is not None:
+        if self.loader.ready and self._embedder(timeout=0) is not None:
             state["embedding"] = self.embedding_state()
         if self.rebuilt_reason:
             state["rebuilt"] = self.rebuilt_reason
         return state
+
+
+def _identity(folder: Path) -> tuple[tuple[int, int], ...] | None:
+    """Which files the index folder holds now (device and inode of the record database and
+    of the full-text folder); None when they are gone."""
+    try:
+        found = [(folder / name).stat() for name in ("store.sqlite", "text")]
+    except OSError:
+        return None
+    return tuple((st.st_dev, st.st_ino) for st in found)
 
 
 def soft_forget(settings: Settings) -> SoftForget:
@@ -665,6 +788,7 @@ def _raw(
 
 __all__ = [
     "INDEX_VERSION",
+    "DamagedIndexError",
     "Index",
     "SearchHit",
     "SearchQuery",

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pickle
+import struct
 import threading
+import zlib
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
@@ -19,11 +22,12 @@ from whoosh.codec.whoosh3 import LENGTHS_COLUMN, W3LeafMatcher
 from whoosh.fields import ID, TEXT, Schema
 from whoosh.filedb.filestore import FileStorage
 from whoosh.matching.wrappers import FilterMatcher
+from whoosh.reading import CorruptIndexError
 from whoosh.scoring import BM25F
 from whoosh.util.filelock import try_for
 from whoosh.util.numeric import byte_to_length
 
-from ..errors import LockTimeoutError
+from ..errors import LockTimeoutError, MemvaultError
 from ..text import prefix_words, stem, tokens
 
 INDEX_NAME = windex._DEF_INDEX_NAME  # MAIN: Whoosh's file names start with it
@@ -91,6 +95,42 @@ def schema() -> Schema:
     )
 
 
+# What Whoosh raises reading a segment whose bytes are damaged past the header checks of
+# opening (a disk error, a file cut short or half-copied): seen as struct.error, its own
+# CorruptIndexError, EOFError; files gone: FileNotFoundError, EmptyIndexError (no TOC).
+DAMAGE = (
+    CorruptIndexError,
+    windex.EmptyIndexError,
+    struct.error,
+    EOFError,
+    zlib.error,
+    pickle.UnpicklingError,
+    UnicodeDecodeError,
+    FileNotFoundError,
+    ValueError,
+    IndexError,
+    KeyError,
+)
+
+
+class DamagedIndexError(MemvaultError):
+    """The full-text index cannot be read: it is rebuilt from the files (Index.heal)."""
+
+
+@contextmanager
+def _damage(folder: Path) -> Iterator[None]:
+    """Whoosh's errors from damaged files, as one error that says what they mean."""
+    try:
+        yield
+    except MemvaultError:
+        raise
+    except DAMAGE as exc:
+        raise DamagedIndexError(
+            f"the full-text index {folder} is damaged ({type(exc).__name__}: {exc}); "
+            "memvault rebuilds it from the files: if this repeats, run `memvault reindex --full`"
+        ) from exc
+
+
 @contextmanager
 def commit_lock(folder: Path, timeout: float = 60.0) -> Iterator[None]:
     """Hold the lock Whoosh writers hold from their first change to the end of their
@@ -127,7 +167,7 @@ class FullText:
         self._ix.close()
 
     def count(self) -> int:
-        with self._lock:
+        with self._lock, _damage(self.folder):
             return int(self._current().doc_count())
 
     def _current(self) -> Any:
@@ -137,8 +177,9 @@ class FullText:
         reader of an index that was empty.
         """
         if not self._searcher.up_to_date():
+            fresh = self._ix.searcher(weighting=BM25F(B=B, K1=K1))  # may fail: keep the old
             self._searcher.close()
-            self._searcher = self._ix.searcher(weighting=BM25F(B=B, K1=K1))
+            self._searcher = fresh
         return self._searcher
 
     def _writer(self) -> Any:
@@ -152,8 +193,11 @@ class FullText:
             ) from exc
 
     def upsert(self, docs: Sequence[TextDoc]) -> None:
-        if not docs:
-            return
+        if docs:
+            with _damage(self.folder):
+                self._upsert(docs)
+
+    def _upsert(self, docs: Sequence[TextDoc]) -> None:
         writer = self._writer()
         try:
             # the writer holds the index's lock: no other commit lands before ours, so the
@@ -184,14 +228,15 @@ class FullText:
         ids = list(ids)
         if not ids:
             return
-        writer = self._writer()
-        try:
-            for doc_id in ids:
-                writer.delete_by_term("id", doc_id)
-        except BaseException:
-            writer.cancel()
-            raise
-        writer.commit(optimize=erase)
+        with _damage(self.folder):
+            writer = self._writer()
+            try:
+                for doc_id in ids:
+                    writer.delete_by_term("id", doc_id)
+            except BaseException:
+                writer.cancel()
+                raise
+            writer.commit(optimize=erase)
 
     def search(self, text: str, limit: int = 100) -> dict[str, float]:
         """BM25F scores of the best ``limit`` memories; terms are OR-ed (natural language).
@@ -199,7 +244,7 @@ class FullText:
         The scores and the cut are Whoosh's (an Or of one Term per term and field, with
         FIELD_BOOSTS, under BM25F; ties to the lower document number), computed with numpy
         over posting lists read once per segment (:class:`_Postings`)."""
-        with self._lock:
+        with self._lock, _damage(self.folder):
             view = self._view()
             groups, prefixed = view.groups(text)
             terms = list(dict.fromkeys(t for group in groups for t in group))
@@ -214,7 +259,7 @@ class FullText:
         """Per memory of ``ids``, the share of the query's distinct terms it contains (in
         any field): unlike BM25 it does not depend on how many memories the vault holds.
         Memories not in the index are left out."""
-        with self._lock:
+        with self._lock, _damage(self.folder):
             view = self._view()
             groups, prefixed = view.groups(text)
             numbers = {i: view.numbers[i] for i in dict.fromkeys(ids) if i in view.numbers}
@@ -226,7 +271,7 @@ class FullText:
     def holding(self, term: str) -> tuple[int, int]:
         """(How many memories hold ``term``, an index term of text.tokens, in the field
         that has it most; how many memories the index holds)."""
-        with self._lock:
+        with self._lock, _damage(self.folder):
             return self._view().holding(term)
 
     def _view(self) -> _View:

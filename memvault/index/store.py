@@ -63,6 +63,8 @@ class Store:
         self._lock = threading.RLock()
         self.docs: dict[str, MemoryInfo] = {}
         self._vectors: dict[str, np.ndarray] = {}
+        self._models: dict[str, str | None] = {}  # the model that made each one's vectors
+        self._model: str | None = None  # the only model whose vectors are mirrored
         self._gen = -1
         self._missing: tuple[int, str, int] | None = None
         self._undated: tuple[int, list[MemoryInfo]] | None = None
@@ -235,7 +237,8 @@ class Store:
                 return False
             since = self._gen
             rows = self._db.execute(
-                "SELECT id, path, hash, mtime_ns, size, meta FROM docs WHERE gen > ?", (since,)
+                "SELECT id, path, hash, mtime_ns, size, meta, model FROM docs WHERE gen > ?",
+                (since,),
             ).fetchall()
             gone = [
                 r[0] for r in self._db.execute("SELECT id FROM tombstones WHERE gen > ?", (since,))
@@ -243,12 +246,14 @@ class Store:
             for doc_id in gone:
                 self.docs.pop(doc_id, None)
                 self._vectors.pop(doc_id, None)
+                self._models.pop(doc_id, None)
             changed = [r[0] for r in rows]
             # only new memories (a write): their rows go at the end, where a rebuild would
             # put them (the order of self._vectors), without copying the other rows again
             appended = not gone and not any(i in self._vectors for i in changed)
             for row in rows:
-                self.docs[row[0]] = info_from_row(*row)
+                self.docs[row[0]] = info_from_row(*row[:6])
+                self._models[row[0]] = row[6]
             self._load_vectors(changed)
             self._gen = gen
             if not (appended and self._append_rows(changed)):
@@ -256,9 +261,26 @@ class Store:
                 self._transformed = None
             return True
 
+    def use_model(self, model: str) -> None:
+        """Mirror only the vectors ``model`` made: another model's (left from before the
+        embedder setting changed, until they are made anew) are not comparable with its
+        queries, and may not even have as many dimensions."""
+        with self._lock:
+            if model == self._model:
+                return
+            self._model = model
+            stale = [i for i in self._vectors if self._models.get(i) != model]
+            for doc_id in stale:
+                del self._vectors[doc_id]
+            if stale:
+                self._matrix = None
+                self._transformed = None
+
     def _load_vectors(self, ids: list[str]) -> None:
         for doc_id in ids:
             self._vectors.pop(doc_id, None)
+        if self._model is not None:
+            ids = [i for i in ids if self._models.get(i) == self._model]
         for start in range(0, len(ids), 500):
             batch = ids[start : start + 500]
             marks = ",".join("?" * len(batch))
