@@ -238,8 +238,8 @@ def check_locks(history: History) -> list[Problem]:
             lock.path,
             "stale_lock",
             f"{lock.path} is a git lock left by a killed git ({lock.age:.0f}s old, no git "
-            "process running in the vault): memvault removes it on its next write, or "
-            "delete the file by hand",
+            "process that was running when it was written runs in the vault): memvault "
+            "removes it on its next write, or delete the file by hand",
         )
         for lock in history.stale_locks()
     ]

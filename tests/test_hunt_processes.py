@@ -1,0 +1,76 @@
+"""Several processes on one vault: servers, the command line, a person's git, and the
+locks a killed process leaves behind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memvault.history import History
+
+from .helpers import git, run_memvault
+
+HOUR = 3600.0
+TEXT_ONLY = {"MEMVAULT_EMBEDDER": "none"}
+
+
+@pytest.fixture
+def persons_git(vault_path: Path) -> Iterator[subprocess.Popen[str]]:
+    """A person's long-running git in the vault, as `git log` in a pager: it holds no lock."""
+    proc = subprocess.Popen(
+        ["git", "cat-file", "--batch-check"],
+        cwd=vault_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("HEAD\n")
+    proc.stdin.flush()
+    assert proc.stdout.readline()  # it runs
+    yield proc
+    proc.communicate(timeout=30)
+
+
+def killed_gits_lock(vault: Path, age: float = HOUR) -> Path:
+    """``.git/index.lock`` as a git killed ``age`` seconds ago left it."""
+    lock = vault / ".git" / "index.lock"
+    lock.write_bytes(b"")
+    then = time.time() - age
+    os.utime(lock, (then, then))
+    return lock
+
+
+def test_a_git_a_person_started_after_a_kill_does_not_keep_the_killed_gits_lock(
+    vault_path: Path, persons_git: subprocess.Popen[str]
+) -> None:
+    lock = killed_gits_lock(vault_path)
+    doctor = run_memvault("--vault", str(vault_path), "doctor", env=TEXT_ONLY)
+    assert "stale_lock" in doctor.stdout and ".git/index.lock" in doctor.stdout
+    assert lock.exists()  # doctor only reports
+
+    added = run_memvault(
+        "--vault", str(vault_path), "add", "The user rides a red bicycle to work.", env=TEXT_ONLY
+    )
+
+    assert added.returncode == 0, added.stderr
+    assert "removed stale git lock" in added.stderr
+    assert not lock.exists()
+    assert "red bicycle" in git(vault_path, "show", "HEAD")
+    assert git(vault_path, "status", "--porcelain") == ""
+
+
+def test_a_git_already_running_when_a_lock_was_written_still_protects_it(
+    vault_path: Path, persons_git: subprocess.Popen[str]
+) -> None:
+    lock = killed_gits_lock(vault_path, age=0)
+    later = lock.stat().st_mtime + HOUR
+    history = History(vault_path)
+    assert history.stale_locks(now=later) == []
+    assert history.clear_stale_locks(now=later) == []
+    assert lock.exists()
