@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -248,10 +249,16 @@ class IndexSync:
         return True
 
     def reset(self) -> Index:
-        """Drop the index and start an empty one (rebuilt by the next sync)."""
-        self.index.close()
-        shutil.rmtree(self.index.folder, ignore_errors=True)
-        self.index = Index(self.index.folder, self.settings)
+        """Empty the index (rebuilt by the next sync): in place, so that a running server
+        keeps writing where every process reads; deleted and made anew only when it
+        cannot be emptied (a broken database or full-text file)."""
+        try:
+            self.index.clear()
+        except (OSError, sqlite3.DatabaseError) as exc:
+            log.warning("could not empty the index in place (%s): made anew", exc)
+            self.index.close()
+            shutil.rmtree(self.index.folder, ignore_errors=True)
+            self.index = Index(self.index.folder, self.settings)
         self.shadowed = {}
         self._synced = False
         return self.index

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from memvault.config import Settings
 from memvault.history import History
+from memvault.service import MemoryService
 
 from .helpers import git, run_memvault
 
@@ -74,3 +76,27 @@ def test_a_git_already_running_when_a_lock_was_written_still_protects_it(
     assert history.stale_locks(now=later) == []
     assert history.clear_stale_locks(now=later) == []
     assert lock.exists()
+
+
+def test_a_full_reindex_keeps_a_running_servers_writes_visible_to_the_other_processes(
+    vault_path: Path,
+) -> None:
+    server = MemoryService.open(vault_path, Settings(embedder="none"))  # Claude's server
+    try:
+        server.remember("The user keeps bees on the roof of the garage.")
+        reindex = run_memvault("--vault", str(vault_path), "reindex", "--full", env=TEXT_ONLY)
+        assert reindex.returncode == 0, reindex.stderr
+        other = MemoryService.open(vault_path, Settings(embedder="none"))  # Cursor's server
+        try:
+            other.ensure_synced()
+            result = server.remember("The user plays the cello on Sunday mornings.")
+            assert result.memory is not None
+
+            hits = other.recall("cello sunday", k=3)
+
+            assert [h.id for h in hits][:1] == [result.memory.id]
+            assert "bees" in " ".join(h.title for h in other.recall("bees garage", k=3))
+        finally:
+            other.close()
+    finally:
+        server.close()

@@ -188,6 +188,12 @@ class Store:
                 raise
         self.refresh()
 
+    def clear(self) -> None:
+        """Delete every record (tombstoned, so other processes' mirrors drop them too)."""
+        with self._lock:
+            ids = [r[0] for r in self._db.execute("SELECT id FROM docs")]
+        self.delete(ids)
+
     def erase_freed(self) -> bool:
         """Rewrite the database so deleted rows leave no bytes behind: VACUUM drops freed
         pages, a truncating checkpoint empties the write-ahead log. False when another
