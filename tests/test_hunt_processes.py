@@ -4,7 +4,9 @@ locks a killed process leaves behind."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +17,7 @@ from memvault.config import Settings
 from memvault.history import History
 from memvault.service import MemoryService
 
-from .helpers import git, run_memvault
+from .helpers import PERSON, git, run_memvault
 
 HOUR = 3600.0
 TEXT_ONLY = {"MEMVAULT_EMBEDDER": "none"}
@@ -100,3 +102,34 @@ def test_a_full_reindex_keeps_a_running_servers_writes_visible_to_the_other_proc
             other.close()
     finally:
         server.close()
+
+
+KILLED_WRITER = """
+import os, signal, sys
+from pathlib import Path
+from memvault.vault import Vault
+vault = Vault(Path(sys.argv[1]))
+with vault.write_lock(30):
+    text = "---\\nid: 01KILLEDWRITE000\\n---\\n# Killed\\n\\nThe user naps.\\n"
+    vault.write("inbox/killed.md", text, "")
+    os.kill(os.getpid(), signal.SIGKILL)  # before its commit
+"""
+
+
+def test_a_write_killed_before_its_commit_is_committed_by_a_watching_server_as_memvaults(
+    person_vault: MemoryService,
+) -> None:
+    root = person_vault.root
+    killed = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(root)], check=False)
+    assert killed.returncode == -signal.SIGKILL
+    assert (root / "inbox/killed.md").exists()
+    (root / "inbox/by-hand.md").write_text("# By hand\n\nThe person's own note.\n")
+
+    # what the other server's watcher does with the two files it saw appear
+    person_vault.commit_external(["inbox/killed.md", "inbox/by-hand.md"])
+
+    ops = git(root, "log", "-2", "--format=%an|%(trailers:key=Memvault-Op,valueonly,separator=)")
+    assert ops.splitlines() == [f"{PERSON}|external", "memvault|recover"]
+    assert "inbox/killed.md" in git(root, "show", "--name-only", "HEAD~1")
+    assert person_vault.vault.journal_paths() == set()
+    assert git(root, "status", "--porcelain") == ""
