@@ -65,6 +65,7 @@ killed git (git holds its locks for milliseconds while it writes)."""
 STALE_LOCK_SECONDS_BLIND = 120.0
 """Where running processes cannot be seen (no /proc): only a much older lock counts."""
 PROC = Path("/proc")
+_PURGE_PREFIX = "memvault-purge-"  # a purge's scratch folder in .git
 START_SLACK_SECONDS = 2.0
 """A process's start time is known to the second (the boot time's precision): a git
 started up to this long after a lock was last written may still be the one holding it."""
@@ -1276,7 +1277,9 @@ class History:
             if "\n" in path:
                 raise MemvaultError(f"{path!r}: a file name holding a newline cannot be purged")
             wanted.setdefault(path, set()).add(blob)
-        folder = Path(tempfile.mkdtemp(prefix="memvault-purge-", dir=self.git_dir()))
+        for left in self.git_dir().glob(f"{_PURGE_PREFIX}*"):  # a purge killed before
+            shutil.rmtree(left, ignore_errors=True)  # (the caller holds the write lock)
+        folder = Path(tempfile.mkdtemp(prefix=_PURGE_PREFIX, dir=self.git_dir()))
         try:
             for sha in keep:
                 (folder / f"keep-{sha}").touch()
@@ -1285,6 +1288,11 @@ class History:
             self.run(
                 "filter-branch",
                 "--force",
+                # its scratch folder (the purged names, an index of the purged blobs) in
+                # .git: by default `.git-rewrite/` in the vault, where a kill left it for
+                # the next write to commit as the person's files
+                "-d",
+                str(folder / "rewrite"),
                 "--commit-filter",
                 _COMMIT_FILTER,
                 "--index-filter",

@@ -3,7 +3,9 @@ locks a killed process leaves behind."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -133,3 +135,45 @@ def test_a_write_killed_before_its_commit_is_committed_by_a_watching_server_as_m
     assert "inbox/killed.md" in git(root, "show", "--name-only", "HEAD~1")
     assert person_vault.vault.journal_paths() == set()
     assert git(root, "status", "--porcelain") == ""
+
+
+KILL_GROUP_AWK = """#!/bin/sh
+# a purge's message filter runs awk: the purging process and its git die there (kill -9)
+read -r _ _ _ _ group _ < /proc/$$/stat
+kill -9 "-$group"
+exec {awk} "$@"
+"""
+
+
+def test_a_purge_killed_while_git_rewrites_history_leaves_no_scratch_files_to_commit(
+    person_vault: MemoryService, tmp_path: Path
+) -> None:
+    root = person_vault.root
+    memory = person_vault.remember("The user's locker code is zanzibar4417.").memory
+    assert memory is not None
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "awk").write_text(KILL_GROUP_AWK.format(awk=shutil.which("awk")))
+    (tools / "awk").chmod(0o755)
+    env = {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
+    command = ["forget", memory.id, "--purge", "--yes"]
+    purge = subprocess.run(
+        [sys.executable, "-m", "memvault.cli", "--vault", str(root), *command],
+        env=env,
+        capture_output=True,
+        start_new_session=True,  # its own process group, as a host's server would be
+        timeout=120,
+        check=False,
+    )
+    assert purge.returncode == -signal.SIGKILL
+
+    assert not (root / ".git-rewrite").exists()
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+    assert len(list((root / ".git").glob("memvault-purge-*"))) == 1  # its scratch, in .git
+    added = run_memvault("--vault", str(root), "--json", "add", "The user swims on Fridays.")
+    assert added.returncode == 0, added.stderr
+    assert [p for p in git(root, "ls-files").splitlines() if "rewrite" in p] == []
+    swim = json.loads(added.stdout)["id"]
+    again = run_memvault("--vault", str(root), "forget", swim, "--purge", "--yes")
+    assert again.returncode == 0, again.stderr
+    assert list((root / ".git").glob("memvault-purge-*")) == []  # the next purge's cleanup
