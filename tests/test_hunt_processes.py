@@ -19,7 +19,7 @@ from memvault.config import Settings
 from memvault.history import History
 from memvault.service import MemoryService
 
-from .helpers import PERSON, git, run_memvault
+from .helpers import PERSON, git, git_objects, run_memvault
 
 HOUR = 3600.0
 TEXT_ONLY = {"MEMVAULT_EMBEDDER": "none"}
@@ -145,18 +145,13 @@ exec {awk} "$@"
 """
 
 
-def test_a_purge_killed_while_git_rewrites_history_leaves_no_scratch_files_to_commit(
-    person_vault: MemoryService, tmp_path: Path
-) -> None:
-    root = person_vault.root
-    memory = person_vault.remember("The user's locker code is zanzibar4417.").memory
-    assert memory is not None
-    tools = tmp_path / "tools"
+def killed_purge(root: Path, memory_id: str, tools: Path) -> None:
+    """`memvault forget --purge` killed (with its git) while git rewrites history."""
     tools.mkdir()
     (tools / "awk").write_text(KILL_GROUP_AWK.format(awk=shutil.which("awk")))
     (tools / "awk").chmod(0o755)
     env = {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
-    command = ["forget", memory.id, "--purge", "--yes"]
+    command = ["forget", memory_id, "--purge", "--yes"]
     purge = subprocess.run(
         [sys.executable, "-m", "memvault.cli", "--vault", str(root), *command],
         env=env,
@@ -166,6 +161,15 @@ def test_a_purge_killed_while_git_rewrites_history_leaves_no_scratch_files_to_co
         check=False,
     )
     assert purge.returncode == -signal.SIGKILL
+
+
+def test_a_purge_killed_while_git_rewrites_history_leaves_no_scratch_files_to_commit(
+    person_vault: MemoryService, tmp_path: Path
+) -> None:
+    root = person_vault.root
+    memory = person_vault.remember("The user's locker code is zanzibar4417.").memory
+    assert memory is not None
+    killed_purge(root, memory.id, tmp_path / "tools")
 
     assert not (root / ".git-rewrite").exists()
     assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
@@ -177,3 +181,23 @@ def test_a_purge_killed_while_git_rewrites_history_leaves_no_scratch_files_to_co
     again = run_memvault("--vault", str(root), "forget", swim, "--purge", "--yes")
     assert again.returncode == 0, again.stderr
     assert list((root / ".git").glob("memvault-purge-*")) == []  # the next purge's cleanup
+
+
+def test_a_purge_killed_after_its_file_went_can_be_run_again_and_erases_the_text(
+    person_vault: MemoryService, tmp_path: Path
+) -> None:
+    root = person_vault.root
+    memory = person_vault.remember("The user's locker code is quagmire9931.").memory
+    assert memory is not None
+    killed_purge(root, memory.id, tmp_path / "tools")
+    assert not (root / memory.path).exists()  # its deletion was committed before the kill
+    assert b"quagmire9931" in git_objects(root)
+
+    again = run_memvault("--vault", str(root), "forget", memory.id, "--purge", "--yes")
+
+    assert again.returncode == 0, again.stderr
+    assert f"purged {memory.path}" in again.stdout
+    assert b"quagmire9931" not in git_objects(root)
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+    gone = run_memvault("--vault", str(root), "forget", memory.id, "--purge", "--yes")
+    assert gone.returncode == 1 and "no memory with id" in gone.stderr  # nothing left
