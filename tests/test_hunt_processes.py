@@ -192,6 +192,9 @@ def test_a_purge_killed_after_its_file_went_can_be_run_again_and_erases_the_text
     killed_purge(root, memory.id, tmp_path / "tools")
     assert not (root / memory.path).exists()  # its deletion was committed before the kill
     assert b"quagmire9931" in git_objects(root)
+    doctor = run_memvault("--vault", str(root), "doctor")
+    assert "unfinished_purge" in doctor.stdout
+    assert f"memvault forget {memory.id} --purge" in doctor.stdout
 
     again = run_memvault("--vault", str(root), "forget", memory.id, "--purge", "--yes")
 
@@ -199,5 +202,6 @@ def test_a_purge_killed_after_its_file_went_can_be_run_again_and_erases_the_text
     assert f"purged {memory.path}" in again.stdout
     assert b"quagmire9931" not in git_objects(root)
     assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+    assert "unfinished_purge" not in run_memvault("--vault", str(root), "doctor").stdout
     gone = run_memvault("--vault", str(root), "forget", memory.id, "--purge", "--yes")
     assert gone.returncode == 1 and "no memory with id" in gone.stderr  # nothing left
