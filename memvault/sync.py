@@ -45,6 +45,7 @@ class IndexSync:
         # one of them is indexed once the id's holder lets go of it (see _held)
         self.shadowed: dict[str, set[str]] = {}
         self._synced = False
+        self._cleared: str | None = None  # the index's ``cleared`` mark at the last sync
         self._syncing = False
         self._lock = threading.Lock()
         self.filler: VectorFiller | None = None
@@ -230,20 +231,22 @@ class IndexSync:
             self.index.embed_vectors(memories)
 
     def ensure(self, wait: bool = True) -> bool:
-        """Sync the index with the files once per process.
+        """Sync the index with the files once per process, and again once another process
+        emptied it (``reindex --full``, which may have been killed before refilling it).
 
         Returns False, without waiting, when another thread is syncing and ``wait`` is False.
         """
-        if self._synced:
+        cleared = self.index.store.cleared()  # another process's `reindex --full`
+        if self._synced and cleared == self._cleared:
             return True
         if not wait and self._syncing:
             return False
         with self._lock:
-            if not self._synced:
+            if not self._synced or cleared != self._cleared:
                 self._syncing = True
                 try:
                     self.sync()
-                    self._synced = True
+                    self._synced, self._cleared = True, cleared
                 finally:
                     self._syncing = False
         return True

@@ -205,3 +205,27 @@ def test_a_purge_killed_after_its_file_went_can_be_run_again_and_erases_the_text
     assert "unfinished_purge" not in run_memvault("--vault", str(root), "doctor").stdout
     gone = run_memvault("--vault", str(root), "forget", memory.id, "--purge", "--yes")
     assert gone.returncode == 1 and "no memory with id" in gone.stderr  # nothing left
+
+
+KILLED_FULL_REINDEX = """
+import os, signal, sys
+from pathlib import Path
+from memvault.config import Settings
+from memvault.service import MemoryService
+service = MemoryService.open(Path(sys.argv[1]), Settings(embedder="none"))
+service.reset_index()  # what `memvault reindex --full` does first
+os.kill(os.getpid(), signal.SIGKILL)  # before it indexed the files again
+"""
+
+
+def test_a_server_finds_its_memories_again_after_a_full_reindex_killed_half_way(
+    text_only: MemoryService,
+) -> None:
+    memory = text_only.remember("The user grows tomatoes on the balcony.").memory
+    assert memory is not None
+    assert [h.id for h in text_only.recall("tomatoes balcony", k=1)] == [memory.id]
+    root = text_only.root
+    killed = subprocess.run([sys.executable, "-c", KILLED_FULL_REINDEX, str(root)], check=False)
+    assert killed.returncode == -signal.SIGKILL
+
+    assert [h.id for h in text_only.recall("tomatoes balcony", k=1)] == [memory.id]

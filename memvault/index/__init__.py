@@ -256,8 +256,8 @@ class Index:
         sharing its files, where deleting the folder would leave them writing to
         unlinked ones that nobody else reads."""
         with self._write_lock:
+            self.store.clear()  # first: it tells the other processes to sync again
             self.text.clear()
-            self.store.clear()
 
     def erase(self, ids: Iterable[str]) -> list[str]:
         """Remove memories so that no byte of them stays in the index files (purge):
