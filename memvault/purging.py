@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import frontmatter, recovery, stashes
-from .errors import InvalidInputError, MemvaultError
+from . import frontmatter, ids, recovery, stashes
+from .errors import InvalidInputError, MemoryNotFoundError, MemvaultError
 from .history import PURGED_NAME, History
 from .models import Archival, ChangeEvent, Memory, WriteResult, memory_count
 
@@ -20,10 +20,28 @@ if TYPE_CHECKING:
 def purge(service: MemoryService, id_or_path: str, reason: str | None) -> WriteResult:
     """Delete the file, rewrite history without it, erase it from the index and catalog."""
     with service._writing():
-        memory = service.get(id_or_path)
-        sha, rewritten = _erase(service, [memory], reason, memory.id)
+        memory, present = _target(service, id_or_path)
+        sha, rewritten = _erase(service, [memory], reason, memory.id, present)
     erased = _forget_derived(service, [memory], rewritten)
     return WriteResult(memory, sha, "purged", erased=tuple(erased))
+
+
+def _target(service: MemoryService, id_or_path: str) -> tuple[Memory, bool]:
+    """The memory to purge, and whether its file is in the vault. By id, also one whose
+    file is gone but whose history stays: a memory deleted before, or one whose purge was
+    killed after its file's deletion was committed (the rewrite had not finished)."""
+    try:
+        return service.get(id_or_path), True
+    except MemoryNotFoundError:
+        text = id_or_path.strip()
+        if not ids.is_id(text):
+            raise
+        for path in service.history.paths_holding(f"^id:[[:space:]]*[\"']?{text}"):
+            for data in service.history.blob_bytes(service.history.blobs_at([path])).values():
+                found = _ID_LINE.findall(frontmatter.block(data.decode("utf-8", "replace")) or "")
+                if found and found[-1] == text:
+                    return service.vault.parse_bytes(path, data), False
+        raise
 
 
 def not_proposable(command: str) -> InvalidInputError:
@@ -53,7 +71,11 @@ def purge_many(service: MemoryService, ids: Sequence[str], reason: str | None) -
 
 
 def _erase(
-    service: MemoryService, memories: list[Memory], reason: str | None, memory_id: str | None
+    service: MemoryService,
+    memories: list[Memory],
+    reason: str | None,
+    memory_id: str | None,
+    present: bool = True,
 ) -> tuple[str | None, int]:
     """Under the write lock: delete the files, commit, rewrite history without every name
     they ever had, and record the purge in an empty commit. The new commit and how many
@@ -64,14 +86,15 @@ def _erase(
     _refuse_tags_holding(service.history, names)
     # filter-branch needs a clean tree: commit the person's edits first
     recovery.commit_leftovers(service.vault, service.history, service._op_trailers)
-    for memory in memories:
-        service.vault.delete(memory.path)
     what = f"memory {memory_id}" if memory_id else memory_count(len(memories))
-    service.history.commit(
-        [m.path for m in memories],
-        f"forget: {what} (purge)",
-        service._trailers("forget-purge", memory_id),
-    )
+    if present:  # else only its history is left to erase
+        for memory in memories:
+            service.vault.delete(memory.path)
+        service.history.commit(
+            [m.path for m in memories],
+            f"forget: {what} (purge)",
+            service._trailers("forget-purge", memory_id),
+        )
     from .proposals import drop_worktrees  # here: proposals builds on the service
 
     # first: a worktree's index refers to the memories' blobs, and gc keeps what it refers to

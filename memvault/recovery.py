@@ -130,13 +130,8 @@ def commit_leftovers(
     unmerged = history.unmerged()
     changed = committable(vault, history.changed_paths(), history)
     pending = [p for p in changed if p not in unmerged]
-    mine = [p for p in pending if p in own]
     theirs = [p for p in pending if p not in own]
-    sha = None
-    if mine:
-        subject = f"recover: {len(mine)} file(s) memvault wrote but did not commit"
-        sha = history.commit(mine, subject, trailers("recover"))
-        log.warning("committed %d file(s) left by an interrupted write: %s", len(mine), mine[:5])
+    sha = _commit_mine(history, [p for p in pending if p in own], trailers)
     if theirs:
         subject = external_subject(theirs)
         when = saved_at(vault, theirs)
@@ -157,10 +152,27 @@ def commit_external(
         return None
     staged = [p for p in history.staged_paths() if vault.is_memory_path(p)]
     paths = committable(vault, [*paths, *staged], history)
-    if not paths:
+    # a file in the write journal is another memvault process's write, killed before its
+    # commit (the caller holds the lock: no writer is live): memvault's, not the person's
+    own = vault.journal_paths()
+    sha = _commit_mine(history, [p for p in paths if p in own], trailers)
+    vault.unjournal([p for p in paths if p in own])
+    theirs = [p for p in paths if p not in own]
+    if not theirs:
+        return sha
+    when = saved_at(vault, theirs)
+    subject = external_subject(theirs)
+    return history.commit(theirs, subject, trailers("external"), True, when) or sha
+
+
+def _commit_mine(history: History, mine: Sequence[str], trailers: Trailers) -> str | None:
+    """Commit what memvault wrote and a killed write did not commit, as ``recover``."""
+    if not mine:
         return None
-    when = saved_at(vault, paths)
-    return history.commit(paths, external_subject(paths), trailers("external"), True, when)
+    subject = f"recover: {len(mine)} file(s) memvault wrote but did not commit"
+    sha = history.commit(mine, subject, trailers("recover"))
+    log.warning("committed %d file(s) left by an interrupted write: %s", len(mine), mine[:5])
+    return sha
 
 
 def committable(vault: Vault, paths: Iterable[str], history: History | None = None) -> list[str]:

@@ -7,6 +7,7 @@ whose (mtime, size) changed are re-read) and the paths each write or the watcher
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -44,6 +45,7 @@ class IndexSync:
         self.shadowed: dict[str, set[str]] = {}
         self._synced = False
         self._seen = 0  # index.reopened at the last full sync
+        self._cleared: str | None = None  # the index's ``cleared`` mark at the last sync
         self._syncing = False
         self._lock = threading.Lock()
         self.filler: VectorFiller | None = None
@@ -238,33 +240,41 @@ class IndexSync:
             self.index.embed_vectors(memories)
 
     def ensure(self, wait: bool = True) -> bool:
-        """Sync the index with the files once per process.
+        """Sync the index with the files once per process, and again once another process
+        emptied it (``reindex --full``, which may have been killed before refilling it).
 
         Returns False, without waiting, when another thread is syncing and ``wait`` is False.
         """
         self.index.follow()  # a deleted or replaced index folder is opened anew ...
-        if self._synced and self._seen == self.index.reopened:
+        cleared = self.index.store.cleared()  # ... or another process's `reindex --full`
+        if self._synced and self._seen == self.index.reopened and cleared == self._cleared:
             return True
         if not wait and self._syncing:
             return False
         with self._lock:
-            if not self._synced or self._seen != self.index.reopened:  # ... and filled
+            if not self._synced or self._seen != self.index.reopened or cleared != self._cleared:
                 self._syncing = True
                 try:
                     seen = self.index.reopened
                     self.sync()
-                    self._synced, self._seen = True, seen
+                    self._synced, self._seen, self._cleared = True, seen, cleared
                 finally:
                     self._syncing = False
         return True
 
     def reset(self) -> Index:
-        """Drop the index and start an empty one (rebuilt by the next sync)."""
-        self.index.close()
-        self.index.wipe()
-        self.index = Index(self.index.folder, self.settings)
+        """Empty the index (rebuilt by the next sync): in place, so that a running server
+        keeps writing where every process reads; wiped and opened anew only when it
+        cannot be emptied (a broken database or full-text file)."""
+        try:
+            self.index.clear()
+        except (OSError, sqlite3.DatabaseError) as exc:
+            log.warning("could not empty the index in place (%s): made anew", exc)
+            self.index.close()
+            self.index.wipe()
+            self.index = Index(self.index.folder, self.settings)
         self.shadowed = {}
-        self._synced, self._seen = False, 0
+        self._synced, self._seen, self._cleared = False, 0, None
         return self.index
 
     def census(self) -> tuple[list[MemoryInfo], list[Problem]]:

@@ -136,27 +136,29 @@ def test_a_lock_is_never_removed_while_a_git_process_works_in_the_vault(
     vault_path: Path, live_git: subprocess.Popen[str]
 ) -> None:
     history = History(vault_path, lock_retry_seconds=0.3)
-    lock = leave_lock(vault_path, "index.lock")
+    lock = leave_lock(vault_path, "index.lock", age=0)  # written while that git runs
+    later = lock.stat().st_mtime + HOUR
     (vault_path / "note.md").write_text("# Note\n\nA note.\n")
-    assert history.stale_locks() == []
+    assert history.stale_locks(now=later) == []
+    assert history.clear_stale_locks(now=later) == []
     with pytest.raises(GitError, match=r"index\.lock"):
         history.commit(["note.md"], "add: note")  # keeps retrying, then gives up
     assert lock.exists()
     stop_git(live_git)
-    assert [s.path for s in history.clear_stale_locks()] == [".git/index.lock"]
+    assert [s.path for s in history.clear_stale_locks(now=later)] == [".git/index.lock"]
     assert history.commit(["note.md"], "add: note") is not None
 
 
 def test_a_git_run_with_dash_c_from_elsewhere_counts_as_working_in_the_vault(
     vault_path: Path, tmp_path: Path
 ) -> None:
-    leave_lock(vault_path, "index.lock")
     proc = start_git(tmp_path, "-C", str(vault_path))
+    later = leave_lock(vault_path, "index.lock", age=0).stat().st_mtime + HOUR
     try:
-        assert History(vault_path).stale_locks() == []
+        assert History(vault_path).stale_locks(now=later) == []
     finally:
         stop_git(proc)
-    assert len(History(vault_path).stale_locks()) == 1
+    assert len(History(vault_path).stale_locks(now=later)) == 1
 
 
 def test_a_git_process_in_another_folder_does_not_protect_the_vaults_locks(

@@ -346,6 +346,14 @@ class Index:
             self.text.delete(ids)
             self.store.delete(ids)
 
+    def clear(self) -> None:
+        """Empty the index in place (records, vectors, full text): other processes keep
+        sharing its files, where deleting the folder would leave them writing to
+        unlinked ones that nobody else reads."""
+        with self._write_lock:
+            self.store.clear()  # first: it tells the other processes to sync again
+            self.text.clear()
+
     def erase(self, ids: Iterable[str]) -> list[str]:
         """Remove memories so that no byte of them stays in the index files (purge):
         full-text segments rewritten, vector database vacuumed, vector caches emptied.

@@ -26,6 +26,7 @@ from whoosh.reading import CorruptIndexError
 from whoosh.scoring import BM25F
 from whoosh.util.filelock import try_for
 from whoosh.util.numeric import byte_to_length
+from whoosh.writing import CLEAR
 
 from ..errors import LockTimeoutError, MemvaultError
 from ..text import prefix_words, stem, tokens
@@ -221,6 +222,11 @@ class FullText:
             writer.cancel()
             raise
         writer.commit()
+
+    def clear(self) -> None:
+        """Drop every document and segment, in place under Whoosh's lock: a process that
+        has the index open (a running server) goes on with the same folder."""
+        self._writer().commit(mergetype=CLEAR)
 
     def delete(self, ids: Iterable[str], erase: bool = False) -> None:
         """Delete documents; ``erase`` also rewrites every segment so their words are gone

@@ -190,6 +190,30 @@ class Store:
                 raise
         self.refresh()
 
+    def clear(self) -> None:
+        """Delete every record (tombstoned, so other processes' mirrors drop them too) and
+        record when, in one transaction: a process that synced the index before syncs it
+        again (:meth:`cleared`), also when the clearing one was killed before refilling it."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                gen = self._next_gen()
+                self._db.execute("INSERT OR REPLACE INTO tombstones SELECT id, ? FROM docs", (gen,))
+                self._db.execute("DELETE FROM docs")
+                self._db.execute("DELETE FROM chunks")
+                self._db.execute(
+                    "INSERT OR REPLACE INTO info(key, value) VALUES('cleared', ?)", (str(gen),)
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        self.refresh()
+
+    def cleared(self) -> str | None:
+        """The generation at which the index was last emptied (``reindex --full``)."""
+        return self.get_info("cleared")
+
     def erase_freed(self) -> bool:
         """Rewrite the database so deleted rows leave no bytes behind: VACUUM drops freed
         pages, a truncating checkpoint empties the write-ahead log. False when another
