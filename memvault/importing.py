@@ -7,7 +7,8 @@ Never harms, and can be repeated:
   Windows refuses, ``What? Why.md``, is made portable: ``importer.portable``);
 - each note maps to an existing memory by its frontmatter ``id``, else by the vault path it
   would get when an import wrote the file there (a note a person or an agent saved at that
-  path is kept, and the imported one takes a free name, ``-2``...); an unchanged note is
+  path is kept, and the imported one takes a free name, ``-2``..., and the import's links
+  to it by that path, a knowledge graph's relations, follow it); an unchanged note is
   left alone (also when the vault's copy was edited after the import that wrote it: the
   source says what that import wrote), a changed one updates that same file (its id and
   memvault's own keys kept, the source's body and keys written), a new one is created;
@@ -33,7 +34,7 @@ import logging
 import os
 import posixpath
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -166,15 +167,24 @@ class _Run:
         if self.root is not None:  # a .txt file a note links or embeds is its attachment
             linked = self._linked_text(self.root, items)
             items = [i for i in items if i.origin is None or i.origin not in linked]
-        for item in items:
+        placed: list[_Placed] = []
+        for item in items:  # every path first: a link must reach where its note goes
             try:
-                self._one(item)
+                placed.append(self._place(item))
             except _PER_ITEM as exc:
                 self.skip(ImportSkip(item.path, importer.reason_of(exc), str(exc)))
+        taken = {p.path for p in placed}
+        moved = {p.wanted[:-3]: p.path[:-3] for p in placed if p.wanted not in taken}
+        for one in placed:
+            try:
+                self._put(_relinked(one, moved) if moved else one)
+            except _PER_ITEM as exc:
+                self.skip(ImportSkip(one.item.path, importer.reason_of(exc), str(exc)))
         if self.root is not None:
             self._attachments(self.root)
 
-    def _one(self, item: ImportItem) -> None:
+    def _place(self, item: ImportItem) -> _Placed:
+        """Where the note goes, and whether a memory there is this note already."""
         doc = frontmatter.parse(item.text)
         raw_id = doc.meta.get("id")
         # a copy of a note (Obsidian's "make a copy" keeps the frontmatter) whose id an
@@ -186,10 +196,15 @@ class _Run:
         self.claimed.add(path)
         if has_id:
             self.ids.add(str(raw_id))
-        if existing:
+        wanted = f"{folder}/{name}.md" if folder else f"{name}.md"
+        return _Placed(item, doc, path, wanted, existing, str(raw_id) if has_id else None)
+
+    def _put(self, placed: _Placed) -> None:
+        item, doc, path = placed.item, placed.doc, placed.path
+        if placed.existing:
             self._update(item, doc, path)
         else:
-            own = has_id and str(raw_id) not in self.by_id  # else another file's id
+            own = placed.id is not None and placed.id not in self.by_id  # else another's id
             added: dict[str, Any] = {} if own else {"id": ids.new_id()}
             if "created" not in doc.meta and (when := _dated(doc, item)) is not None:
                 added["created"] = when  # else since:/until: never select it
@@ -438,6 +453,35 @@ class _Run:
             skipped=tuple(self.skipped),
             attachments=tuple(self.attachments),
         )
+
+
+@dataclass(frozen=True)
+class _Placed:
+    """A note of the import and the vault path it goes to (``wanted``: the one it asked
+    for, when that was taken by a person's note)."""
+
+    item: ImportItem
+    doc: frontmatter.Document
+    path: str
+    wanted: str
+    existing: bool  # a memory at ``path`` is this note (updated, not created)
+    id: str | None  # the id the note brings, when it may keep it
+
+
+def _relinked(placed: _Placed, moved: dict[str, str]) -> _Placed:
+    """``placed`` with its links by full path (``[[entities/Anthropic|Anthropic]]``, as a
+    knowledge graph's relations are written) to a note put beside a person's note of its
+    name (``entities/Anthropic-2``) pointing there: else they would reach the person's
+    note. Only links by the path asked for change (a bare name is one at the vault's top):
+    Obsidian resolves other bare names itself."""
+    text = placed.item.text
+    for wanted, path in moved.items():
+        for end in ("|", "]]", "#"):
+            text = text.replace(f"[[{wanted}{end}", f"[[{path}{end}")
+    if text == placed.item.text:
+        return placed
+    item = replace(placed.item, text=text)
+    return replace(placed, item=item, doc=frontmatter.parse(text))
 
 
 def _dated(doc: frontmatter.Document, item: ImportItem) -> dt.datetime | None:

@@ -225,3 +225,30 @@ def test_a_very_long_name_gets_a_file_name_a_disk_can_hold_and_keeps_its_links(
     assert len(path.rsplit("/", 1)[1].encode("utf-8")) <= 255
     assert text_only.get(path).meta["aliases"] == [long]
     assert related_titles(text_only, "people/Ana.md") == {long[:200]}
+
+
+def test_a_relation_reaches_the_entity_put_beside_a_persons_note_of_its_name(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    """The person has a note where an entity would go: the entity is imported beside it
+    (``-2``), and the relations reach the imported entity, not the person's note."""
+    person = text_only.vault.root / "entities" / "Anthropic.md"
+    person.parent.mkdir(parents=True, exist_ok=True)
+    person.write_text("# Anthropic\n\nMy own notes on the company.\n")
+    git(text_only.vault.root, "add", "-A")
+    git(text_only.vault.root, "commit", "-qm", "mine")
+    mine = person.read_bytes()
+    source = write_graph(tmp_path / "memory.jsonl", GRAPH)
+    text_only.import_path(source)
+    assert person.read_bytes() == mine
+    entity = text_only.get("entities/Anthropic-2.md")
+    assert entity.title == "Anthropic"
+    john = text_only.get("people/John_Smith.md")
+    assert "- works_at [[entities/Anthropic-2|Anthropic]]" in john.body
+    assert related_titles(text_only, john.path) == {"Anthropic", "Atlas: v2/beta"}
+    assert related_titles(text_only, entity.path) == {"John_Smith"}
+    # again: the same files, nothing changed
+    commits = commit_count(text_only.vault.root)
+    again = text_only.import_path(source)
+    assert again.imported == 0 and commit_count(text_only.vault.root) == commits
+    assert "[[entities/Anthropic-2|Anthropic]]" in text_only.get(john.path).body
