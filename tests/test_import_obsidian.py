@@ -395,3 +395,26 @@ def test_the_source_s_template_folder_is_not_imported(
     assert "Meta/about.md" in report.paths
     assert not any(p.startswith("Meta/Templates") for p in report.paths)
     assert ("Meta/Templates", "templates") in [(s.path, s.reason) for s in report.skipped]
+
+
+def test_a_link_by_path_follows_a_note_put_beside_the_persons_note_of_its_name(
+    text_only: MemoryService, tmp_path: Path
+) -> None:
+    """An imported note linking another by its path (``[[projects/car|car]]``) reaches the
+    imported one when that one had to take a free name; a bare name is left to Obsidian."""
+    root = text_only.root
+    (root / "projects").mkdir(exist_ok=True)
+    (root / "projects" / "car.md").write_text("# Car\n\nMy car is a red Volvo.\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "the person's own car note")
+    src = tmp_path / "src"
+    (src / "projects").mkdir(parents=True)
+    (src / "projects" / "car.md").write_text("# Car\n\nA blue bike.\n")
+    (src / "trips.md").write_text("Rode the [[projects/car|bike]] and the [[car]] to Oslo.\n")
+    text_only.import_path(src)
+    trips = (root / "trips.md").read_text()
+    assert "[[projects/car-2|bike]] and the [[car]] to" in trips
+    assert (root / "projects" / "car.md").read_text() == "# Car\n\nMy car is a red Volvo.\n"
+    again = text_only.import_path(src)  # again: nothing to change
+    assert (again.imported, again.updated) == (0, 0)
+    assert (root / "trips.md").read_text() == trips
