@@ -234,9 +234,19 @@ def _label_set(labels: Sequence[str]) -> set[str]:
 
 
 def _tag_set(tags: Sequence[str]) -> set[str]:
-    """Tags as Obsidian compares them: case aside, with or without the ``#``, composed
-    (a Mac's decomposed ``café`` is ``café``)."""
-    return {unicodedata.normalize("NFC", tag.lstrip("#")).casefold() for tag in tags}
+    """Tags as Obsidian compares them: case aside, with or without the ``#`` (and a ``/``
+    at either end), composed (a Mac's decomposed ``café`` is ``café``)."""
+    return {unicodedata.normalize("NFC", tag.lstrip("#").strip("/")).casefold() for tag in tags}
+
+
+def _tags_held(tags: Sequence[str]) -> set[str]:
+    """A memory's tags (as :func:`_tag_set`) with the tags they nest in: as in Obsidian, a
+    note tagged ``#coffee/pour-over`` is found by the tag ``coffee``."""
+    held = set()
+    for tag in _tag_set(tags):
+        parts = tag.split("/")
+        held.update("/".join(parts[:n]) for n in range(1, len(parts) + 1))
+    return held
 
 
 def _within(path: str, folder: str) -> bool:
@@ -270,7 +280,7 @@ class Filters:
         return (
             (self.include_archived or memory.status not in ("archived", "superseded"))
             and (not self.types or memory.type.casefold() in _label_set(self.types))
-            and (not self.tags or _tag_set(self.tags) <= _tag_set(memory.tags))
+            and (not self.tags or _tag_set(self.tags) <= _tags_held(memory.tags))
             and (not self.folder or _within(memory.path, self.folder))
             and (not self.scope or bool(set(self.scope) & set(memory.scope)))
             and (self.include_expired or not memory.expires or not self._expired(memory))

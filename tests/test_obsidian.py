@@ -316,3 +316,26 @@ def test_a_tag_filter_matches_tags_as_obsidian_does_case_and_hash_aside(
         listed = text_only.list_memories(Filters(tags=tags)).memories
         assert [h.id for h in hits] == [m.id for m in listed] == [made.memory.id], tags
     assert text_only.recall("oolong tea", filters=Filters(tags=("coffee",))) == []
+
+
+def test_a_tag_filter_finds_the_tags_nested_in_it_as_obsidian_does(
+    text_only: MemoryService,
+) -> None:
+    """Obsidian's tag search for #咖啡 finds #咖啡/手冲: a filter on the parent found nothing;
+    a nested filter is no parent's, and a tag that only starts alike is another tag."""
+    from memvault.models import Filters
+
+    nested = text_only.remember("用户每天早上喝手冲咖啡。", type="preference", tags=["咖啡/手冲"])
+    alike = text_only.remember("用户在咖啡馆工作。", type="fact", tags=["咖啡馆"])
+    assert nested.memory is not None and alike.memory is not None
+    for tags, expected in (
+        (("咖啡",), [nested.memory.id]),
+        (("#咖啡/",), [nested.memory.id]),
+        (("咖啡/手冲",), [nested.memory.id]),
+        (("咖啡/拿铁",), []),
+        (("手冲",), []),
+    ):
+        listed = text_only.list_memories(Filters(tags=tags)).memories
+        assert [m.id for m in listed] == expected, tags
+    hits = text_only.recall("咖啡", filters=Filters(tags=("咖啡",)))
+    assert [h.id for h in hits] == [nested.memory.id]
