@@ -1406,11 +1406,30 @@ def git_starts_in(root: Path, proc: Path = PROC) -> list[float] | None:
             if not any(_is_git(arg) for arg in [*argv[:2], _exe(entry)]):
                 continue
             # a git still starting (argv not readable yet) counts wherever it works
+            if _reads_only(argv):
+                continue  # a person's `git log` in a pager all day holds no lock
             if argv == [""] or _works_in(root, Path(os.readlink(entry / "cwd")), argv):
                 starts.append(_started(entry, boot))
         except OSError:
             continue  # ended meanwhile, or not ours to see
     return starts
+
+
+def _reads_only(argv: list[str]) -> bool:
+    """Whether a git command line runs a command that never takes a lock (``git log``,
+    ``git -C x --no-pager show``): git's options before the command skipped, an alias
+    or anything unknown counts as one that may (``git diff`` may refresh the index)."""
+    args = iter(argv[1:])
+    for arg in args:
+        if arg in _GIT_VALUE_OPTIONS:
+            next(args, None)
+        elif not arg.startswith("-"):
+            return arg in _READERS
+    return False
+
+
+_GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
+_READERS = frozenset({"log", "show", "blame", "annotate", "shortlog", "whatchanged", "grep"})
 
 
 def _works_in(root: Path, where: Path, argv: list[str]) -> bool:

@@ -229,3 +229,28 @@ def test_a_server_finds_its_memories_again_after_a_full_reindex_killed_half_way(
     assert killed.returncode == -signal.SIGKILL
 
     assert [h.id for h in text_only.recall("tomatoes balcony", k=1)] == [memory.id]
+
+
+def test_a_persons_git_log_running_since_before_a_kill_does_not_keep_the_lock(
+    vault_path: Path,
+) -> None:
+    """`git log` or `git show` left open in a pager all day takes no lock: it kept a killed
+    git's lock from being removed, and every write was stuck until the person closed it."""
+    (vault_path / "big.txt").write_text("a line the person scrolls past\n" * 20_000)
+    git(vault_path, "add", "big.txt")
+    git(vault_path, "commit", "-qm", "a big file")
+    # its output fills the pipe nobody reads: it stays running, as in a pager
+    reader = subprocess.Popen(
+        ["git", "-C", str(vault_path), "--no-pager", "show", "HEAD:big.txt"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert reader.stdout is not None
+    try:
+        assert reader.stdout.readline()  # it runs: started before the lock below
+        lock = killed_gits_lock(vault_path, age=0)
+        later = lock.stat().st_mtime + HOUR
+        assert [s.path for s in History(vault_path).stale_locks(now=later)] == [".git/index.lock"]
+        assert reader.poll() is None  # it was running all along
+    finally:
+        reader.communicate(timeout=30)
