@@ -9,7 +9,7 @@ from typing import Any
 
 from . import frontmatter, ids, validate
 from .errors import InvalidInputError
-from .models import LIFECYCLE, LIFECYCLE_KEY
+from .models import LIFECYCLE, LIFECYCLE_KEY, canonical_type
 from .note import clean_tags
 
 TYPE_FOLDERS = {
@@ -51,9 +51,11 @@ def new_meta(
 
 
 def default_folder(memory_type: str, now: dt.datetime) -> str:
-    if memory_type == "episode":
+    """Where a new memory of ``memory_type`` goes (``Episode``: an episode's folder)."""
+    known = canonical_type(memory_type)
+    if known == "episode":
         return f"episodes/{now.year:04d}"
-    return TYPE_FOLDERS.get(memory_type, "inbox")
+    return TYPE_FOLDERS.get(known, "inbox")
 
 
 def stem_path(path: str) -> str:
