@@ -32,10 +32,11 @@ def new_meta(
     scope: Sequence[str] = (),
     supersedes: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """A new memory's frontmatter, keys in the order a person reads them."""
+    """A new memory's frontmatter, keys in the order a person reads them (a known type in
+    its canonical spelling: ``Ｅｐｉｓｏｄｅ`` is written ``episode``, a blank one ``note``)."""
     meta: dict[str, Any] = {
         "id": ids.new_id(),
-        "type": type,
+        "type": canonical_type(type),
         "tags": clean_tags(tags),
         "confidence": confidence,
         "importance": importance,

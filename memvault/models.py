@@ -246,8 +246,8 @@ def canonical_type(value: Any) -> str:
 
 
 def same_type(a: str, b: str) -> bool:
-    """Whether two types are one (see :func:`type_key`)."""
-    return type_key(a) == type_key(b)
+    """Whether two types are one (see :func:`type_key`; a blank type is a note)."""
+    return type_key(canonical_type(a)) == type_key(canonical_type(b))
 
 
 def _tag_set(tags: Sequence[str]) -> set[str]:

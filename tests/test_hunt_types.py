@@ -160,3 +160,18 @@ def test_an_update_by_memvault_keeps_the_person_s_spelling_of_the_type(
     svc.update("notes/trip.md", fields={"type": "Fact"})  # changed by this write: as asked
     assert b"\ntype: Fact\n" in (svc.vault.root / "notes/trip.md").read_bytes()
     assert svc.get("notes/trip.md").type == "fact"
+
+
+@pytest.mark.parametrize(
+    ("asked", "written", "folder"),
+    [("Ｐｒｅｆｅｒｅｎｃｅ", "preference", "preferences/"), ("  ", "note", "inbox/")],
+)
+def test_a_new_memory_is_written_with_its_type_s_canonical_spelling(
+    svc: MemoryService, asked: str, written: str, folder: str
+) -> None:
+    """A type asked in capitals or full-width letters goes to its type's folder under its
+    own name; a blank one was written ``type: ''``."""
+    result = svc.remember("The user's cat is called Miso and is nine.", type=asked)
+    assert result.memory is not None and result.memory.path.startswith(folder)
+    text = (svc.vault.root / result.memory.path).read_text("utf-8")
+    assert f"\ntype: {written}\n" in text
