@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidInputError
+from .models import type_key
 
 SETTINGS_FILE = ".memvault.toml"
 
@@ -161,12 +162,13 @@ class Settings:
     agent_writes: str = _D["agent_writes"]
     propose_clients: tuple[str, ...] = _D["propose_clients"]
     allow_secrets: bool = _D["allow_secrets"]
-    # per-type overrides of PER_TYPE settings: ``[types.task]`` tables in .memvault.toml
+    # per-type overrides of PER_TYPE settings: ``[types.task]`` tables in .memvault.toml,
+    # by models.type_key (``[types.Episode]`` is the episodes' table)
     types: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, hash=False)
 
     def for_type(self, memory_type: str) -> Settings:
         """These settings with ``memory_type``'s overrides (``[types.<type>]``) applied."""
-        own = self.types.get(memory_type) or self.types.get(memory_type.casefold())
+        own = self.types.get(type_key(memory_type))
         return replace(self, **own) if own else self
 
 
@@ -271,9 +273,14 @@ def _per_type(tables: Any) -> dict[str, dict[str, Any]]:
                 f"per type only {', '.join(PER_TYPE)} can be set"
             )
         where = f"[types.{memory_type}] of {SETTINGS_FILE}"
-        out[str(memory_type)] = {
-            k: _coerce(k, v, getattr(defaults, k), where) for k, v in table.items()
-        }
+        key = type_key(str(memory_type))
+        same = [t for t in tables if t != memory_type and type_key(str(t)) == key]
+        if same:  # which one would win is a guess: the person decides
+            raise InvalidInputError(
+                f"[types.{same[0]}] and [types.{memory_type}] in {SETTINGS_FILE} are tables "
+                "of one type (types compare case aside): merge them into one"
+            )
+        out[key] = {k: _coerce(k, v, getattr(defaults, k), where) for k, v in table.items()}
     return out
 
 

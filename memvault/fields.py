@@ -9,7 +9,7 @@ from typing import Any
 
 from . import frontmatter, ids, validate
 from .errors import InvalidInputError
-from .models import LIFECYCLE, LIFECYCLE_KEY
+from .models import LIFECYCLE, LIFECYCLE_KEY, canonical_type
 from .note import clean_tags
 
 TYPE_FOLDERS = {
@@ -32,10 +32,11 @@ def new_meta(
     scope: Sequence[str] = (),
     supersedes: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """A new memory's frontmatter, keys in the order a person reads them."""
+    """A new memory's frontmatter, keys in the order a person reads them (a known type in
+    its canonical spelling: ``Ｅｐｉｓｏｄｅ`` is written ``episode``, a blank one ``note``)."""
     meta: dict[str, Any] = {
         "id": ids.new_id(),
-        "type": type,
+        "type": canonical_type(type),
         "tags": clean_tags(tags),
         "confidence": confidence,
         "importance": importance,
@@ -51,9 +52,11 @@ def new_meta(
 
 
 def default_folder(memory_type: str, now: dt.datetime) -> str:
-    if memory_type == "episode":
+    """Where a new memory of ``memory_type`` goes (``Episode``: an episode's folder)."""
+    known = canonical_type(memory_type)
+    if known == "episode":
         return f"episodes/{now.year:04d}"
-    return TYPE_FOLDERS.get(memory_type, "inbox")
+    return TYPE_FOLDERS.get(known, "inbox")
 
 
 def stem_path(path: str) -> str:

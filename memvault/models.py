@@ -68,7 +68,9 @@ class Memory:
 
     @property
     def type(self) -> str:
-        return str(self.meta.get("type") or "note")
+        """The memory's type, decided here once (see :func:`canonical_type`): ``type:
+        Episode`` typed by hand is an ``episode``. The file keeps the person's spelling."""
+        return canonical_type(self.meta.get("type"))
 
     @property
     def status(self) -> str:
@@ -228,9 +230,24 @@ def _sort_key(sort: str) -> Callable[[MemoryInfo], Any]:
     raise InvalidInputError(f"sort must be {', '.join(SORTS)}, not {sort!r}")
 
 
-def _label_set(labels: Sequence[str]) -> set[str]:
-    """Types as a person means them: ``type: Episode`` typed by hand is an episode."""
-    return {label.casefold() for label in labels}
+def type_key(memory_type: str) -> str:
+    """A type as types are compared: ``Recipe``, ``RECIPE`` and a full-width ``Ｒｅｃｉｐｅ``
+    are one type (NFKC, casefolded). A known type's key is its canonical spelling."""
+    return unicodedata.normalize("NFKC", memory_type).casefold().strip()
+
+
+def canonical_type(value: Any) -> str:
+    """The type a frontmatter's ``type:`` value names: one of MEMORY_TYPES whatever its
+    case or Unicode form (``Episode``: ``episode``); any other type as the person wrote it
+    (compared by :func:`type_key`); ``note`` when there is none."""
+    written = str(value or "").strip() or "note"
+    key = type_key(written)
+    return key if key in MEMORY_TYPES else written
+
+
+def same_type(a: str, b: str) -> bool:
+    """Whether two types are one (see :func:`type_key`; a blank type is a note)."""
+    return type_key(canonical_type(a)) == type_key(canonical_type(b))
 
 
 def _tag_set(tags: Sequence[str]) -> set[str]:
@@ -279,7 +296,7 @@ class Filters:
         # lazily, the cheap checks first: listing 10k records runs this 10k times
         return (
             (self.include_archived or memory.status not in ("archived", "superseded"))
-            and (not self.types or memory.type.casefold() in _label_set(self.types))
+            and (not self.types or type_key(memory.type) in {type_key(t) for t in self.types})
             and (not self.tags or _tag_set(self.tags) <= _tags_held(memory.tags))
             and (not self.folder or _within(memory.path, self.folder))
             and (not self.scope or bool(set(self.scope) & set(memory.scope)))

@@ -10,7 +10,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from . import facts
-from .models import CORE_IMPORTANCE, Access, MemoryInfo, Proposal, Similar, lapsed, last_seen
+from .models import (
+    CORE_IMPORTANCE,
+    Access,
+    MemoryInfo,
+    Proposal,
+    Similar,
+    lapsed,
+    last_seen,
+    same_type,
+)
 from .note import timestamp
 from .text import tokens
 
@@ -223,7 +232,7 @@ def related_pairs(
         if cosine >= RELATED_COSINE
         and a in infos
         and b in infos
-        and infos[a].type == infos[b].type
+        and same_type(infos[a].type, infos[b].type)
         and set(infos[a].scope) == set(infos[b].scope)
     ]
 

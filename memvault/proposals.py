@@ -57,6 +57,7 @@ from .models import (
     Page,
     Similar,
     lapsed,
+    same_type,
     sort_infos,
 )
 from .note import clean_tags, strip_title, title_from
@@ -203,7 +204,7 @@ class _Judging(Retrieval):
         cosines = self.indexing.index.cosines(title, clean_tags(tags), content, pending)
         for memory, cosine in zip(pending, cosines, strict=False):  # none without vectors
             old = strip_title(memory.body)
-            relation = policy.relation(content, old, cosine, memory.type == type)
+            relation = policy.relation(content, old, cosine, same_type(memory.type, type))
             if relation:
                 near = (memory.id, memory.path, memory.title, round(cosine, 4), relation)
                 found.append(Similar(*near, proposed=True))

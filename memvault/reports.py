@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import profile, proposals, syncing, views
 from .errors import InvalidInputError, MemvaultError
-from .models import ChangeEvent, MemoryInfo, Problem, Status, jsonable
+from .models import ChangeEvent, MemoryInfo, Problem, Status, jsonable, type_key
 from .note import strip_title, timestamp
 from .retrieval import CATCHING_UP
 
@@ -39,7 +39,7 @@ def status(service: MemoryService, wait_for_embedder: float | None = None) -> St
         uncommitted = git.submit(service.history.uncommitted)
         commits = git.submit(service.history.log, limit=5)
         memories, problems = service.indexing.census()
-        by_type = Counter(m.type for m in memories)
+        by_type = Counter(type_key(m.type) for m in memories)  # RECIPE, recipe: one
         return Status(
             vault=str(service.root),
             memories=len(memories),

@@ -12,7 +12,7 @@ from .access import AccessStats
 from .errors import InvalidInputError, MalformedMemoryError, MemoryNotFoundError, UnsafePathError
 from .index import DamagedIndexError, SearchHit, SearchQuery
 from .links import Records
-from .models import EVERY, Filters, Hit, Memory, Similar, lapsed, validity
+from .models import EVERY, Filters, Hit, Memory, Similar, lapsed, same_type, validity
 from .note import clean_tags, snippet, strip_title, title_from
 from .sync import IndexSync
 from .vault import Vault
@@ -159,7 +159,9 @@ class Retrieval:
                 other = self.vault.read(doc.path)
             except (MemoryNotFoundError, MalformedMemoryError, UnsafePathError):
                 continue
-            relation = policy.relation(content, strip_title(other.body), cosine, doc.type == type)
+            relation = policy.relation(
+                content, strip_title(other.body), cosine, same_type(doc.type, type)
+            )
             if doc.status == "superseded":
                 relation = "superseded" if relation == "duplicate" else None
             if relation:

@@ -44,12 +44,14 @@ from .vectors import Embedder, EmbedderLoader
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = 8  # 2: aliases, link targets; 3: records carry problems; 4: and `expires`;
+INDEX_VERSION = 9  # 2: aliases, link targets; 3: records carry problems; 4: and `expires`;
 # 5: tags and aliases under `Tags:`, `tag:`, `alias:` (records of such files were wrong);
 # 6: a Markdown link's target marked as one (note.MARKDOWN); 7: Markdown link targets in
 # angle brackets, with brackets, with an encoded %23, and wikilinks in properties (their
 # records lacked those links); 8: full-width letters and digits as ASCII, zero-width
-# characters dropped, katakana words whole, hiragana and Korean by pairs (text.tokens)
+# characters dropped, katakana words whole, hiragana and Korean by pairs (text.tokens);
+# 9: records carry the canonical type (models.canonical_type: a hand-typed `type: Episode`
+# is `episode`), which ranking, counts and duplicate checks compare with
 KEYWORD_CANDIDATES = 100
 VECTOR_CANDIDATES = 100
 # a name held by this share of the memories (and at least MIN of them) is left out of
@@ -107,7 +109,11 @@ class Index:
             decay_per_day=settings.decay_per_day,
             decay_per_day_episode=settings.decay_per_day_episode,
             fusion=settings.fusion,
-            type_decay={t: settings.for_type(t).decay_per_day for t in settings.types},
+            # a type's own decay only where its table sets one: ``[types.episode]`` with
+            # forgetting settings alone keeps decay_per_day_episode
+            type_decay={
+                t: o["decay_per_day"] for t, o in settings.types.items() if "decay_per_day" in o
+            },
             soft_forget=soft_forget(settings),
             type_soft_forget={t: soft_forget(settings.for_type(t)) for t in settings.types},
         )

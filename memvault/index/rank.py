@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..models import CORE_IMPORTANCE
+from ..models import CORE_IMPORTANCE, type_key
 
 RRF_K = 60.0
 
@@ -31,7 +31,8 @@ class Weights:
     decay_per_day: float = 0.05
     decay_per_day_episode: float = 0.01
     fusion: str = "weighted"  # weighted | rrf
-    type_decay: Mapping[str, float] = field(default_factory=dict)  # per-type overrides
+    # per-type overrides, by models.type_key (an unknown ``Recipe`` type: ``recipe``)
+    type_decay: Mapping[str, float] = field(default_factory=dict)
     soft_forget: SoftForget = SoftForget()
     type_soft_forget: Mapping[str, SoftForget] = field(default_factory=dict)
 
@@ -64,15 +65,16 @@ class Ranked:
 
 
 def decay_rate(memory_type: str, weights: Weights) -> float:
-    if memory_type in weights.type_decay:
-        return weights.type_decay[memory_type]
-    return weights.decay_per_day_episode if memory_type == "episode" else weights.decay_per_day
+    key = type_key(memory_type)
+    if key in weights.type_decay:
+        return weights.type_decay[key]
+    return weights.decay_per_day_episode if key == "episode" else weights.decay_per_day
 
 
 def forgotten(c: Candidate, weights: Weights, now: dt.datetime) -> float:
     """The soft-forgetting multiplier of a candidate: ``factor`` when it was rarely
     returned and long idle, else 1 (core memories and unknown dates: always 1)."""
-    rule = weights.type_soft_forget.get(c.type, weights.soft_forget)
+    rule = weights.type_soft_forget.get(type_key(c.type), weights.soft_forget)
     if c.importance >= CORE_IMPORTANCE or c.hits > rule.hits or c.last_seen is None:
         return 1.0
     idle = (now - c.last_seen).total_seconds() / 86400.0
