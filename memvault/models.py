@@ -259,7 +259,7 @@ def _tag_set(tags: Sequence[str]) -> set[str]:
 def _tags_held(tags: Sequence[str]) -> set[str]:
     """A memory's tags (as :func:`_tag_set`) with the tags they nest in: as in Obsidian, a
     note tagged ``#coffee/pour-over`` is found by the tag ``coffee``."""
-    held = set()
+    held: set[str] = set()
     for tag in _tag_set(tags):
         parts = tag.split("/")
         held.update("/".join(parts[:n]) for n in range(1, len(parts) + 1))
