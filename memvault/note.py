@@ -115,8 +115,8 @@ def snippet(body: str, query: str, width: int = SNIPPET_WIDTH) -> str:
     best = max(lines, key=lambda ln: sum(w in ln.lower() for w in wanted))
     if len(best) <= width:
         return best
-    low = best.lower()
-    at = min((low.find(w) for w in wanted if w in low), default=0)
+    # found in the line itself: a lower-cased line may be longer (Turkish İ is two letters)
+    at = min((m.start() for w in wanted if (m := re.search(re.escape(w), best, re.I))), default=0)
     start = 0 if at < width // 2 else _grapheme_start(best, at - width // 4)
     head = "..." if start else ""
     return head + _clip(best[start:], width - len(head), "...")

@@ -126,6 +126,16 @@ def test_a_snippet_of_one_long_line_shows_where_the_query_matches(svc: MemorySer
     assert "密钥在保险箱里" in hit.snippet and len(hit.snippet) <= 240
 
 
+def test_a_snippet_of_a_line_in_turkish_capitals_shows_the_match() -> None:
+    """Lower-cased, Turkish İ is two letters: the match was found in the longer lower-cased
+    line and its position used in the line itself, past its end with many İ (IndexError:
+    every recall ranking that memory failed), else shifted off the word."""
+    line = "İŞ İÇİN İZİN İSTEDİĞİMİZ İKİ İLİÇİN İDARİ İŞLERİ " * 8 + "ve toplantı zebra notu."
+    assert "zebra notu" in note.snippet(line, "zebra")
+    shorter = "İŞ İÇİN İZİN " * 12 + "ve toplantı zebra notu ve " + "İKİ İDARİ " * 12
+    assert "toplantı zebra notu" in note.snippet(shorter, "zebra")
+
+
 @pytest.mark.parametrize(
     "tail",
     [
