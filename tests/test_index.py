@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import shutil
 from pathlib import Path
@@ -661,3 +662,26 @@ def test_a_save_right_after_the_index_read_a_file_is_read_by_the_next_sync(
     assert saved
     text_only.sync_index()  # the next one-shot sync (a CLI command)
     assert [h.path for h in text_only.recall("lighthouse")] == ["notes/plan.md"]
+
+
+def test_an_index_of_a_newer_memvault_is_never_rebuilt_by_an_older_one(vault_path: Path) -> None:
+    """A server started before an upgrade, beside the upgraded memvault: each rebuilt the
+    index the other had just made (8 wipes in 12 s, and the newer one crashed). The older
+    one now says what to do and leaves the newer one's index alone."""
+    svc = MemoryService.open(vault_path, Settings(embedder="none"))
+    svc.remember("The user waters the ferns on Sundays.", type="fact")
+    folder = vault_path / ".memvault" / "index"
+    try:
+        # the upgraded memvault rebuilds the index in a folder of its own making
+        shutil.move(folder, vault_path / ".memvault" / "index.old")
+        folder.mkdir()
+        (folder / "version.json").write_text(json.dumps({"version": INDEX_VERSION + 1}))
+        (folder / "store.sqlite").write_bytes(b"the newer memvault's")
+        with pytest.raises(MemvaultError, match="made by a newer memvault"):
+            svc.recall("ferns")
+    finally:
+        svc.close()
+    with pytest.raises(MemvaultError, match="stop this older one"):
+        MemoryService.open(vault_path, Settings(embedder="none"))
+    assert (folder / "store.sqlite").read_bytes() == b"the newer memvault's"
+    assert json.loads((folder / "version.json").read_text()) == {"version": INDEX_VERSION + 1}

@@ -24,7 +24,7 @@ import filelock
 import numpy as np
 
 from ..config import Settings
-from ..errors import LockTimeoutError
+from ..errors import LockTimeoutError, MemvaultError
 from ..models import Access, Filters, Memory, MemoryInfo, last_seen
 from ..note import parse_time
 from ..text import term_count, without_names
@@ -70,7 +70,12 @@ RATE_KEY = "embed_rate"  # memories/s of the last embedding run (store info), fo
 
 
 class IndexVersionError(ValueError):
-    """The index was written by another version of memvault: rebuild it, no retry."""
+    """The index was written by an older version of memvault: rebuild it, no retry."""
+
+
+class NewerIndexError(MemvaultError):
+    """The index was written by a newer memvault: this one must not rebuild it (the newer
+    one, running beside, would rebuild it back: each wiping the other's, for ever)."""
 
 
 def _busy(exc: sqlite3.OperationalError) -> bool:
@@ -156,9 +161,10 @@ class Index:
         with self._write_lock, self._opening():
             if _identity(self.folder) == self._home:
                 return
-            log.warning("the index at %s was deleted or replaced: opening it anew", self.folder)
+            store, text = self._open()  # a newer memvault's index: refused, said once a call
+            log.warning("the index at %s was deleted or replaced: opened it anew", self.folder)
             self._retired.append((self.store, self.text))
-            self.store, self.text = self._open()
+            self.store, self.text = store, text
             self._home = _identity(self.folder)
             self.reopened += 1
 
@@ -192,6 +198,8 @@ class Index:
         version_file = self.folder / "version.json"
         try:
             store, text = self._open_as_is()
+        except NewerIndexError:
+            raise
         except Exception as exc:
             store, text = self._reopen_or_rebuild(exc)
         version_file.write_text(json.dumps({"version": INDEX_VERSION}))
@@ -200,8 +208,16 @@ class Index:
     def _open_as_is(self) -> tuple[Store, FullText]:
         version_file = self.folder / "version.json"
         found = json.loads(version_file.read_text()) if version_file.exists() else None
-        if found is not None and found.get("version") != INDEX_VERSION:
-            raise IndexVersionError(f"index version {found.get('version')} != {INDEX_VERSION}")
+        version = found.get("version") if found is not None else INDEX_VERSION
+        if isinstance(version, int) and version > INDEX_VERSION:
+            raise NewerIndexError(
+                f"the index at {self.folder} was made by a newer memvault (index version "
+                f"{version}; this one reads {INDEX_VERSION}): an upgraded memvault uses this "
+                "vault; stop this older one (a server started before the upgrade) and start "
+                "it again"
+            )
+        if version != INDEX_VERSION:
+            raise IndexVersionError(f"index version {version} != {INDEX_VERSION}")
         self.folder.mkdir(parents=True, exist_ok=True)
         store = Store(self.folder / "store.sqlite")
         try:
@@ -227,7 +243,7 @@ class Index:
             try:
                 with commit_lock(self.folder / "text"):
                     return self._open_as_is()
-            except LockTimeoutError:
+            except (LockTimeoutError, NewerIndexError):
                 raise
             except Exception as exc:
                 problem = exc
