@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import filelock
+import pytest
 from mcp import Client
 
 from memvault.config import Settings
+from memvault.index.vectors import make_embedder
 from memvault.service import MemoryService
 
 from .helpers import call_tool, commit_count, git, in_process, run_memvault
@@ -257,3 +260,52 @@ def test_a_sync_over_deleted_full_text_files_rebuilds_them(vault_path: Path) -> 
         ]
     finally:
         service.close()
+
+
+def damage_contents(vault: Path) -> None:
+    """Garble the full-text index's table of contents: it no longer opens."""
+    for toc in (vault / ".memvault" / "index" / "text").glob("*.toc"):
+        toc.write_bytes(b"\x00" * toc.stat().st_size)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        damage_postings,
+        # Whoosh leaves the garbled file open when it cannot read it: its leak, not ours
+        pytest.param(
+            damage_contents,
+            marks=pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+        ),
+    ],
+)
+def test_a_damaged_full_text_index_is_rebuilt_without_embedding_everything_again(
+    vault_path: Path, damage: Callable[[Path], None]
+) -> None:
+    """Only the full text was damaged, yet the whole index folder was wiped, vectors too:
+    every memory embedded again (hours for 10k on a laptop), and `embed.lock` deleted
+    while another process could hold it."""
+    first = MemoryService.open(vault_path, Settings())
+    first.remember("Alice keeps bees on the roof of the library.", type="fact")
+    first.remember("Carol repairs old valve radios.", type="fact")
+    first.close()
+    damage(vault_path)
+    embedder = make_embedder(Settings().embedder)
+    assert embedder is not None
+    before = embedder.passages_embedded
+    lock = vault_path / ".memvault" / "index" / "embed.lock"
+    held = filelock.FileLock(str(lock))  # another process embedding meanwhile
+    held.acquire()
+    inode = lock.stat().st_ino
+    service = MemoryService.open(vault_path, Settings())
+    try:
+        assert [h.title for h in service.recall("bees")][:1] == [
+            "Alice keeps bees on the roof of the library."
+        ]
+        assert "rebuilt" in (service.index_status()["rebuilt"] or "")
+        assert service.index_status()["with_vectors"] == 2
+        assert embedder.passages_embedded == before  # no memory embedded again
+        assert lock.stat().st_ino == inode  # the held lock is the one others wait on
+    finally:
+        service.close()
+        held.release()

@@ -73,6 +73,10 @@ class IndexVersionError(ValueError):
     """The index was written by an older version of memvault: rebuild it, no retry."""
 
 
+class _TextUnusable(Exception):
+    """The full-text part of the index cannot be opened (its records may be sound)."""
+
+
 class NewerIndexError(MemvaultError):
     """The index was written by a newer memvault: this one must not rebuild it (the newer
     one, running beside, would rebuild it back: each wiping the other's, for ever)."""
@@ -189,7 +193,7 @@ class Index:
             if _identity(self.folder) == self._home:  # not rebuilt by another yet
                 self.rebuilt_reason = f"{damage.args[0].split(';')[0]}; rebuilt from the files"
                 log.warning("%s", self.rebuilt_reason)
-                self.wipe()
+                self._wipe_text()  # the records and their vectors are sound: kept
         self.follow()
         return True
 
@@ -222,8 +226,15 @@ class Index:
         store = Store(self.folder / "store.sqlite")
         try:
             store.get_info("gen")
+        except BaseException:
+            store.close()
+            raise
+        try:
             text = FullText(self.folder / "text", self.settings.lock_timeout)
             text.count()
+        except Exception as exc:
+            store.close()
+            raise _TextUnusable(f"its full text: {exc}") from exc
         except BaseException:
             store.close()
             raise
@@ -256,7 +267,10 @@ class Index:
             f"index at {self.folder} was unusable ({problem}); rebuilt from the files"
         )
         log.warning("%s", self.rebuilt_reason)
-        self.wipe()
+        if isinstance(problem, _TextUnusable):
+            self._wipe_text()  # the records and their vectors are sound: kept
+        else:
+            self.wipe()
         return Store(self.folder / "store.sqlite"), FullText(
             self.folder / "text", self.settings.lock_timeout
         )
@@ -271,16 +285,28 @@ class Index:
 
     def wipe(self) -> None:
         """Empty the index folder: its files go (a link to a folder elsewhere, another disk,
-        stays a link); a file or a broken link in its place goes, and a folder is made."""
+        stays a link), but for the lock files other processes may hold (``embed.lock``: two
+        embedders at once else); a file or a broken link in its place goes, and a folder
+        is made."""
         if self.folder.is_dir():
             for entry in self.folder.iterdir():
                 if entry.is_dir() and not entry.is_symlink():
                     shutil.rmtree(entry, ignore_errors=True)
-                else:
+                elif not entry.name.endswith(".lock"):
                     entry.unlink(missing_ok=True)
         elif self.folder.is_symlink() or self.folder.exists():
             self.folder.unlink()
         self.folder.mkdir(parents=True, exist_ok=True)
+
+    def _wipe_text(self) -> None:
+        """Delete the full-text index only: the next sync finds its count short of the
+        records and reads every file again, keeping the vectors of unchanged text (a full
+        wipe would embed every memory again: hours for 10k on a laptop)."""
+        text = self.folder / "text"
+        if text.is_dir() and not text.is_symlink():
+            shutil.rmtree(text, ignore_errors=True)
+        else:
+            text.unlink(missing_ok=True)
 
     def _fresh(self) -> None:
         """Rows other processes wrote since our last look, in the index folder there is now."""
