@@ -211,6 +211,8 @@ class Knobs:
     w_vec: float = 0.3
     vec_pool: int = 100  # vector candidates
     kw_pool: int = 100
+    # round 5: a vector candidate beyond the keyword cut keeps its BM25 (0 before)
+    kw_of_vec: bool = False
     vec_norm: str = "minmax"  # minmax | max | absolute | z | z_all | minmax_all
     kw_norm: str = "max"  # max | absolute
     stop: frozenset[str] = frozenset()  # extra query stop terms
@@ -284,6 +286,8 @@ def fuse(conv: Conv, q: Question, kn: Knobs, kw_scores: np.ndarray, cos: np.ndar
     kw_c = top(kw_scores, kn.kw_pool)
     k = min(kn.vec_pool, len(cos))
     vec_c = np.argsort(-cos, kind="stable")[:k]
+    if kn.kw_of_vec:
+        kw_c = np.union1d(kw_c, vec_c[kw_scores[vec_c] > 0])
     cand = np.union1d(kw_c, vec_c)
     if not len(cand):
         return np.full(len(conv.ids), -np.inf)
@@ -446,7 +450,8 @@ def measure(convs: list[Conv], kn: Knobs | None) -> dict[str, dict[str, float]]:
 QUESTION_WORDS = frozenset(
     tokens("kind type sort would could might likely ever many much long also")
 )
-KEPT = Knobs(k1=0.6, b=0.3)  # what round 2 kept (memvault/index/fulltext.py K1, B)
+# what round 2 kept (memvault/index/fulltext.py K1, B) and round 5 (Index._beyond_the_cut)
+KEPT = Knobs(k1=0.6, b=0.3, kw_of_vec=True)
 BM25_ALONE = Knobs(vec_pool=0, w_vec=0.0)
 
 

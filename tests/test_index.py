@@ -30,7 +30,7 @@ from memvault.reports import status
 from memvault.service import MemoryService
 from memvault.text import prefix_words, tokens
 
-from .helpers import commit_count
+from .helpers import commit_count, imported
 
 
 def titles(results: list[Hit]) -> list[str]:
@@ -685,3 +685,35 @@ def test_an_index_of_a_newer_memvault_is_never_rebuilt_by_an_older_one(vault_pat
         MemoryService.open(vault_path, Settings(embedder="none"))
     assert (folder / "store.sqlite").read_bytes() == b"the newer memvault's"
     assert json.loads((folder / "version.json").read_text()) == {"version": INDEX_VERSION + 1}
+
+
+def test_a_memory_both_legs_find_keeps_its_keyword_part_below_the_keyword_cut(
+    tmp_path: Path,
+) -> None:
+    # 120 short notes say "project" more often than the answer does, so the answer is not
+    # among full text's best 100; the vector leg finds it, and it used to be scored on its
+    # cosine alone, as if it lacked the word, and fell behind the notes (LoCoMo dev
+    # R_any@10 80.5 -> 81.4 with it).
+    fillers = [
+        {"content": f"Project note {n}: project {n} is on track, project budget fine."}
+        for n in range(120)
+    ]
+    answer = (
+        "The whole project was handed over to the Lisbon team in May, together with the "
+        "runbooks, the on-call rota and the access to the build servers."
+    )
+    service = imported(tmp_path / "vault", [*fillers, {"content": answer, "type": "episode"}])
+    try:
+        index = service.indexing.index
+        hits = service.recall("Who took over the project?", k=10)
+        found = next((h for h in hits if h.type == "episode"), None)
+        assert found is not None, "the answer fell out of the top 10 behind the project notes"
+        ids = list(index.text.search("project", limit=1000))
+        assert len(ids) == 121 and found.id not in ids[:100]  # below the keyword cut
+        assert found.why["bm25"] > 0 and found.why["keyword"] > 0
+        beyond = ids[100:]
+        assert index.text.scores("project", beyond) == {
+            i: s for i, s in index.text.search("project", limit=1000).items() if i in beyond
+        }
+    finally:
+        service.close()

@@ -488,6 +488,7 @@ class Index:
             limit = NARROW_KEYWORD_CANDIDATES if narrow else KEYWORD_CANDIDATES
             keyword = {i: s for i, s in self.text.search(query.text, limit).items() if keep(i)}
         vector, cosines = self._vector_leg(query, keep, keyword, wait_for_vectors, notes)
+        keyword = self._beyond_the_cut(query, keyword, vector)
         reach, covered, scored = self._levels(query, keyword, vector, cosines)
         floor = self._min_relevance(filters)
         if query.mode == "hybrid" and texts is not None:
@@ -515,6 +516,19 @@ class Index:
             SearchHit(docs[r.id], r.score, {**r.why, **_raw(r.id, *raw), **notes}, scored[r.id])
             for r in rank(candidates, self.weights, now)[: query.k]
         ]
+
+    def _beyond_the_cut(
+        self, query: SearchQuery, keyword: dict[str, float], vector: dict[str, float]
+    ) -> dict[str, float]:
+        """The keyword candidates, and the BM25 of each vector candidate that matches the
+        query's words but ranked below the keyword leg's cut: without it, a memory both
+        legs find fairly well (BM25's 101st, the vector leg's 30th) scored on its cosine
+        alone, below a memory only one leg found. The best BM25, and so every other
+        candidate's keyword part, stays the same."""
+        beyond = [i for i in vector if i not in keyword]
+        if not keyword or not beyond:
+            return keyword
+        return {**keyword, **self.text.scores(query.text, beyond)}
 
     def _vector_leg(
         self,

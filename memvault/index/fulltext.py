@@ -256,10 +256,24 @@ class FullText:
             terms = list(dict.fromkeys(t for group in groups for t in group))
             if not terms:
                 return {}
-            scores = view.bm25(terms, prefixed)
+            scores = view.scored(terms, prefixed)
             matched = np.flatnonzero(scores > 0)
             best = matched[np.lexsort((matched, -scores[matched]))][:limit]
             return {view.ids[n]: float(scores[n]) for n in best.tolist()}
+
+    def scores(self, text: str, ids: Iterable[str]) -> dict[str, float]:
+        """BM25F scores (as :meth:`search` gives them) of the memories ``ids`` that match the
+        query, wherever they rank: a memory the vector leg found beyond search's cut keeps
+        its keyword score instead of none."""
+        with self._lock, _damage(self.folder):
+            view = self._view()
+            groups, prefixed = view.groups(text)
+            terms = list(dict.fromkeys(t for group in groups for t in group))
+            numbers = {i: view.numbers[i] for i in dict.fromkeys(ids) if i in view.numbers}
+            if not terms or not numbers:
+                return {}
+            scores = view.scored(terms, prefixed)
+            return {i: float(scores[n]) for i, n in numbers.items() if scores[n] > 0}
 
     def coverage(self, text: str, ids: Iterable[str]) -> dict[str, float]:
         """Per memory of ``ids``, the share of the query's distinct terms it contains (in
@@ -426,6 +440,8 @@ class _View:
         self.cache = cache
         self.held: dict[str, tuple[int, int]] = {}  # FullText.holding's answers
         self.expanded: dict[str, list[str]] = {}  # the index terms of a prefix (groups)
+        # the last query's BM25 (search, then scores of the vector candidates beyond its cut)
+        self.last: tuple[tuple[str, ...], frozenset[str], np.ndarray] | None = None
         self.segments: list[tuple[str, Any, int]] = []
         self.ids: list[str] = []
         live = []
@@ -443,6 +459,12 @@ class _View:
         cache.keep_only({seg for seg, _, _ in self.segments})
         self.live = np.concatenate(live) if live else np.zeros(0, dtype=bool)
         self.numbers = {self.ids[n]: n for n in np.flatnonzero(self.live).tolist()}
+
+    def scored(self, terms: list[str], prefixed: frozenset[str]) -> np.ndarray:
+        """:meth:`bm25`, kept for the next call with the same terms (read-only)."""
+        if self.last is None or self.last[:2] != (tuple(terms), prefixed):
+            self.last = (tuple(terms), prefixed, self.bm25(terms, prefixed))
+        return self.last[2]
 
     def bm25(self, terms: list[str], prefixed: frozenset[str] = frozenset()) -> np.ndarray:
         """Per document number, the BM25F score of the Or of (term, field) clauses, deleted
