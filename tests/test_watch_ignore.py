@@ -8,19 +8,23 @@ empty file, a missing one) is held until the watcher has read it, then checked. 
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from memvault.config import Settings
 from memvault.models import ChangeEvent
+from memvault.server.resources import note_uri
 from memvault.service import MemoryService
 from memvault.watcher import Watcher
 
-from .helpers import git
+from .helpers import git, in_process, updated_listener
 
 DIARY = "private/diary.md"
 PLAN = "drafts/plan.md"
@@ -225,4 +229,47 @@ def test_a_note_hidden_before_its_edit_is_committed_is_never_committed(scene: Sc
     assert git(scene.root, "show", "--name-only", "--format=", "HEAD").split() == [OPEN]
     assert git(scene.root, "log", "--format=%H", "--", PLAN).split() == plan_commits
     assert PLAN not in scene.indexed()
+    scene.assert_nothing_hidden_leaked()
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_a_subscriber_of_a_note_hidden_live_hears_of_it_once_and_never_again(
+    scene: Scene,
+) -> None:
+    """A real MCP session subscribed to the plan: hiding `drafts/` tells it once (the note
+    is gone); a later vim-style save of the ignore file, seen half-way with no file at
+    all, tells it nothing more, and the plan cannot be read."""
+    root = scene.root
+    plan_uri, open_uri = note_uri(PLAN), note_uri(OPEN)
+    seen, arrived, on_message = updated_listener(open_uri)
+    hiding_drafts = (*HIDING_PRIVATE, "drafts/")
+
+    def hide_drafts_then_save_again() -> None:
+        write(root / ".memvaultignore", "\n".join(hiding_drafts) + "\n")
+        scene.save_ignore_seen(*hiding_drafts)
+        scene.secret.add(PLAN)
+        scene.settle()
+        os.rename(root / ".memvaultignore", root / ".memvaultignore~")
+        scene.save_ignore_seen()
+        write(root / ".memvaultignore", "\n".join(hiding_drafts) + "\n# kept\n")
+        scene.save_ignore_seen(*hiding_drafts, "# kept")
+        (root / ".memvaultignore~").unlink()
+        scene.settle()
+        batches = scene.watcher.batches
+        write(root / OPEN, "# Open\nThe boat is moored in Lisbon now.\n")  # the last word
+        scene.run_until(lambda: scene.watcher.batches > batches, scene.watcher.ignore_settle)
+
+    async def body(client: Client) -> bool:
+        for uri in (plan_uri, open_uri):
+            await client.session.subscribe_resource(uri)
+        await asyncio.to_thread(hide_drafts_then_save_again)
+        await asyncio.wait_for(arrived.wait(), timeout=10)
+        try:
+            await client.read_resource(plan_uri)
+        except MCPError:
+            return False
+        return True
+
+    assert in_process(scene.service, body, message_handler=on_message) is False
+    assert seen.count(plan_uri) == 1  # told once that it is gone, never that it is back
     scene.assert_nothing_hidden_leaked()
