@@ -22,6 +22,7 @@ from memvault.config import Settings
 from memvault.models import ChangeEvent
 from memvault.server.resources import note_uri
 from memvault.service import MemoryService
+from memvault.vault import Vault
 from memvault.watcher import Watcher
 
 from .helpers import git, in_process, updated_listener
@@ -273,3 +274,17 @@ def test_a_subscriber_of_a_note_hidden_live_hears_of_it_once_and_never_again(
     assert in_process(scene.service, body, message_handler=on_message) is False
     assert seen.count(plan_uri) == 1  # told once that it is gone, never that it is back
     scene.assert_nothing_hidden_leaked()
+
+
+def test_while_a_save_settles_a_path_any_text_read_hides_stays_hidden(tmp_path: Path) -> None:
+    """The union is of each text's own verdict (gitignore's `!` inside one text), and the
+    settled text alone applies afterwards."""
+    write(tmp_path / ".memvaultignore", "private/*\n!private/public.md\n")
+    vault = Vault(tmp_path)
+    write(tmp_path / ".memvaultignore", "drafts/\n")
+    assert vault.reload_ignore(settled=False)
+    assert vault.is_ignored("private/secret.md") and vault.is_ignored("drafts/plan.md")
+    assert not vault.is_ignored("private/public.md")
+    assert not vault.reload_ignore(settled=False)  # the same text again: nothing new
+    assert vault.reload_ignore(settled=True)
+    assert not vault.is_ignored("private/secret.md") and vault.is_ignored("drafts/plan.md")
