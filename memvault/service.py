@@ -188,6 +188,9 @@ class MemoryService:
     def is_memory_path(self, rel: str) -> bool:
         return self.vault.is_memory_path(rel)
 
+    def reload_ignore(self, settled: bool) -> bool:
+        return self.vault.reload_ignore(settled)
+
     def memory_paths(self) -> list[str]:
         return list(self.vault.iter_paths())
 

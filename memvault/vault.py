@@ -78,7 +78,10 @@ class Vault:
     def __init__(self, root: Path, max_file_bytes: int = 1_000_000) -> None:
         self.root = root.expanduser().resolve()
         self.max_file_bytes = max_file_bytes
-        self._ignore = self._load_ignore()
+        # the texts of .memvaultignore in force: the settled one, then any seen while a
+        # person saves it (see reload_ignore); a path any of them hides is hidden
+        self._ignores: tuple[tuple[str, ...], ...] = (self.ignore_lines(),)
+        self._ignore = _any_of(self._ignores)
         self._templates = template_folders(self.root)
         # What this process last wrote to each path (hash; "" for a deletion), so a
         # watcher can tell memvault's own writes from a person's edits (see last_written).
@@ -97,11 +100,36 @@ class Vault:
     def state_dir(self) -> Path:
         return self.root / STATE_DIR
 
-    def _load_ignore(self) -> Callable[[str], bool] | None:
+    def ignore_lines(self) -> tuple[str, ...]:
+        """The lines of ``.memvaultignore`` as the file is now (none when it is missing).
+        Raises OSError when it is there but cannot be read."""
         path = self.root / IGNORE_FILE
-        if not path.is_file():
-            return None
-        return ignore_rule(path.read_text(encoding="utf-8", errors="replace").splitlines())
+        try:
+            if not path.is_file():
+                return ()
+            return tuple(path.read_text(encoding="utf-8", errors="replace").splitlines())
+        except FileNotFoundError:  # deleted since is_file()
+            return ()
+
+    @property
+    def ignore_texts(self) -> tuple[tuple[str, ...], ...]:
+        """The ``.memvaultignore`` texts in force: the settled one first, then those read
+        while a save of it settles (a path any of them hides is hidden)."""
+        return self._ignores
+
+    def reload_ignore(self, settled: bool) -> bool:
+        """Read ``.memvaultignore`` again while a person saves it (the watcher's part).
+
+        Until the save has ``settled``, what the file hides now is hidden *as well as* what
+        it hid: a half-written, empty or briefly missing file never un-hides a note. Once
+        settled, the file alone applies. Whether the rule changed (the caller brings the
+        index in line). Raises OSError when the file cannot be read: nothing changes."""
+        lines = self.ignore_lines()
+        texts = (lines,) if settled else tuple(dict.fromkeys([*self._ignores, lines]))
+        if texts == self._ignores:
+            return False
+        self._ignores, self._ignore = texts, _any_of(texts)
+        return True
 
     # -- which files are memories -------------------------------------------
     def is_ignored(self, rel: str) -> bool:
@@ -670,6 +698,14 @@ def ignore_rule(lines: Sequence[str]) -> Callable[[str], bool] | None:
     joined = "|".join(f"(?:{r.pattern.replace('(?P<ps_d>', '(?:')})" for r in plain)
     match = re.compile(joined).match
     return lambda rel: match(rel) is not None
+
+
+def _any_of(texts: Sequence[Sequence[str]]) -> Callable[[str], bool] | None:
+    """A test of whether any of several ``.memvaultignore`` texts hides a path."""
+    rules = [rule for rule in map(ignore_rule, texts) if rule is not None]
+    if len(rules) <= 1:
+        return rules[0] if rules else None
+    return lambda rel: any(rule(rel) for rule in rules)
 
 
 def _note(

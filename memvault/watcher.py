@@ -6,6 +6,12 @@ Two stages per burst of file events:
 2. after ``debounce_seconds`` of quiet: one commit with ``Memvault-Op: external`` for
    everything that settled, attributed to the repository's own git identity.
 
+An edit of ``.memvaultignore`` applies while watching: what the file hides now is hidden at
+each of its events (its notes leave the index, subscribers are told they are gone, they are
+never committed), what it no longer hides comes back only once the file has been left alone
+for ``debounce_seconds``: a save seen half-way (empty, or missing between a delete and a
+rename) never un-hides a note.
+
 memvault's own writes are recognised by content hash and never processed twice.
 Symlinks and other non-regular files are skipped (never opened, never committed) and
 logged; the rest of their burst is processed as usual.
@@ -45,7 +51,7 @@ from watchdog.observers import Observer
 from .config import Settings
 from .errors import MemvaultError, UnsafePathError
 from .models import ChangeEvent
-from .vault import IGNORED_DIRS, content_hash
+from .vault import IGNORE_FILE, IGNORED_DIRS, content_hash
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +80,7 @@ class Watched(Protocol):
     def root(self) -> Path: ...
     def is_ignored(self, rel: str) -> bool: ...
     def is_memory_path(self, rel: str) -> bool: ...
+    def reload_ignore(self, settled: bool) -> bool: ...
     def last_written(self, rel: str) -> str | None: ...
     def memory_paths(self) -> list[str]: ...
     def read_regular(self, rel: str) -> bytes: ...
@@ -100,10 +107,18 @@ class Watcher:
         service: Watched,
         settle: float = SETTLE_SECONDS,
         debounce: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.service = service
         self.settle = settle
         self.debounce = service.settings.debounce_seconds if debounce is None else debounce
+        self.clock = clock  # seconds, monotonic; tests move a fake one by hand
+        # .memvaultignore: what it hides more is hidden at each event; what it hides less
+        # only once it has been left alone this long (a save, a `rm` then a re-create)
+        self.ignore_settle = max(settle, self.debounce)
+        self._ignore_at: float | None = None  # its last event, until its reload settles
+        self._ignore_unread = False  # an event on it since it was last read
+        self._ignore_reading = False  # read and applied by the worker right now
         self.root = service.root
         self._cond = threading.Condition()
         self._pending: set[str] = set()
@@ -139,6 +154,7 @@ class Watcher:
         # baseline is taken after, or a file put back to its old text would look unchanged.
         self.service.recover()
         self._seen = self.service.indexed_hashes()
+        self._ignore_changed()  # saved after the vault read it, before the observer ran
         self._next_check = time.monotonic() + self.health_interval
         self._thread = threading.Thread(target=self._run, name="memvault-watcher", daemon=True)
         self._thread.start()
@@ -249,8 +265,9 @@ class Watcher:
         paths = set(self.service.memory_paths()) | set(self._seen)
         with self._cond:
             self._pending.update(paths)
-            self._last_event = time.monotonic()
+            self._last_event = self.clock()
             self._cond.notify_all()
+        self._ignore_changed()
 
     @contextmanager
     def paused(self) -> Iterator[None]:
@@ -274,6 +291,18 @@ class Watcher:
                         self._gone.add(rel)
                 self._paused -= 1
                 self._cond.notify_all()
+
+    @property
+    def ignore_pending(self) -> bool:
+        """A change of ``.memvaultignore`` not settled yet (what it hid stays hidden)."""
+        with self._cond:
+            return self._ignore_at is not None
+
+    @property
+    def reading_ignore(self) -> bool:
+        """``.memvaultignore`` is being read and the index brought in line with it."""
+        with self._cond:
+            return self._ignore_reading
 
     @property
     def pending(self) -> int:
@@ -310,11 +339,19 @@ class Watcher:
         if first in (".git", ".memvault", ".obsidian", ".trash") or rel == ".":
             self.ignored += 1  # should stay 0: those folders are not watched
             return
+        if rel == IGNORE_FILE:
+            self._ignore_changed()
+            return
         if self.service.is_ignored(rel):
             return
         with self._cond:
             self._pending.add(rel)
-            self._last_event = time.monotonic()
+            self._last_event = self.clock()
+            self._cond.notify_all()
+
+    def _ignore_changed(self) -> None:
+        with self._cond:
+            self._ignore_at, self._ignore_unread = self.clock(), True
             self._cond.notify_all()
 
     def _hash(self, rel: str) -> str | None:
@@ -341,12 +378,15 @@ class Watcher:
                 log.exception("could not check or restart the file watcher")
                 self.errors.append(str(exc))
             with self._cond:
-                batch, commit_now = self._next_work()
-                if batch is None and not commit_now:
+                settled = self._ignore_work()
+                batch, commit_now = (None, False) if settled is not None else self._next_work()
+                if settled is None and batch is None and not commit_now:
                     if self._stopping and not (self._pending or self._to_commit):
                         return  # everything seen before stop() is processed and committed
                     continue
             try:
+                if settled is not None:
+                    self._reload_ignore(settled)
                 if batch:
                     self._process(batch)
                     self.settled += 1
@@ -363,7 +403,7 @@ class Watcher:
         if self._paused and not self._stopping:
             self._cond.wait(self.health_interval)
             return None, False
-        now = time.monotonic()
+        now = self.clock()
         quiet = now - self._last_event
         if self._pending and quiet >= self.settle:
             batch, self._pending = self._pending, set()
@@ -378,6 +418,8 @@ class Watcher:
             wait = self.debounce - quiet
         else:
             wait = self.health_interval
+        if self._ignore_at is not None:  # .memvaultignore's reload settles then
+            wait = min(wait, self._ignore_at + self.ignore_settle - now)
         if self._rewatch:
             return None, False
         self._cond.wait(max(min(wait, self.health_interval), 0.01))
@@ -426,6 +468,53 @@ class Watcher:
                 changed=tuple(changed + added), added=tuple(added), removed=tuple(removed + hidden)
             )
         )
+
+    def _ignore_work(self) -> bool | None:
+        """(Holding the condition.) Whether to read ``.memvaultignore`` again: False while
+        a save of it is in progress (what it hides now is hidden too), True once it has
+        been left alone for ``ignore_settle`` (it alone applies), None for nothing to do."""
+        if self._ignore_at is None or (self._paused and not self._stopping):
+            return None
+        settled = self.clock() >= self._ignore_at + self.ignore_settle
+        if not (settled or self._ignore_unread):
+            return None
+        self._ignore_unread, self._ignore_reading = False, True
+        if settled:
+            self._ignore_at = None
+        return settled
+
+    def _reload_ignore(self, settled: bool) -> None:
+        """Apply ``.memvaultignore`` as it is now (see :meth:`_ignore_work`): the notes it
+        hides leave the index at once (subscribers told they are gone), never committed;
+        those it no longer hides come back (indexed, announced, committed if changed)."""
+        try:
+            if self.service.reload_ignore(settled):
+                self._apply_ignore()
+        except OSError as exc:  # what it hid stays hidden; the next event reads it again
+            log.warning("cannot read %s (%s): the notes it hid stay hidden", IGNORE_FILE, exc)
+        finally:
+            with self._cond:
+                self._ignore_reading = False
+
+    def _apply_ignore(self) -> None:
+        """Bring the index, the baseline and the commit queue in line with a new rule."""
+        before = self.service.indexed_hashes()
+        self.service.sync_index()
+        after = self.service.indexed_hashes()
+        with self._cond:
+            for rel in [r for r in {*self._seen, *self._to_commit} if self._hidden(r)]:
+                self._seen.pop(rel, None)
+                self._to_commit.discard(rel)
+            added = tuple(sorted(after.keys() - before.keys()))
+            self._seen.update({r: after[r] for r in added})
+            self._to_commit.update(added)  # what a person changed while it was hidden
+        removed = tuple(sorted(before.keys() - after.keys()))
+        if added or removed:
+            self.service.publish(ChangeEvent(changed=added, added=added, removed=removed))
+
+    def _hidden(self, rel: str) -> bool:
+        """A path ``.memvaultignore`` (or another ignore rule) now hides."""
+        return not self.service.is_memory_path(rel)
 
     def _baseline(self, rel: str, digest: str | None) -> tuple[str | None, bool]:
         """What ``rel`` held before this batch, and whether that is known: memvault's own
@@ -476,13 +565,14 @@ class Watcher:
     def _commit(self) -> None:
         with self._cond:
             paths, self._to_commit = sorted(self._to_commit), set()
+        paths = [p for p in paths if not self._hidden(p)]  # hidden since: never committed
         try:
             sha = self.service.commit_external(paths)
         except MemvaultError as exc:
             log.warning("could not commit external edits (will retry): %s", exc)
             with self._cond:
                 self._to_commit.update(paths)
-                self._last_event = time.monotonic()
+                self._last_event = self.clock()
             return
         if sha:
             self.service.publish(ChangeEvent())  # committed: memory://changes has them now
