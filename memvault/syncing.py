@@ -31,7 +31,7 @@ from .errors import GitError, InvalidInputError, MalformedMemoryError, MemvaultE
 from .history import History, format_message
 from .models import EVERY, ChangeEvent, WriteResult
 from .template import create_vault, exclude_state_dir
-from .vault import STATE_DIR
+from .vault import IGNORE_FILE, STATE_DIR
 
 if TYPE_CHECKING:
     from .service import MemoryService
@@ -593,16 +593,35 @@ def _after(service: MemoryService, before: str | None) -> ChangeEvent:
     out = history.run("diff", "--name-status", "--no-renames", "-z", before, after)
     tokens = [t for t in out.split("\0") if t]
     pairs = [_typed(service, s, p) for s, p in zip(tokens[::2], tokens[1::2], strict=False)]
+    pulled = {p for _, p in pairs}
+    hidden, shown = _pulled_rule(service, pulled) if IGNORE_FILE in pulled else ([], [])
+    pairs = [(s, p) for s, p in pairs if not service.vault.hidden(p)]  # never told
     event = ChangeEvent(
         changed=tuple(p for s, p in pairs if s.startswith("M")),
-        added=tuple(p for s, p in pairs if s.startswith("A")),
-        removed=tuple(p for s, p in pairs if s.startswith("D")),
+        added=tuple(p for s, p in pairs if s.startswith("A")) + tuple(shown),
+        removed=tuple(p for s, p in pairs if s.startswith("D")) + tuple(hidden),
     )
-    service.sync_index([p for _, p in pairs])
+    rule = IGNORE_FILE in pulled  # every file's place in the index may change
+    service.sync_index(None if rule else [p for _, p in pairs])
     service.refresh_provenance()
-    if pairs:
+    if event.added or event.changed or event.removed:
         service.publish(event)
     return event
+
+
+def _pulled_rule(service: MemoryService, pulled: set[str]) -> tuple[list[str], list[str]]:
+    """Apply a pulled ``.memvaultignore`` at once (notes pulled with it are hidden by it):
+    the notes it hides that were shown, and those it shows that were hidden, of the ones
+    the pull left unchanged (a pulled note it hides is never named to subscribers)."""
+    before = set(service.memory_paths())
+    try:
+        service.reload_ignore(True)
+    except OSError as exc:
+        log.warning("could not read the pulled %s (%s): its rule applies at the next start",
+                    IGNORE_FILE, exc)  # fmt: skip
+        return [], []
+    after = set(service.memory_paths())
+    return sorted(before - after - pulled), sorted(after - before - pulled)
 
 
 def _typed(service: MemoryService, status: str, path: str) -> tuple[str, str]:

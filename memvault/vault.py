@@ -143,6 +143,10 @@ class Vault:
             return True
         return self._ignore is not None and self._ignore(rel)
 
+    def hidden(self, rel: str) -> bool:
+        """Whether ``.memvaultignore`` hides ``rel`` (a note, an attachment, a folder)."""
+        return self._ignore is not None and self._ignore(rel)
+
     def is_memory_path(self, rel: str) -> bool:
         name = rel.rsplit("/", 1)[-1]
         if not name.lower().endswith(".md") or is_temporary(name):

@@ -94,6 +94,30 @@ def test_sync_tells_subscribers_what_the_remote_changed(pair: Pair) -> None:
     assert [e.added for e in events] == [(written.path,)]
 
 
+def test_a_pulled_ignore_rule_hides_the_notes_pulled_with_it_at_once(pair: Pair) -> None:
+    """A's `.memvaultignore` hides `private/`, pushed with a diary there: B indexed the
+    diary with its old rule, found it by recall and told its subscribers it was added."""
+    shown = pair.b.remember("The user's bike is a blue Brompton.", type="fact").memory
+    assert shown is not None
+    sync(pair.b)
+    sync(pair.a)
+    root = pair.a.vault.root
+    (root / "private").mkdir()
+    (root / "private" / "diary.md").write_text("# Diary\n\nWorried about the ankle surgery.\n")
+    (root / ".memvaultignore").write_text(f"private/\n{shown.path}\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "hide private/ and the bike, with a diary")
+    assert sync(pair.a).error is None
+    events: list[ChangeEvent] = []
+    pair.b.listeners.append(events.append)
+    assert sync(pair.b).error is None
+    assert pair.b.recall("ankle surgery") == [] and pair.b.recall("Brompton") == []
+    assert {r.path for r in pair.b.index.records()}.isdisjoint({"private/diary.md", shown.path})
+    told = [p for e in events for p in (*e.added, *e.changed, *e.removed)]
+    assert "private/diary.md" not in told
+    assert [e.removed for e in events] == [(shown.path,)]  # shown before, hidden now
+
+
 def test_a_memory_edited_on_both_sides_keeps_both_texts_and_is_flagged(pair: Pair) -> None:
     memory_id = _shared(pair)
     pair.a.update(memory_id, content="Reports are written in British English, no Oxford comma")
