@@ -115,6 +115,17 @@ class Vault:
             return True
         return self._ignore is not None and self._ignore(rel)
 
+    def hidden(self) -> Callable[[str], bool]:
+        """Whether a person hid a path with ``.memvaultignore`` (a pattern matching it or a
+        folder holding it), as the file says now, not as it said when the vault was opened:
+        memvault never commits such a path (it stays uncommitted, the person's to keep)."""
+        try:
+            rule = self._load_ignore()
+        except OSError as exc:  # unreadable now: the rule it held when the vault was opened
+            log.warning("cannot read %s (%s): using the rules read at start", IGNORE_FILE, exc)
+            rule = self._ignore
+        return rule if rule is not None else lambda rel: False
+
     def is_memory_path(self, rel: str) -> bool:
         name = rel.rsplit("/", 1)[-1]
         if not name.lower().endswith(".md") or is_temporary(name):
