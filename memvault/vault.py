@@ -416,11 +416,22 @@ class Vault:
             lock.release()
 
     def journal_paths(self) -> set[str]:
-        """Paths memvault wrote under its lock and may not have committed (crash leftovers)."""
+        """Paths memvault wrote under its lock and may not have committed (crash leftovers).
+
+        A journal that cannot be read, or lines of it that are no path (bytes that are not
+        UTF-8, a NUL: a disk's or a person's damage), count for nothing: those files are
+        then committed as a person's edits, under the wrong name but never lost."""
         try:
-            return set((self.state_dir / WRITE_JOURNAL).read_text(encoding="utf-8").splitlines())
-        except OSError:
+            data = (self.state_dir / WRITE_JOURNAL).read_bytes()
+        except OSError as exc:
+            if not isinstance(exc, FileNotFoundError):
+                log.warning("cannot read the write journal (%s): leftovers count as edits", exc)
             return set()
+        lines = data.decode("utf-8", errors="replace").splitlines()
+        paths = {line for line in lines if line and "\ufffd" not in line and "\0" not in line}
+        if len(paths) < len(set(lines) - {""}):
+            log.warning("the write journal holds damaged lines: they are skipped")
+        return paths
 
     def unjournal(self, paths: Sequence[str]) -> None:
         """Take ``paths`` out of the write journal (files memvault no longer answers for)."""
