@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,6 +16,8 @@ from .models import Archival, ChangeEvent, Memory, WriteResult, memory_count
 
 if TYPE_CHECKING:
     from .service import MemoryService
+
+log = logging.getLogger(__name__)
 
 
 def purge(service: MemoryService, id_or_path: str, reason: str | None) -> WriteResult:
@@ -108,7 +111,24 @@ def _erase(
     if reason:
         trailers["Memvault-Reason"] = reason
     sha = service.history.commit_empty(f"purge: {what} erased from history", trailers)
+    _erase_leftovers(service, [n for own, _ in names.values() for n in own])
     return sha, len(rewritten)
+
+
+def _erase_leftovers(service: MemoryService, paths: list[str]) -> None:
+    """Erase the temporary files that saves killed before their rename left (the memory's
+    text beside its file, at any name it had; its paths in memvault's caches; a commit
+    message or merge in .git). Under the write lock: no write of memvault's is live."""
+    leftovers = service.vault.save_leftovers(paths) + service.history.temp_leftovers()
+    for path in leftovers:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue  # another process's cache save renamed it meanwhile
+        except OSError as exc:
+            log.warning("a purge could not erase the leftover %s: %s", path, exc)
+    if leftovers:
+        log.info("erased %d temporary file(s) left by interrupted saves", len(leftovers))
 
 
 REWROTE = "Memvault-Rewrote"  # trailer of a purge commit: the original commits that held it

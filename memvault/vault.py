@@ -443,6 +443,25 @@ class Vault:
         else:
             journal.unlink(missing_ok=True)
 
+    def save_leftovers(self, paths: Iterable[str]) -> list[Path]:
+        """Temporary files of atomic saves that a kill left (written, never renamed): the
+        text of a memory beside each of ``paths`` (``.name.XXXXXXXX.tmp``), and paths and
+        ids in the state folder's caches. What a purge erases with the memory."""
+        found: list[Path] = []
+        for rel in paths:
+            try:
+                full = self.abspath(rel)
+            except UnsafePathError:
+                continue
+            prefix = _temp_prefix(full.name)
+            found += [
+                entry
+                for entry in _files_in(full.parent)
+                if entry.name.startswith(prefix) and _TEMP_TAIL.fullmatch(entry.name[len(prefix) :])
+            ]
+        found += [e for e in _files_in(self.state_dir) if _STATE_TEMP.fullmatch(e.name)]
+        return found
+
     def clear_journal(self) -> None:
         (self.state_dir / WRITE_JOURNAL).unlink(missing_ok=True)
 
@@ -708,6 +727,14 @@ def _note(
         unsafe.append(rel)
 
 
+def _files_in(folder: Path) -> list[Path]:
+    """The regular files directly in ``folder`` (none when it cannot be listed)."""
+    try:
+        return [Path(e.path) for e in os.scandir(folder) if e.is_file(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
 def _is_folder(entry: os.DirEntry[str]) -> bool:
     """A folder, or a symlink to one (as os.walk sorts them)."""
     try:
@@ -727,12 +754,25 @@ def _load_catalog(path: Path) -> dict[str, CatalogEntry]:
 def _save_catalog(path: Path, entries: dict[str, CatalogEntry]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump({k: [e.mtime_ns, e.size, e.id] for k, e in entries.items()}, handle)
-        os.replace(tmp, path)
+        save_state(path, json.dumps({k: [e.mtime_ns, e.size, e.id] for k, e in entries.items()}))
     except OSError as exc:  # the catalog is a cache: losing it only costs time
         log.warning("could not save the id catalog: %s", exc)
+
+
+def save_state(path: Path, text: str) -> None:
+    """Atomically save one of memvault's state files (a cache in ``.memvault/``) through a
+    ``.<name>.XXXXXXXX.tmp`` beside it, keeping the file's permissions (mkstemp's are 0600);
+    the temporary file is removed on failure. A kill before the rename leaves it: see
+    :meth:`Vault.save_leftovers`."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, _file_mode(path))
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 @dataclass
@@ -807,6 +847,11 @@ def _file_mode(path: Path) -> int:
         return stat.S_IMODE(os.lstat(path).st_mode)
     except OSError:
         return 0o666 & ~_UMASK
+
+
+# mkstemp's random part; the state folder's saves, and unnamed ones of older versions
+_TEMP_TAIL = re.compile(r"[a-z0-9_]{8}\.tmp")
+_STATE_TEMP = re.compile(r"(?:\.[^.]+\.|tmp)[a-z0-9_]{8}\.tmp")
 
 
 def _temp_prefix(name: str) -> str:

@@ -4,6 +4,10 @@ of a person's is lost or left behind."""
 
 from __future__ import annotations
 
+import json
+import os
+import stat
+import tempfile
 from pathlib import Path
 
 from memvault.config import Settings
@@ -52,3 +56,52 @@ def test_a_damaged_write_journal_keeps_the_paths_it_still_names_and_loses_no_fil
     assert _op(vault_path, "facts/mine.md") == "external"  # a damaged line names nothing
     assert git(vault_path, "status", "--porcelain") == ""
     assert not (vault_path / JOURNAL).exists()
+
+
+def _left_by_a_kill(folder: Path, prefix: str, text: str, suffix: str = ".tmp") -> Path:
+    """A temporary file as a save killed between writing it and renaming it leaves."""
+    fd, name = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=suffix)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return Path(name)
+
+
+def test_a_purge_erases_what_saves_killed_before_their_rename_left_of_the_memory(
+    svc: MemoryService,
+) -> None:
+    made = svc.remember("The user's locker code is xyzzy-4417.", type="fact")
+    assert made.memory is not None
+    root, rel = svc.root, made.memory.path
+    note = root / rel
+    left = [
+        _left_by_a_kill(note.parent, f".{note.name}.", note.read_text("utf-8")),
+        _left_by_a_kill(root / ".memvault", ".provenance.", json.dumps({rel: rel})),
+        _left_by_a_kill(root / ".memvault", ".catalog.", json.dumps({rel: made.memory.id})),
+        _left_by_a_kill(root / ".git", "memvault-", f"remember: {rel}", suffix=""),
+    ]
+    mine = _left_by_a_kill(note.parent, ".kites.md.", "a person's own temporary file")
+
+    svc.forget(made.memory.id, mode="purge")
+
+    assert [p for p in left if p.exists()] == []
+    assert mine.exists()  # beside another file: not the purged memory's
+    holding = [
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
+        if p.is_file() and not p.is_relative_to(root / ".git" / "objects")
+        if b"xyzzy-4417" in p.read_bytes() or rel.encode() in p.read_bytes()
+    ]
+    assert holding == []
+
+
+def test_the_provenance_cache_keeps_its_permissions_when_saved_again(svc: MemoryService) -> None:
+    cache = svc.root / ".memvault" / "provenance.json"
+    assert cache.exists()
+    cache.chmod(0o644)
+    (svc.root / "inbox" / "dog.md").write_text("# Dog\n\nWalks at seven.\n", "utf-8")
+
+    svc.commit_external(["inbox/dog.md"])  # a person's edit: the cache folds it in
+
+    assert '"inbox/dog.md"' in cache.read_text("utf-8")  # saved again
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o644
+    assert [p.name for p in cache.parent.iterdir() if p.name.endswith(".tmp")] == []
