@@ -23,13 +23,13 @@ log = logging.getLogger(__name__)
 def purge(service: MemoryService, id_or_path: str, reason: str | None) -> WriteResult:
     """Delete the file, rewrite history without it, erase it from the index and catalog."""
     with service._writing():
-        memory, present = _target(service, id_or_path)
+        memory, present = target(service, id_or_path)
         sha, rewritten = _erase(service, [memory], reason, memory.id, present)
     erased = _forget_derived(service, [memory], rewritten)
     return WriteResult(memory, sha, "purged", erased=tuple(erased))
 
 
-def _target(service: MemoryService, id_or_path: str) -> tuple[Memory, bool]:
+def target(service: MemoryService, id_or_path: str) -> tuple[Memory, bool]:
     """The memory to purge, and whether its file is in the vault. By id, also one whose
     file is gone but whose history stays: a memory deleted before, or one whose purge was
     killed after its file's deletion was committed (the rewrite had not finished)."""
