@@ -143,8 +143,13 @@ def template_dir() -> Path:
     raise MemvaultError("vault-template not found: reinstall memvault")
 
 
-def prepare_state_dir(root: Path) -> None:
-    """Make ``.memvault/`` (the index and memvault's state) and keep it out of git."""
+def prepare_state_dir(vault: Vault) -> None:
+    """Make ``.memvault/`` (the index and memvault's state) and keep it out of git; a
+    read-only vault's state folder is elsewhere (:func:`memvault.vault.state_elsewhere`)."""
+    if vault.read_only:
+        vault.state_dir.mkdir(parents=True, exist_ok=True)
+        return
+    root = vault.root
     state = root / STATE_DIR
     if (state.exists() or state.is_symlink()) and not state.is_dir():
         raise MemvaultError(

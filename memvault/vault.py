@@ -31,6 +31,7 @@ from .errors import (
     LockTimeoutError,
     MalformedMemoryError,
     MemoryNotFoundError,
+    ReadOnlyVaultError,
     StaleRevisionError,
     UnsafePathError,
 )
@@ -49,6 +50,21 @@ TEMPLATE_SETTINGS = (
     (".obsidian/templates.json", "folder"),
     (".obsidian/plugins/templater-obsidian/data.json", "templates_folder"),
 )
+
+
+def writable(root: Path) -> bool:
+    """Whether memvault may write the vault at ``root``: the folder and its state folder
+    can be written (not a read-only mount; the permissions allow it)."""
+    state = root / STATE_DIR
+    return os.access(root, os.W_OK) and (not state.is_dir() or os.access(state, os.W_OK))
+
+
+def state_elsewhere(root: Path) -> Path:
+    """Where the index and state of a read-only vault go (they are caches): the person's
+    cache folder, one per vault."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
+    return Path(cache) / "memvault" / "read-only" / f"{root.name}-{digest}"
 
 
 def is_temporary(name: str) -> bool:
@@ -75,9 +91,14 @@ class CatalogEntry:
 class Vault:
     """A folder of Markdown memories."""
 
-    def __init__(self, root: Path, max_file_bytes: int = 1_000_000) -> None:
+    def __init__(
+        self, root: Path, max_file_bytes: int = 1_000_000, read_only: bool = False
+    ) -> None:
         self.root = root.expanduser().resolve()
         self.max_file_bytes = max_file_bytes
+        # a vault memvault may not write: reads only, its index and state kept elsewhere
+        self.read_only = read_only
+        self._state = state_elsewhere(self.root) if read_only else self.root / STATE_DIR
         self._ignore = self._load_ignore()
         self._templates = template_folders(self.root)
         # What this process last wrote to each path (hash; "" for a deletion), so a
@@ -95,7 +116,8 @@ class Vault:
 
     @property
     def state_dir(self) -> Path:
-        return self.root / STATE_DIR
+        """``.memvault/``: the index and memvault's state (see :func:`state_elsewhere`)."""
+        return self._state
 
     def _load_ignore(self) -> Callable[[str], bool] | None:
         path = self.root / IGNORE_FILE
@@ -395,7 +417,14 @@ class Vault:
     # -- writing --------------------------------------------------------------
     @contextmanager
     def write_lock(self, timeout: float) -> Iterator[None]:
-        """The vault's cross-process write lock (every MCP host runs its own server)."""
+        """The vault's cross-process write lock (every MCP host runs its own server); a
+        read-only vault refuses every write here, before anything is written."""
+        if self.read_only:
+            raise ReadOnlyVaultError(
+                f"the vault {self.root} is read-only (a read-only mount, or its permissions): "
+                "nothing was written. Reads work; to write, make it writable (remount it "
+                "read-write, or `chmod -R u+w` it) and retry"
+            )
         lock = filelock.FileLock(str(self.state_dir / "write.lock"), timeout=timeout)
         try:
             lock.acquire()

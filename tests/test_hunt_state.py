@@ -7,13 +7,17 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from memvault.config import Settings
+from memvault.errors import ReadOnlyVaultError
 from memvault.service import MemoryService
 
-from .helpers import commit_count, git
+from .helpers import commit_count, git, run_memvault
 
 JOURNAL = Path(".memvault") / "pending-writes"
 
@@ -105,3 +109,34 @@ def test_the_provenance_cache_keeps_its_permissions_when_saved_again(svc: Memory
     assert '"inbox/dog.md"' in cache.read_text("utf-8")  # saved again
     assert stat.S_IMODE(cache.stat().st_mode) == 0o644
     assert [p.name for p in cache.parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through any permissions")
+def test_a_read_only_vault_answers_reads_and_refuses_writes_leaving_nothing(
+    vault_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = MemoryService.open(vault_path, Settings(embedder="none"))
+    made = first.remember("The user's cat is called Miso.", type="fact")
+    first.close()
+    assert made.memory is not None
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("MEMVAULT_EMBEDDER", "none")
+    head = git(vault_path, "rev-parse", "HEAD")
+    subprocess.run(["chmod", "-R", "a-w", str(vault_path)], check=True)
+    try:
+        before = sorted(p.relative_to(vault_path) for p in vault_path.rglob("*"))
+        service = MemoryService.open(vault_path, Settings(embedder="none"))
+        try:
+            assert [h.id for h in service.recall("cat Miso", k=1)] == [made.memory.id]
+            with pytest.raises(ReadOnlyVaultError, match=r"read-only.*nothing was written"):
+                service.remember("The user plays chess on Tuesdays.", type="fact")
+        finally:
+            service.close()
+        searched = run_memvault("--vault", str(vault_path), "search", "Miso")
+        added = run_memvault("--vault", str(vault_path), "add", "The user swims.")
+        assert searched.returncode == 0 and "Miso" in searched.stdout, searched.stderr
+        assert added.returncode == 1 and "is read-only" in added.stderr
+        assert sorted(p.relative_to(vault_path) for p in vault_path.rglob("*")) == before
+        assert git(vault_path, "rev-parse", "HEAD") == head
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", str(vault_path)], check=True)
