@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import stat
 import subprocess
 import tempfile
@@ -140,3 +141,21 @@ def test_a_read_only_vault_answers_reads_and_refuses_writes_leaving_nothing(
         assert git(vault_path, "rev-parse", "HEAD") == head
     finally:
         subprocess.run(["chmod", "-R", "u+w", str(vault_path)], check=True)
+
+
+def test_a_write_while_another_process_holds_the_vector_database_stands_and_is_found_later(
+    svc: MemoryService,
+) -> None:
+    """sqlite's own error ("database is locked", after its 30 s wait) in the thread that
+    indexes a write must neither die unseen nor leave the memory out of later searches."""
+    holder = sqlite3.connect(svc.root / ".memvault" / "index" / "store.sqlite")
+    holder.execute("BEGIN IMMEDIATE")  # another process's long write transaction
+    try:
+        made = svc.remember("The user rides a red bicycle to work.", type="fact")
+    finally:
+        holder.rollback()
+        holder.close()
+
+    assert made.memory is not None
+    assert git(svc.root, "status", "--porcelain") == ""  # committed
+    assert [h.id for h in svc.recall("red bicycle", k=1)] == [made.memory.id]
