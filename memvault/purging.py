@@ -89,6 +89,7 @@ def _erase(
     _refuse_tags_holding(service.history, names)
     # filter-branch needs a clean tree: commit the person's edits first
     recovery.commit_leftovers(service.vault, service.history, service._op_trailers)
+    _refuse_changes_left(service)
     what = f"memory {memory_id}" if memory_id else memory_count(len(memories))
     if present:  # else only its history is left to erase
         for memory in memories:
@@ -129,6 +130,19 @@ def _erase_leftovers(service: MemoryService, paths: list[str]) -> None:
             log.warning("a purge could not erase the leftover %s: %s", path, exc)
     if leftovers:
         log.info("erased %d temporary file(s) left by interrupted saves", len(leftovers))
+
+
+def _refuse_changes_left(service: MemoryService) -> None:
+    """Refuse (nothing written) while tracked files hold changes memvault never commits (a
+    file .memvaultignore hides, a symlink): git rewrites no history over them."""
+    out = service.history.run("diff-index", "--name-only", "--no-renames", "-z", "HEAD")
+    left = recovery.never_committed(service.vault, [p for p in out.split("\0") if p])
+    if left:
+        raise MemvaultError(
+            f"cannot purge: git rewrites no history over uncommitted changes, and memvault "
+            f"never commits these: {'; '.join(left[:3])}. Commit them yourself with git, or "
+            "undo them, then purge again; nothing was changed"
+        )
 
 
 REWROTE = "Memvault-Rewrote"  # trailer of a purge commit: the original commits that held it

@@ -192,6 +192,19 @@ def unhidden(vault: Vault, paths: Iterable[str]) -> list[str]:
     return out
 
 
+def never_committed(vault: Vault, paths: Iterable[str]) -> list[str]:
+    """Why memvault never commits each of ``paths`` that it leaves alone: a symlink, a FIFO,
+    a path leading outside (:func:`refusal`), or a file ``.memvaultignore`` hides."""
+    hidden, out = vault.hidden(), []
+    for rel in paths:
+        why = refusal(vault, rel)
+        if why is None and hidden(rel):
+            why = f"{rel} is hidden by {IGNORE_FILE}"
+        if why is not None:
+            out.append(why)
+    return out
+
+
 def committable(vault: Vault, paths: Iterable[str], history: History | None = None) -> list[str]:
     """``paths`` that may be staged: regular files inside the vault, or deletions; with
     ``history``, none inside another git repository in the vault (git would not stage it)."""

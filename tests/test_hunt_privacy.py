@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from memvault import doctor
 from memvault.config import Settings
+from memvault.errors import MemvaultError
 from memvault.service import MemoryService
 from memvault.syncing import sync
 
@@ -73,3 +76,26 @@ def test_a_sync_does_not_commit_nor_push_a_hidden_note(tmp_path: Path) -> None:
         assert result.error is None
         assert not [p for p in _committed(pair.remote) if p.startswith("private/")]
         assert not [p for p in _committed(vault) if p.startswith("private/")]
+
+
+def test_a_purge_over_a_hidden_edit_is_refused_before_writing_and_keeps_the_edit(
+    text_only: MemoryService,
+) -> None:
+    vault = text_only.root
+    _write_private(vault)
+    git(vault, "add", "private")
+    git(vault, "-c", "user.name=P", "-c", "user.email=p@example.org", "commit", "-qm", "diary")
+    _hide_private(vault)  # committed before, hidden since
+    (vault / "private" / "diary.md").write_text("# Diary\n\nA new secret.\n", encoding="utf-8")
+    made = text_only.remember("The user's locker code is 5512.", type="fact")
+    assert made.memory is not None
+    head = git(vault, "rev-parse", "HEAD")
+
+    with pytest.raises(MemvaultError, match=r"cannot purge.*private/diary.md is hidden"):
+        text_only.forget(made.memory.id, mode="purge")
+
+    assert git(vault, "rev-parse", "HEAD") == head
+    assert (vault / made.memory.path).exists()
+    assert (vault / "private" / "diary.md").read_text("utf-8").endswith("A new secret.\n")
+    git(vault, "-c", "user.name=P", "-c", "user.email=p@example.org", "commit", "-qam", "mine")
+    assert text_only.forget(made.memory.id, mode="purge").action == "purged"
