@@ -56,6 +56,8 @@ def create_vault(
     exclude_state_dir(root)
     vault = Vault(root)
     paths = committable(vault, copied if repo else history.changed_paths())  # no symlink, FIFO
+    hidden = vault.hidden()  # the person's .memvaultignore: their private files stay out
+    paths = [p for p in paths if p in copied or not hidden(p)]
     if repo:
         history.refuse_unfinished("init")
         paths = [p for p in paths if p not in history.ignored(paths)]

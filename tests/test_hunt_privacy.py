@@ -12,6 +12,7 @@ from memvault.config import Settings
 from memvault.errors import MemvaultError
 from memvault.service import MemoryService
 from memvault.syncing import sync
+from memvault.template import create_vault
 
 from .helpers import git, synced_pair
 
@@ -99,3 +100,19 @@ def test_a_purge_over_a_hidden_edit_is_refused_before_writing_and_keeps_the_edit
     assert (vault / "private" / "diary.md").read_text("utf-8").endswith("A new secret.\n")
     git(vault, "-c", "user.name=P", "-c", "user.email=p@example.org", "commit", "-qam", "mine")
     assert text_only.forget(made.memory.id, mode="purge").action == "purged"
+
+
+def test_init_of_a_folder_with_its_own_memvaultignore_commits_none_of_what_it_hides(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "notes"
+    (folder / "private").mkdir(parents=True)
+    (folder / "private" / "diary.md").write_text("# Diary\n\nMy secret.\n", encoding="utf-8")
+    (folder / "kites.md").write_text("# Kites\n\nKites fly in March.\n", encoding="utf-8")
+    (folder / ".memvaultignore").write_text("private/\n", encoding="utf-8")
+
+    create_vault(folder)
+
+    assert "kites.md" in _committed(folder)
+    assert not [p for p in _committed(folder) if p.startswith("private/")]
+    assert (folder / "private" / "diary.md").exists()
