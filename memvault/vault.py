@@ -53,10 +53,10 @@ TEMPLATE_SETTINGS = (
 
 
 def writable(root: Path) -> bool:
-    """Whether memvault may write the vault at ``root``: the folder and its state folder
-    can be written (not a read-only mount; the permissions allow it)."""
+    """Whether memvault may write the vault at ``root``: its state folder (else, before it
+    is made, the vault's folder) can be written (not a read-only mount; permissions)."""
     state = root / STATE_DIR
-    return os.access(root, os.W_OK) and (not state.is_dir() or os.access(state, os.W_OK))
+    return os.access(state if state.is_dir() else root, os.W_OK)
 
 
 def state_elsewhere(root: Path) -> Path:
