@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -13,6 +14,7 @@ from . import frontmatter, ids, recovery, stashes
 from .errors import InvalidInputError, MemoryNotFoundError, MemvaultError
 from .history import PURGED_NAME, History
 from .models import Archival, ChangeEvent, Memory, WriteResult, memory_count
+from .vault import state_elsewhere
 
 if TYPE_CHECKING:
     from .service import MemoryService
@@ -119,8 +121,13 @@ def _erase(
 def _erase_leftovers(service: MemoryService, paths: list[str]) -> None:
     """Erase the temporary files that saves killed before their rename left (the memory's
     text beside its file, at any name it had; its paths in memvault's caches; a commit
-    message or merge in .git). Under the write lock: no write of memvault's is live."""
+    message or merge in .git), and the index kept elsewhere while the vault was read-only.
+    Under the write lock: no write of memvault's is live."""
     leftovers = service.vault.save_leftovers(paths) + service.history.temp_leftovers()
+    elsewhere = state_elsewhere(service.vault.root)  # its index while it was read-only
+    if elsewhere.is_dir():
+        shutil.rmtree(elsewhere, ignore_errors=True)
+        log.info("erased the index kept while the vault was read-only: %s", elsewhere)
     for path in leftovers:
         try:
             path.unlink()

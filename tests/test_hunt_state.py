@@ -17,6 +17,7 @@ import pytest
 from memvault.config import Settings
 from memvault.errors import ReadOnlyVaultError
 from memvault.service import MemoryService
+from memvault.vault import state_elsewhere
 
 from .helpers import commit_count, git, run_memvault
 
@@ -72,8 +73,9 @@ def _left_by_a_kill(folder: Path, prefix: str, text: str, suffix: str = ".tmp") 
 
 
 def test_a_purge_erases_what_saves_killed_before_their_rename_left_of_the_memory(
-    svc: MemoryService,
+    svc: MemoryService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     made = svc.remember("The user's locker code is xyzzy-4417.", type="fact")
     assert made.memory is not None
     root, rel = svc.root, made.memory.path
@@ -85,10 +87,14 @@ def test_a_purge_erases_what_saves_killed_before_their_rename_left_of_the_memory
         _left_by_a_kill(root / ".git", "memvault-", f"remember: {rel}", suffix=""),
     ]
     mine = _left_by_a_kill(note.parent, ".kites.md.", "a person's own temporary file")
+    read_only_days = state_elsewhere(root) / "index"  # its index while it was read-only
+    read_only_days.mkdir(parents=True)
+    (read_only_days / "store.sqlite").write_text(note.read_text("utf-8"), encoding="utf-8")
 
     svc.forget(made.memory.id, mode="purge")
 
     assert [p for p in left if p.exists()] == []
+    assert not state_elsewhere(root).exists()
     assert mine.exists()  # beside another file: not the purged memory's
     holding = [
         p.relative_to(root).as_posix()
