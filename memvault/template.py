@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 from .config import Settings
-from .errors import MemvaultError, UntrustedRepositoryError
+from .errors import MemvaultError, ReadOnlyVaultError, UntrustedRepositoryError
 from .history import History
 from .recovery import committable
 from .vault import IGNORE_FILE, STATE_DIR, Vault, case_variants
@@ -149,7 +149,14 @@ def prepare_state_dir(vault: Vault) -> None:
     """Make ``.memvault/`` (the index and memvault's state) and keep it out of git; a
     read-only vault's state folder is elsewhere (:func:`memvault.vault.state_elsewhere`)."""
     if vault.read_only:
-        vault.state_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            vault.state_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ReadOnlyVaultError(
+                f"the vault {vault.root} is read-only, and its index cannot be kept in "
+                f"{vault.state_dir} either ({exc.strerror}): set XDG_CACHE_HOME to a folder "
+                "you can write, or make the vault writable, and retry"
+            ) from exc
         return
     root = vault.root
     state = root / STATE_DIR

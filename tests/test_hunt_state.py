@@ -143,6 +143,9 @@ def test_a_read_only_vault_answers_reads_and_refuses_writes_leaving_nothing(
         added = run_memvault("--vault", str(vault_path), "add", "The user swims.")
         assert searched.returncode == 0 and "Miso" in searched.stdout, searched.stderr
         assert added.returncode == 1 and "is read-only" in added.stderr
+        nowhere = {"XDG_CACHE_HOME": str(vault_path / "cache")}  # no index can be kept there
+        blocked = run_memvault("--vault", str(vault_path), "search", "Miso", env=nowhere)
+        assert blocked.returncode == 1 and "set XDG_CACHE_HOME" in blocked.stderr
         assert sorted(p.relative_to(vault_path) for p in vault_path.rglob("*")) == before
         assert git(vault_path, "rev-parse", "HEAD") == head
     finally:
