@@ -979,14 +979,14 @@ def doctor(ctx: Ctx) -> None:
     """
     from .doctor import run_checks
     from .history import History
-    from .vault import Vault
+    from .vault import Vault, writable
 
     with _errors(ctx):
         _check_vault(ctx.vault)
         if not ctx.vault.is_dir():
             _fail(f"no vault at {ctx.vault}: create one with `memvault init`")
         settings = load_settings(ctx.vault)
-        vault = Vault(ctx.vault, settings.max_file_bytes)
+        vault = Vault(ctx.vault, settings.max_file_bytes, read_only=not writable(ctx.vault))
         problems = run_checks(vault, History(vault.root), settings.embedder)
     data = [p.__dict__ for p in problems]
 

@@ -152,7 +152,12 @@ def resolve(
         infos = session_members(service, scope)
         ids, paths = tuple(i.id for i in infos), tuple(i.path for i in infos)
         return Operation(mode, ids, paths, scope.strip())
-    memory = service.get(id_or_path or "")
+    if mode == "purge":  # also a memory whose file is gone but whose history stays
+        from .purging import target
+
+        memory = target(service, id_or_path or "")[0]
+    else:
+        memory = service.get(id_or_path or "")
     return Operation(mode, (memory.id,), (memory.path,))
 
 

@@ -174,12 +174,13 @@ def check_unfinished(vault: Vault, history: History) -> list[Problem]:
 
 
 def check_uncommitted(vault: Vault, history: History) -> list[Problem]:
-    """Changes git sees that memvault will commit, and those it never will (a symlink, a
-    symlinked folder: memvault neither follows nor commits them; a name that is not
-    UTF-8; a file git left unmerged)."""
+    """Changes git sees that memvault will commit, and those it never will (a file hidden
+    by ``.memvaultignore``; a symlink, a symlinked folder: memvault neither follows nor
+    commits them; a name that is not UTF-8; a file git left unmerged)."""
     problems = []
     halfway = history.unfinished()
     unmerged = history.unmerged()
+    hidden = vault.hidden()
     for path in history.uncommitted():
         if _not_utf8(vault, path):
             problems.append(_bad_name(path))
@@ -187,6 +188,8 @@ def check_uncommitted(vault: Vault, history: History) -> list[Problem]:
         why = refusal(vault, path)
         if why is not None:
             problems.append(Problem(path, "unsafe", f"{why} (never committed by memvault)"))
+        elif hidden(path):
+            problems.append(Problem(path, "uncommitted", f"{path} {_HIDDEN}"))
         elif path in unmerged:
             problems.append(Problem(path, "unmerged", f"{path} {_UNMERGED}"))
         elif halfway:
@@ -199,6 +202,10 @@ def check_uncommitted(vault: Vault, history: History) -> list[Problem]:
 _PENDING = (
     "has changes not committed yet (the watcher, `serve`, `watch` or the next write command "
     "commits it)"
+)
+_HIDDEN = (
+    "has changes not committed: .memvaultignore hides it, so memvault never commits it; "
+    "commit it yourself with git if you want it in the history, or leave it"
 )
 _HALFWAY = (
     "has changes not committed yet: memvault commits nothing while the git merge or rebase "

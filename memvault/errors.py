@@ -116,6 +116,12 @@ class LockTimeoutError(MemvaultError):
     code = "busy"
 
 
+class ReadOnlyVaultError(MemvaultError):
+    """A write asked of a vault memvault may not write (a read-only mount, permissions)."""
+
+    code = "read_only"
+
+
 class SecretRefusedError(InvalidInputError):
     """Text that looks like a credential, refused unless ``allow_secrets`` is on."""
 

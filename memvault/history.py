@@ -66,6 +66,8 @@ STALE_LOCK_SECONDS_BLIND = 120.0
 """Where running processes cannot be seen (no /proc): only a much older lock counts."""
 PROC = Path("/proc")
 _PURGE_PREFIX = "memvault-purge-"  # a purge's scratch folder in .git
+TEMP_PREFIX = "memvault-"  # temp_files': mkstemp's random part follows
+_TEMP_FILE = re.compile(re.escape(TEMP_PREFIX) + r"[a-z0-9_]{8}")
 START_SLACK_SECONDS = 2.0
 """A process's start time is known to the second (the boot time's precision): a git
 started up to this long after a lock was last written may still be the one holding it."""
@@ -409,7 +411,7 @@ class History:
         names = []
         try:
             for text in texts:
-                fd, name = tempfile.mkstemp(prefix="memvault-", dir=self.git_dir())
+                fd, name = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=self.git_dir())
                 names.append(name)
                 with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
                     handle.write(text)
@@ -417,6 +419,15 @@ class History:
         finally:
             for name in names:
                 os.unlink(name)
+
+    def temp_leftovers(self) -> list[Path]:
+        """Files of :meth:`temp_files` that a kill left in the git folder (a commit message,
+        a merge's versions of a memory): what a purge erases with the memory."""
+        try:
+            entries = list(os.scandir(self.git_dir()))
+        except OSError:
+            return []
+        return [Path(e.path) for e in entries if _TEMP_FILE.fullmatch(e.name) and e.is_file()]
 
     def unfinished(self) -> bool:
         """Whether a git merge or rebase stopped half-way here (a person's to finish or abort):

@@ -17,8 +17,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import os
-import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,7 +24,7 @@ from pathlib import Path
 
 from .history import History
 from .models import Commit
-from .vault import Vault
+from .vault import Vault, save_state
 
 log = logging.getLogger(__name__)
 
@@ -108,13 +106,7 @@ class Provenance:
     def _save(self) -> None:
         data = {"version": VERSION, "head": self.head, "origins": self.origins}
         data["edited"] = self.edited
-        tmp = ""
         try:  # a temporary file of its own: a server and a CLI command may save at once
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".provenance.", suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle)
-            os.replace(tmp, self.path)
+            save_state(self.path, json.dumps(data))
         except OSError as exc:  # a cache: losing it costs one rebuild
             log.warning("could not save %s: %s", self.path, exc)
-            if tmp:
-                Path(tmp).unlink(missing_ok=True)

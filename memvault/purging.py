@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import logging
 import re
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -12,21 +14,24 @@ from . import frontmatter, ids, recovery, stashes
 from .errors import InvalidInputError, MemoryNotFoundError, MemvaultError
 from .history import PURGED_NAME, History
 from .models import Archival, ChangeEvent, Memory, WriteResult, memory_count
+from .vault import state_elsewhere
 
 if TYPE_CHECKING:
     from .service import MemoryService
+
+log = logging.getLogger(__name__)
 
 
 def purge(service: MemoryService, id_or_path: str, reason: str | None) -> WriteResult:
     """Delete the file, rewrite history without it, erase it from the index and catalog."""
     with service._writing():
-        memory, present = _target(service, id_or_path)
+        memory, present = target(service, id_or_path)
         sha, rewritten = _erase(service, [memory], reason, memory.id, present)
     erased = _forget_derived(service, [memory], rewritten)
     return WriteResult(memory, sha, "purged", erased=tuple(erased))
 
 
-def _target(service: MemoryService, id_or_path: str) -> tuple[Memory, bool]:
+def target(service: MemoryService, id_or_path: str) -> tuple[Memory, bool]:
     """The memory to purge, and whether its file is in the vault. By id, also one whose
     file is gone but whose history stays: a memory deleted before, or one whose purge was
     killed after its file's deletion was committed (the rewrite had not finished)."""
@@ -86,6 +91,7 @@ def _erase(
     _refuse_tags_holding(service.history, names)
     # filter-branch needs a clean tree: commit the person's edits first
     recovery.commit_leftovers(service.vault, service.history, service._op_trailers)
+    _refuse_changes_left(service)
     what = f"memory {memory_id}" if memory_id else memory_count(len(memories))
     if present:  # else only its history is left to erase
         for memory in memories:
@@ -108,7 +114,42 @@ def _erase(
     if reason:
         trailers["Memvault-Reason"] = reason
     sha = service.history.commit_empty(f"purge: {what} erased from history", trailers)
+    _erase_leftovers(service, [n for own, _ in names.values() for n in own])
     return sha, len(rewritten)
+
+
+def _erase_leftovers(service: MemoryService, paths: list[str]) -> None:
+    """Erase the temporary files that saves killed before their rename left (the memory's
+    text beside its file, at any name it had; its paths in memvault's caches; a commit
+    message or merge in .git), and the index kept elsewhere while the vault was read-only.
+    Under the write lock: no write of memvault's is live."""
+    leftovers = service.vault.save_leftovers(paths) + service.history.temp_leftovers()
+    elsewhere = state_elsewhere(service.vault.root)  # its index while it was read-only
+    if elsewhere.is_dir():
+        shutil.rmtree(elsewhere, ignore_errors=True)
+        log.info("erased the index kept while the vault was read-only: %s", elsewhere)
+    for path in leftovers:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue  # another process's cache save renamed it meanwhile
+        except OSError as exc:
+            log.warning("a purge could not erase the leftover %s: %s", path, exc)
+    if leftovers:
+        log.info("erased %d temporary file(s) left by interrupted saves", len(leftovers))
+
+
+def _refuse_changes_left(service: MemoryService) -> None:
+    """Refuse (nothing written) while tracked files hold changes memvault never commits (a
+    file .memvaultignore hides, a symlink): git rewrites no history over them."""
+    out = service.history.run("diff-index", "--name-only", "--no-renames", "-z", "HEAD")
+    left = recovery.never_committed(service.vault, [p for p in out.split("\0") if p])
+    if left:
+        raise MemvaultError(
+            f"cannot purge: git rewrites no history over uncommitted changes, and memvault "
+            f"never commits these: {'; '.join(left[:3])}. Commit them yourself with git, or "
+            "undo them, then purge again; nothing was changed"
+        )
 
 
 REWROTE = "Memvault-Rewrote"  # trailer of a purge commit: the original commits that held it

@@ -2,7 +2,9 @@
 
 Files memvault wrote and did not commit (a crash; known from the vault's write journal)
 become a ``recover`` commit by memvault; everything else is a person's edit and is
-committed as ``external`` with the repository's own identity. Symlinks and other
+committed as ``external`` with the repository's own identity. What a person hid with
+``.memvaultignore`` is never committed (it stays uncommitted: a private note must not
+reach the history, nor a remote through a sync). Symlinks and other
 non-regular files are never staged (``git add`` would commit the link; doctor reports it),
 nor is a file git left unmerged (``git add`` would settle a person's conflict with its
 markers); while a merge or rebase is stopped half-way nothing is committed: it is the
@@ -21,7 +23,7 @@ from contextlib import contextmanager
 from . import interrupted, stashes
 from .errors import GitError, MemvaultError, NotSavedError, UnsafePathError
 from .history import History
-from .vault import STATE_DIR, Undo, Vault
+from .vault import IGNORE_FILE, STATE_DIR, Undo, Vault
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +130,7 @@ def commit_leftovers(
         return None, []
     own = vault.journal_paths()
     unmerged = history.unmerged()
-    changed = committable(vault, history.changed_paths(), history)
+    changed = committable(vault, unhidden(vault, history.changed_paths()), history)
     pending = [p for p in changed if p not in unmerged]
     theirs = [p for p in pending if p not in own]
     sha = _commit_mine(history, [p for p in pending if p in own], trailers)
@@ -151,7 +153,7 @@ def commit_external(
         log.info("a git merge or rebase is in progress: %d edit(s) left to it", len(paths))
         return None
     staged = [p for p in history.staged_paths() if vault.is_memory_path(p)]
-    paths = committable(vault, [*paths, *staged], history)
+    paths = committable(vault, unhidden(vault, [*paths, *staged]), history)
     # a file in the write journal is another memvault process's write, killed before its
     # commit (the caller holds the lock: no writer is live): memvault's, not the person's
     own = vault.journal_paths()
@@ -173,6 +175,34 @@ def _commit_mine(history: History, mine: Sequence[str], trailers: Trailers) -> s
     sha = history.commit(mine, subject, trailers("recover"))
     log.warning("committed %d file(s) left by an interrupted write: %s", len(mine), mine[:5])
     return sha
+
+
+def unhidden(vault: Vault, paths: Iterable[str]) -> list[str]:
+    """``paths`` minus those a person hid with ``.memvaultignore``: memvault never commits
+    them (they stay uncommitted; `memvault doctor` lists them as hidden)."""
+    hidden = vault.hidden()
+    out, left = [], 0
+    for rel in paths:
+        if hidden(rel):
+            left += 1
+        else:
+            out.append(rel)
+    if left:
+        log.info("not committed: %d change(s) hidden by %s", left, IGNORE_FILE)
+    return out
+
+
+def never_committed(vault: Vault, paths: Iterable[str]) -> list[str]:
+    """Why memvault never commits each of ``paths`` that it leaves alone: a symlink, a FIFO,
+    a path leading outside (:func:`refusal`), or a file ``.memvaultignore`` hides."""
+    hidden, out = vault.hidden(), []
+    for rel in paths:
+        why = refusal(vault, rel)
+        if why is None and hidden(rel):
+            why = f"{rel} is hidden by {IGNORE_FILE}"
+        if why is not None:
+            out.append(why)
+    return out
 
 
 def committable(vault: Vault, paths: Iterable[str], history: History | None = None) -> list[str]:

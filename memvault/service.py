@@ -64,7 +64,7 @@ from .provenance import Provenance
 from .retrieval import Retrieval
 from .sync import IndexSync
 from .template import create_vault, prepare_state_dir
-from .vault import Vault
+from .vault import Vault, writable
 
 log = logging.getLogger(__name__)
 
@@ -108,13 +108,13 @@ class MemoryService:
         if not root.is_dir():
             raise VaultNotFoundError(f"no vault at {root}: create one with `memvault init {root}`")
         settings = settings or load_settings(root)
-        vault = Vault(root, settings.max_file_bytes)
+        vault = Vault(root, settings.max_file_bytes, read_only=not writable(root))
         history = History(vault.root, settings.author_name, settings.author_email)
         if not history.is_repo():
             raise VaultNotFoundError(
                 f"{root} is not a git repository: run `memvault init {root}` to make it a vault"
             )
-        prepare_state_dir(vault.root)  # a folder, out of git
+        prepare_state_dir(vault)  # a folder, out of git
         index = Index(vault.state_dir / "index", settings, load_embedder=load_embedder)
         service = cls(vault, history, settings, index)
         if recover:
@@ -128,13 +128,14 @@ class MemoryService:
         self.access.close()
 
     def _writing(self) -> AbstractContextManager[None]:
-        """The vault's write lock (every MCP host runs its own server): no write over a
-        half-done git merge, and a write whose commit fails is taken back (recovery)."""
+        """The write lock: no write over a half-done merge; a failed commit's write undone."""
         lock_timeout = self.settings.lock_timeout
         return recovery.writing(self.vault, self.history, lock_timeout, self.sync_index)
 
     def recover(self) -> str | None:
         """Commit changes left uncommitted, as what they are (see :mod:`recovery`)."""
+        if self.vault.read_only:  # nothing can be committed: what was left stays so
+            return None
         with self.vault.write_lock(self.settings.lock_timeout):
             self.history.clear_stale_locks()  # a git killed mid-write must not stop the vault
             sha, pending = recovery.commit_leftovers(self.vault, self.history, self._op_trailers)
@@ -230,8 +231,7 @@ class MemoryService:
 
     def read_text(self, id_or_path: str) -> str:
         """A memory file exactly as stored (frontmatter and body)."""
-        rel = self.vault.locate(id_or_path)
-        return self.vault.read_text(rel)
+        return self.vault.read_text(self.vault.locate(id_or_path))
 
     def records(self, filters: Filters | None = None) -> list[MemoryInfo]:
         """Index records of memories (fast; no file reads), filtered."""

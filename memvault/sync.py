@@ -196,8 +196,8 @@ class IndexSync:
         """Read and index the memories just written at ``paths`` in a thread while the block
         runs (a git commit: a subprocess, so both proceed at once on two cores); the list
         holds them once the block is done. An error of either is raised, the block's first,
-        but an index that cannot be written now (another process holds it): the write
-        stands, and the next read brings the index up to date."""
+        but an index that cannot be written now (another process holds it, sqlite's own
+        error): the write stands, and the next read brings the index up to date."""
         written: list[Memory] = []
         failed: list[BaseException] = []
 
@@ -209,9 +209,12 @@ class IndexSync:
                 return
             try:
                 self.upsert(written, self._embeds_now(written))
-            except MemvaultError as exc:  # saved all the same: the index is disposable
+            except Exception as exc:  # saved all the same: the index is disposable
                 self._synced = False  # the next read syncs it with the files
-                log.warning("%d file(s) saved, not indexed yet (%s)", len(paths), exc)
+                unexpected = not isinstance(exc, MemvaultError)  # a bug, or sqlite's error
+                log.warning(
+                    "%d file(s) saved, not indexed yet (%s)", len(paths), exc, exc_info=unexpected
+                )
 
         worker = threading.Thread(target=run, name="memvault-index-write", daemon=True)
         worker.start()

@@ -389,10 +389,10 @@ def _rebase(service: MemoryService, ours: str, onto: str) -> bool:
 
 def _not_started(service: MemoryService, exc: GitError, what: str = "rebase") -> MemvaultError:
     """Why git would not even start the rebase or fast-forward (nothing changed): usually an
-    uncommitted change that memvault never commits (a symlink, a FIFO), since it commits the
-    rest."""
+    uncommitted change that memvault never commits (a symlink, a FIFO, a file
+    .memvaultignore hides), since it commits the rest."""
     vault = service.vault
-    refused = [why for p in service.history.uncommitted() if (why := recovery.refusal(vault, p))]
+    refused = recovery.never_committed(vault, service.history.uncommitted())
     if refused:
         return MemvaultError(
             f"cannot sync: git will not {what} over uncommitted changes, and memvault never "
@@ -595,7 +595,8 @@ def _after(service: MemoryService, before: str | None) -> ChangeEvent:
     pairs = [_typed(service, s, p) for s, p in zip(tokens[::2], tokens[1::2], strict=False)]
     pulled = {p for _, p in pairs}
     hidden, shown = _pulled_rule(service, pulled) if IGNORE_FILE in pulled else ([], [])
-    pairs = [(s, p) for s, p in pairs if not service.vault.hidden(p)]  # never told
+    hides = service.vault.hidden()
+    pairs = [(s, p) for s, p in pairs if not hides(p)]  # a hidden path: never told
     event = ChangeEvent(
         changed=tuple(p for s, p in pairs if s.startswith("M")),
         added=tuple(p for s, p in pairs if s.startswith("A")) + tuple(shown),

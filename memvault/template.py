@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 from .config import Settings
-from .errors import MemvaultError, UntrustedRepositoryError
+from .errors import MemvaultError, ReadOnlyVaultError, UntrustedRepositoryError
 from .history import History
 from .recovery import committable
 from .vault import IGNORE_FILE, STATE_DIR, Vault, case_variants
@@ -56,6 +56,8 @@ def create_vault(
     exclude_state_dir(root)
     vault = Vault(root)
     paths = committable(vault, copied if repo else history.changed_paths())  # no symlink, FIFO
+    hidden = vault.hidden()  # the person's .memvaultignore: their private files stay out
+    paths = [p for p in paths if p in copied or not hidden(p)]
     if repo:
         history.refuse_unfinished("init")
         paths = [p for p in paths if p not in history.ignored(paths)]
@@ -143,8 +145,20 @@ def template_dir() -> Path:
     raise MemvaultError("vault-template not found: reinstall memvault")
 
 
-def prepare_state_dir(root: Path) -> None:
-    """Make ``.memvault/`` (the index and memvault's state) and keep it out of git."""
+def prepare_state_dir(vault: Vault) -> None:
+    """Make ``.memvault/`` (the index and memvault's state) and keep it out of git; a
+    read-only vault's state folder is elsewhere (:func:`memvault.vault.state_elsewhere`)."""
+    if vault.read_only:
+        try:
+            vault.state_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ReadOnlyVaultError(
+                f"the vault {vault.root} is read-only, and its index cannot be kept in "
+                f"{vault.state_dir} either ({exc.strerror}): set XDG_CACHE_HOME to a folder "
+                "you can write, or make the vault writable, and retry"
+            ) from exc
+        return
+    root = vault.root
     state = root / STATE_DIR
     if (state.exists() or state.is_symlink()) and not state.is_dir():
         raise MemvaultError(

@@ -31,6 +31,7 @@ from .errors import (
     LockTimeoutError,
     MalformedMemoryError,
     MemoryNotFoundError,
+    ReadOnlyVaultError,
     StaleRevisionError,
     UnsafePathError,
 )
@@ -49,6 +50,21 @@ TEMPLATE_SETTINGS = (
     (".obsidian/templates.json", "folder"),
     (".obsidian/plugins/templater-obsidian/data.json", "templates_folder"),
 )
+
+
+def writable(root: Path) -> bool:
+    """Whether memvault may write the vault at ``root``: its state folder (else, before it
+    is made, the vault's folder) can be written (not a read-only mount; permissions)."""
+    state = root / STATE_DIR
+    return os.access(state if state.is_dir() else root, os.W_OK)
+
+
+def state_elsewhere(root: Path) -> Path:
+    """Where the index and state of a read-only vault go (they are caches): the person's
+    cache folder, one per vault."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
+    return Path(cache) / "memvault" / "read-only" / f"{root.name}-{digest}"
 
 
 def is_temporary(name: str) -> bool:
@@ -75,9 +91,14 @@ class CatalogEntry:
 class Vault:
     """A folder of Markdown memories."""
 
-    def __init__(self, root: Path, max_file_bytes: int = 1_000_000) -> None:
+    def __init__(
+        self, root: Path, max_file_bytes: int = 1_000_000, read_only: bool = False
+    ) -> None:
         self.root = root.expanduser().resolve()
         self.max_file_bytes = max_file_bytes
+        # a vault memvault may not write: reads only, its index and state kept elsewhere
+        self.read_only = read_only
+        self._state = state_elsewhere(self.root) if read_only else self.root / STATE_DIR
         # the texts of .memvaultignore in force: the settled one, then any seen while a
         # person saves it (see reload_ignore); a path any of them hides is hidden
         self._ignores: tuple[tuple[str, ...], ...] = (self.ignore_lines(),)
@@ -98,7 +119,8 @@ class Vault:
 
     @property
     def state_dir(self) -> Path:
-        return self.root / STATE_DIR
+        """``.memvault/``: the index and memvault's state (see :func:`state_elsewhere`)."""
+        return self._state
 
     def ignore_lines(self) -> tuple[str, ...]:
         """The lines of ``.memvaultignore`` as the file is now (none when it is missing).
@@ -143,9 +165,19 @@ class Vault:
             return True
         return self._ignore is not None and self._ignore(rel)
 
-    def hidden(self, rel: str) -> bool:
-        """Whether ``.memvaultignore`` hides ``rel`` (a note, an attachment, a folder)."""
-        return self._ignore is not None and self._ignore(rel)
+    def hidden(self) -> Callable[[str], bool]:
+        """Whether a person hid a path with ``.memvaultignore`` (a pattern matching it or a
+        folder holding it), as the file says now or as any text of it in force says (a
+        save of it still settling, see reload_ignore): memvault never commits such a path
+        (it stays uncommitted, the person's to keep)."""
+        try:
+            lines = self.ignore_lines()
+            now = ignore_rule(list(lines)) if lines else None
+        except OSError as exc:  # unreadable now: the rules in force
+            log.warning("cannot read %s (%s): using the rules read before", IGNORE_FILE, exc)
+            now = None
+        rules = [r for r in (now, self._ignore) if r is not None]
+        return lambda rel: any(rule(rel) for rule in rules)
 
     def is_memory_path(self, rel: str) -> bool:
         name = rel.rsplit("/", 1)[-1]
@@ -416,7 +448,14 @@ class Vault:
     # -- writing --------------------------------------------------------------
     @contextmanager
     def write_lock(self, timeout: float) -> Iterator[None]:
-        """The vault's cross-process write lock (every MCP host runs its own server)."""
+        """The vault's cross-process write lock (every MCP host runs its own server); a
+        read-only vault refuses every write here, before anything is written."""
+        if self.read_only:
+            raise ReadOnlyVaultError(
+                f"the vault {self.root} is read-only (a read-only mount, or its permissions): "
+                "nothing was written. Reads work; to write, make it writable (remount it "
+                "read-write, or `chmod -R u+w` it) and retry"
+            )
         lock = filelock.FileLock(str(self.state_dir / "write.lock"), timeout=timeout)
         try:
             lock.acquire()
@@ -437,11 +476,22 @@ class Vault:
             lock.release()
 
     def journal_paths(self) -> set[str]:
-        """Paths memvault wrote under its lock and may not have committed (crash leftovers)."""
+        """Paths memvault wrote under its lock and may not have committed (crash leftovers).
+
+        A journal that cannot be read, or lines of it that are no path (bytes that are not
+        UTF-8, a NUL: a disk's or a person's damage), count for nothing: those files are
+        then committed as a person's edits, under the wrong name but never lost."""
         try:
-            return set((self.state_dir / WRITE_JOURNAL).read_text(encoding="utf-8").splitlines())
-        except OSError:
+            data = (self.state_dir / WRITE_JOURNAL).read_bytes()
+        except OSError as exc:
+            if not isinstance(exc, FileNotFoundError):
+                log.warning("cannot read the write journal (%s): leftovers count as edits", exc)
             return set()
+        lines = data.decode("utf-8", errors="replace").splitlines()
+        paths = {line for line in lines if line and "\ufffd" not in line and "\0" not in line}
+        if len(paths) < len(set(lines) - {""}):
+            log.warning("the write journal holds damaged lines: they are skipped")
+        return paths
 
     def unjournal(self, paths: Sequence[str]) -> None:
         """Take ``paths`` out of the write journal (files memvault no longer answers for)."""
@@ -452,6 +502,25 @@ class Vault:
             journal.write_text("".join(f"{p}\n" for p in sorted(kept)), encoding="utf-8")
         else:
             journal.unlink(missing_ok=True)
+
+    def save_leftovers(self, paths: Iterable[str]) -> list[Path]:
+        """Temporary files of atomic saves that a kill left (written, never renamed): the
+        text of a memory beside each of ``paths`` (``.name.XXXXXXXX.tmp``), and paths and
+        ids in the state folder's caches. What a purge erases with the memory."""
+        found: list[Path] = []
+        for rel in paths:
+            try:
+                full = self.abspath(rel)
+            except UnsafePathError:
+                continue
+            prefix = _temp_prefix(full.name)
+            found += [
+                entry
+                for entry in _files_in(full.parent)
+                if entry.name.startswith(prefix) and _TEMP_TAIL.fullmatch(entry.name[len(prefix) :])
+            ]
+        found += [e for e in _files_in(self.state_dir) if _STATE_TEMP.fullmatch(e.name)]
+        return found
 
     def clear_journal(self) -> None:
         (self.state_dir / WRITE_JOURNAL).unlink(missing_ok=True)
@@ -726,6 +795,14 @@ def _note(
         unsafe.append(rel)
 
 
+def _files_in(folder: Path) -> list[Path]:
+    """The regular files directly in ``folder`` (none when it cannot be listed)."""
+    try:
+        return [Path(e.path) for e in os.scandir(folder) if e.is_file(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
 def _is_folder(entry: os.DirEntry[str]) -> bool:
     """A folder, or a symlink to one (as os.walk sorts them)."""
     try:
@@ -745,12 +822,25 @@ def _load_catalog(path: Path) -> dict[str, CatalogEntry]:
 def _save_catalog(path: Path, entries: dict[str, CatalogEntry]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump({k: [e.mtime_ns, e.size, e.id] for k, e in entries.items()}, handle)
-        os.replace(tmp, path)
+        save_state(path, json.dumps({k: [e.mtime_ns, e.size, e.id] for k, e in entries.items()}))
     except OSError as exc:  # the catalog is a cache: losing it only costs time
         log.warning("could not save the id catalog: %s", exc)
+
+
+def save_state(path: Path, text: str) -> None:
+    """Atomically save one of memvault's state files (a cache in ``.memvault/``) through a
+    ``.<name>.XXXXXXXX.tmp`` beside it, keeping the file's permissions (mkstemp's are 0600);
+    the temporary file is removed on failure. A kill before the rename leaves it: see
+    :meth:`Vault.save_leftovers`."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, _file_mode(path))
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 @dataclass
@@ -825,6 +915,11 @@ def _file_mode(path: Path) -> int:
         return stat.S_IMODE(os.lstat(path).st_mode)
     except OSError:
         return 0o666 & ~_UMASK
+
+
+# mkstemp's random part; the state folder's saves, and unnamed ones of older versions
+_TEMP_TAIL = re.compile(r"[a-z0-9_]{8}\.tmp")
+_STATE_TEMP = re.compile(r"(?:\.[^.]+\.|tmp)[a-z0-9_]{8}\.tmp")
 
 
 def _temp_prefix(name: str) -> str:

@@ -368,3 +368,23 @@ def test_a_2026_07_28_client_is_given_the_token_without_a_warning_each_time(
     assert out["action"] == "needs_confirmation" and out["confirm"] and asked == []
     assert [r.getMessage() for r in records if r.levelno >= logging.WARNING] == []
     assert any("confirming by token" in r.getMessage() for r in records)  # said, quietly
+
+
+def test_a_purge_by_mcp_of_a_memory_whose_file_is_gone_is_confirmed_then_erases_its_history(
+    svc: MemoryService,
+) -> None:
+    memory_id = add(svc, "The user's old PIN was 8812, kept on a sticky note.", type="fact")
+    path = svc.get(memory_id).path
+    svc.forget(memory_id, mode="delete")  # the file is gone; git history keeps the text
+    assert "8812" in git(svc.root, "log", "--all", "-p")
+    commits = commit_count(svc.root)
+    args = {"id": memory_id, "mode": "purge"}
+
+    first = forget(svc, args)
+
+    assert first["action"] == "needs_confirmation", first
+    assert first["pending"] == [memory_id] and first["pending_paths"] == [path]
+    assert commit_count(svc.root) == commits
+    done = forget(svc, args | {"confirm": first["confirm"]})
+    assert done["action"] == "purged" and done["id"] == memory_id
+    assert "8812" not in git(svc.root, "log", "--all", "-p")
