@@ -44,12 +44,14 @@ from .vectors import Embedder, EmbedderLoader
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = 8  # 2: aliases, link targets; 3: records carry problems; 4: and `expires`;
+INDEX_VERSION = 9  # 2: aliases, link targets; 3: records carry problems; 4: and `expires`;
 # 5: tags and aliases under `Tags:`, `tag:`, `alias:` (records of such files were wrong);
 # 6: a Markdown link's target marked as one (note.MARKDOWN); 7: Markdown link targets in
 # angle brackets, with brackets, with an encoded %23, and wikilinks in properties (their
 # records lacked those links); 8: full-width letters and digits as ASCII, zero-width
-# characters dropped, katakana words whole, hiragana and Korean by pairs (text.tokens)
+# characters dropped, katakana words whole, hiragana and Korean by pairs (text.tokens);
+# 9: no links from tags, aliases or cssclasses; a label with brackets ([see [1]](x.md)),
+# backticks closed only by a run of their length, "# C#" titled C# (records were wrong)
 KEYWORD_CANDIDATES = 100
 VECTOR_CANDIDATES = 100
 # a name held by this share of the memories (and at least MIN of them) is left out of
