@@ -19,7 +19,7 @@ from urllib.parse import unquote
 # Every pattern below stays linear on a hostile line (a megabyte of ``[``, `````, ``~``,
 # ``<!--``, spaces...): a match may start only where a run starts, and a run it cannot give
 # back is taken possessively (``*+``). benchmarks/hostile_parse.py measures them.
-_HEADING = re.compile(r"^#\s+(\S[^\n]*)", re.MULTILINE)  # its closing #s: see heading()
+_HEADING = re.compile(r"^#[ \t]+(\S[^\n]*)", re.MULTILINE)  # its closing #s: see heading()
 _INLINE_TAG = re.compile(r"(?:^|(?<=\s))#([\w/-]+)")
 # Where Obsidian sees no tags and no links: fenced code, inline code, comments, URLs.
 _FENCE = re.compile(r"^ {0,3}(`{3,}+|~{3,}+)[^\n]*\n.*?(?:^ {0,3}\1[`~]*[ \t]*$|\Z)", re.S | re.M)
@@ -57,11 +57,12 @@ _BLOCK_ID = re.compile(r"(?<![ \t])[ \t]++\^[A-Za-z0-9-]++[ \t]*$", re.M)
 
 
 def heading(body: str) -> str | None:
-    """The first Markdown heading's text, or None."""
-    match = _HEADING.search(body)
+    """The first Markdown heading's text, or None: not a ``# comment`` in a code block or
+    a heading in an HTML or Obsidian comment."""
+    match = _HEADING.search(_without_blocks(body))
     if match is None:
         return None
-    text = match.group(1).rstrip()
+    text = match.group(1).rstrip()  # a block blanked: the same text, it is on one line
     closed = text.rstrip("#")  # ``# Title ##``: a closing run of #s, after a space
     return closed.rstrip() if closed.endswith((" ", "\t")) else text
 
@@ -186,8 +187,14 @@ class Link:
 
 def prose(body: str) -> str:
     """The body with code, comments and URLs blanked out: where tags and links live."""
+    body = _without_blocks(body)
+    return _blank(body, _code_spans(body))
+
+
+def _without_blocks(body: str) -> str:
+    """The body with fenced code and comments blanked out."""
     body = _FENCE.sub(lambda m: " " * len(m.group(0)), body)
-    return _blank(_blank(body, _comments(body)), _code_spans(body))
+    return _blank(body, _comments(body))
 
 
 def _blank(text: str, spans: Iterable[tuple[int, int]]) -> str:

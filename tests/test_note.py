@@ -117,6 +117,14 @@ def test_a_heading_drops_a_closing_run_of_hashes_but_not_a_hash_of_its_text() ->
     assert note.heading("# C#\nbody") == "C#"
     assert note.heading("#   \n") is None  # an empty heading: the title falls back
     assert note.heading("text\n#tag\n") is None
+    assert note.heading("#\n\nFoo\n") is None  # an empty heading, then a paragraph
+
+
+def test_a_comment_in_a_code_block_or_a_hidden_heading_is_no_title() -> None:
+    assert note.heading("```bash\n# install deps\npip install x\n```\n# Setup\n") == "Setup"
+    assert note.heading("<!--\n# Old title\n-->\n# New title\n") == "New title"
+    assert note.heading("%%\n# Draft\n%%\nno heading\n") is None
+    assert note.heading("# `npm install` notes\n") == "`npm install` notes"
 
 
 @given(st.text(alphabet="[]()<>!#%`~-|^:/\\ \nax", max_size=60))

@@ -51,7 +51,8 @@ INDEX_VERSION = 9  # 2: aliases, link targets; 3: records carry problems; 4: and
 # records lacked those links); 8: full-width letters and digits as ASCII, zero-width
 # characters dropped, katakana words whole, hiragana and Korean by pairs (text.tokens);
 # 9: no links from tags, aliases or cssclasses; a label with brackets ([see [1]](x.md)),
-# backticks closed only by a run of their length, "# C#" titled C# (records were wrong)
+# backticks closed only by a run of their length, "# C#" titled C#, no title from a code
+# block's "# comment" (records were wrong)
 KEYWORD_CANDIDATES = 100
 VECTOR_CANDIDATES = 100
 # a name held by this share of the memories (and at least MIN of them) is left out of
