@@ -24,6 +24,7 @@ _INLINE_TAG = re.compile(r"(?:^|(?<=\s))#([\w/-]+)")
 # Where Obsidian sees no tags and no links: fenced code, inline code, comments, URLs.
 _FENCE = re.compile(r"^ {0,3}(`{3,}+|~{3,}+)[^\n]*\n.*?(?:^ {0,3}\1[`~]*[ \t]*$|\Z)", re.S | re.M)
 _TICKS = re.compile(r"`+")
+_BLANK_LINE = re.compile(r"\n[ \t]*+(?=\n)")  # ends a paragraph (and an inline code span)
 _COMMENTS = (("%%", "%%"), ("<!--", "-->"))
 _SCHEME = re.compile(r"[\w+.-]")  # a URL's scheme (``https``, ``git+ssh``) of these
 _URL_REST = re.compile(r"[^\s<>()\[\]]+")
@@ -253,8 +254,10 @@ def _letter(text: str, i: int, start: int) -> bool:
 
 def _code_spans(text: str) -> Iterator[tuple[int, int]]:
     """The spans of inline code: a run of backticks up to the next run of the same length
-    (CommonMark); a run that none closes is text."""
+    in its paragraph (CommonMark); a run that none closes is text (a lone ` in one
+    paragraph and one three paragraphs later hide nothing between them)."""
     runs = [m.span() for m in _TICKS.finditer(text)]
+    breaks = [m.start() for m in _BLANK_LINE.finditer(text)]
     by_length: dict[int, list[int]] = {}
     for i, (start, end) in enumerate(runs):
         by_length.setdefault(end - start, []).append(i)
@@ -262,11 +265,18 @@ def _code_spans(text: str) -> Iterator[tuple[int, int]]:
     while i < len(runs):
         same = by_length[runs[i][1] - runs[i][0]]
         later = bisect.bisect_right(same, i)
-        if later == len(same):
+        if later == len(same) or _paragraph(breaks, runs[same[later]][0]) != _paragraph(
+            breaks, runs[i][0]
+        ):
             i += 1
             continue
         yield runs[i][0], runs[same[later]][1]
         i = same[later] + 1
+
+
+def _paragraph(breaks: list[int], at: int) -> int:
+    """The number of the paragraph ``at`` is in, given where blank lines are."""
+    return bisect.bisect_right(breaks, at)
 
 
 def links(body: str) -> list[Link]:

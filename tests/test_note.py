@@ -132,3 +132,11 @@ def test_prose_keeps_every_character_in_place(body: str) -> None:
     assert len(note.prose(body)) == len(body)
     for link in note.links(body):
         assert "\n" not in link.target
+
+
+def test_inline_code_ends_with_its_paragraph() -> None:
+    # a lone backtick in one paragraph and one further down hid every link between them
+    body = "Press ` to open the console.\n\nSee [[kept]] and #tag.\n \nThen ` again.\n"
+    assert [link.target for link in note.links(body)] == ["kept"]
+    assert note.inline_tags(body) == ["tag"]
+    assert note.links("a `multi\nline [[code]]` b\n") == []
