@@ -22,7 +22,11 @@ from urllib.parse import unquote
 _HEADING = re.compile(r"^#[ \t]+(\S[^\n]*)", re.MULTILINE)  # its closing #s: see heading()
 _INLINE_TAG = re.compile(r"(?:^|(?<=\s))#([\w/-]+)")
 # Where Obsidian sees no tags and no links: fenced code, inline code, comments, URLs.
-_FENCE = re.compile(r"^ {0,3}(`{3,}+|~{3,}+)[^\n]*\n.*?(?:^ {0,3}\1[`~]*[ \t]*$|\Z)", re.S | re.M)
+# a fence may be indented (in a list item) or quoted (in a callout); a backtick fence's
+# info string holds no backtick (```x``` on a line is inline code)
+_FENCE = re.compile(
+    r"^[ \t>]*+(`{3,}+(?=[^`\n]*\n)|~{3,}+)[^\n]*\n.*?(?:^[ \t>]*+\1[`~]*+[ \t]*$|\Z)", re.S | re.M
+)
 _TICKS = re.compile(r"`+")
 _BLANK_LINE = re.compile(r"\n[ \t]*+(?=\n)")  # ends a paragraph (and an inline code span)
 _COMMENTS = (("%%", "%%"), ("<!--", "-->"))

@@ -140,3 +140,18 @@ def test_inline_code_ends_with_its_paragraph() -> None:
     assert [link.target for link in note.links(body)] == ["kept"]
     assert note.inline_tags(body) == ["tag"]
     assert note.links("a `multi\nline [[code]]` b\n") == []
+
+
+def test_code_in_list_items_and_callouts_holds_no_links() -> None:
+    # bash's [[ -f x ]] and TOML's [[bin]] in an indented or quoted code block were links,
+    # and broken ones for doctor; ```x``` on one line is inline code, not a fence that
+    # hid the rest of the note
+    def targets(body: str) -> list[str]:
+        return [link.target for link in note.links(body)]
+
+    listed = "- step\n    ```bash\n    x=1\n\n    if [[ -f x ]]; then :; fi\n    ```\n- [[real]]\n"
+    assert targets(listed) == ["real"]
+    quoted = '> [!tip] Code\n> ```toml\n> [[bin]]\n>\n> name = "x"\n> ```\n\n[[real]]\n'
+    assert targets(quoted) == ["real"]
+    assert targets("```x``` [[real]]\n\nmore [[real2]]\n") == ["real", "real2"]
+    assert note.heading("- step\n    ```bash\n    # a comment\n    ```\n# Title\n") == "Title"

@@ -52,7 +52,8 @@ INDEX_VERSION = 9  # 2: aliases, link targets; 3: records carry problems; 4: and
 # characters dropped, katakana words whole, hiragana and Korean by pairs (text.tokens);
 # 9: no links from tags, aliases or cssclasses; a label with brackets ([see [1]](x.md)),
 # backticks closed only by a run of their length, "# C#" titled C#, no title from a code
-# block's "# comment", inline code ends with its paragraph (records were wrong)
+# block's "# comment", inline code ends with its paragraph, fences in list items and
+# callouts hide their text (records were wrong)
 KEYWORD_CANDIDATES = 100
 VECTOR_CANDIDATES = 100
 # a name held by this share of the memories (and at least MIN of them) is left out of
