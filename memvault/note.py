@@ -28,6 +28,7 @@ _FENCE = re.compile(
     r"^[ \t>]*+(`{3,}+(?=[^`\n]*\n)|~{3,}+)[^\n]*\n.*?(?:^[ \t>]*+\1[`~]*+[ \t]*$|\Z)", re.S | re.M
 )
 _TICKS = re.compile(r"`+")
+_BLOCK_MARKS = ("```", "~~~", "%%", "<!--")  # where a code block or a comment may start
 _BLANK_LINE = re.compile(r"\n[ \t]*+(?=\n)")  # ends a paragraph (and an inline code span)
 _COMMENTS = (("%%", "%%"), ("<!--", "-->"))
 _SCHEME = re.compile(r"[\w+.-]")  # a URL's scheme (``https``, ``git+ssh``) of these
@@ -64,7 +65,11 @@ _BLOCK_ID = re.compile(r"(?<![ \t])[ \t]++\^[A-Za-z0-9-]++[ \t]*$", re.M)
 def heading(body: str) -> str | None:
     """The first Markdown heading's text, or None: not a ``# comment`` in a code block or
     a heading in an HTML or Obsidian comment."""
-    match = _HEADING.search(_without_blocks(body))
+    match = _HEADING.search(body)
+    if match is not None and any(mark in body[: match.end()] for mark in _BLOCK_MARKS):
+        # a block may hold it: blank them (a "#" right before a blanked comment is no heading)
+        found = _HEADING.finditer(_without_blocks(body))
+        match = next((m for m in found if body[m.start() + 1] in " \t"), None)
     if match is None:
         return None
     text = match.group(1).rstrip()  # a block blanked: the same text, it is on one line
@@ -198,7 +203,8 @@ def prose(body: str) -> str:
 
 def _without_blocks(body: str) -> str:
     """The body with fenced code and comments blanked out."""
-    body = _FENCE.sub(lambda m: " " * len(m.group(0)), body)
+    if "```" in body or "~~~" in body:
+        body = _FENCE.sub(lambda m: " " * len(m.group(0)), body)
     return _blank(body, _comments(body))
 
 
@@ -215,7 +221,7 @@ def _comments(text: str) -> Iterator[tuple[int, int]]:
     """The spans of ``%% comments %%`` and ``<!-- comments -->``, leftmost first; one never
     closed hides nothing (found with ``str.find``, not a regex that would try every start
     of a megabyte of ``<!--``)."""
-    at, ahead = 0, {kind: -1 for kind in _COMMENTS}  # the next opening of each kind
+    at, ahead = 0, {kind: -1 for kind in _COMMENTS if kind[0] in text}  # its next opening
     while ahead:
         for (start, end), found in list(ahead.items()):
             if found < at and (found := text.find(start, at)) < 0:
@@ -260,6 +266,8 @@ def _code_spans(text: str) -> Iterator[tuple[int, int]]:
     """The spans of inline code: a run of backticks up to the next run of the same length
     in its paragraph (CommonMark); a run that none closes is text (a lone ` in one
     paragraph and one three paragraphs later hide nothing between them)."""
+    if "`" not in text:
+        return
     runs = [m.span() for m in _TICKS.finditer(text)]
     breaks = [m.start() for m in _BLANK_LINE.finditer(text)]
     by_length: dict[int, list[int]] = {}

@@ -125,6 +125,7 @@ def test_a_comment_in_a_code_block_or_a_hidden_heading_is_no_title() -> None:
     assert note.heading("<!--\n# Old title\n-->\n# New title\n") == "New title"
     assert note.heading("%%\n# Draft\n%%\nno heading\n") is None
     assert note.heading("# `npm install` notes\n") == "`npm install` notes"
+    assert note.heading("#%% a comment %% text\n") is None  # "#text" is no heading
 
 
 @given(st.text(alphabet="[]()<>!#%`~-|^:/\\ \nax", max_size=60))
