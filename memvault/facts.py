@@ -179,7 +179,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             # a sign (-5, 零下五, minus 5) is part of the value: -5 degrees is not 5 degrees
             rf"(?P<minus>(?<![A-Za-z0-9_.,:/\-−])[-−](?=\d)|零下\s*|\bminus\s+)?"
-            rf"(?:(?<![\d.,])(?P<digits>\d+(?:[.,]\d+)*)(?P<big>[万亿]|[kK](?![A-Za-z0-9]))?"
+            rf"(?:(?<![\d.,])(?P<digits>\d+(?:[.,]\d+)*(?:[点點]\d+)?)(?P<big>[万亿]|[kK](?![A-Za-z0-9]))?"
             rf"|(?P<zh>[{_CN_NUM}]+(?:[点點][{_CN_NUM[:12]}]+[万亿]?)?)"  # 五点五: 5.5
             r"|\b(?P<en>(?:" + "|".join(sorted(_EN_NUMBERS, key=len, reverse=True)) + r")"
             r"(?:-(?:one|two|three|four|five|six|seven|eight|nine))?)\b)"
@@ -454,7 +454,7 @@ def _half(g: Groups) -> float:
 
 def _number(g: Groups) -> Found:
     if g["digits"]:
-        digits = g["digits"]
+        digits = g["digits"].replace("点", ".").replace("點", ".")  # 5点5公里: not a time
         if re.fullmatch(r"\d{1,3}(?:,\d{3})+", digits):
             digits = digits.replace(",", "")
         value: str | int | float = digits
