@@ -35,6 +35,13 @@ _CN_NUM = "零〇一二两三四五六七八九十百千万亿"
 # 3.5), while 一半 alone is a half of something, no number
 _MEASURE = "个|岁|年|天|周|星期|月|小时|钟头|分钟|公里|千米|公斤|斤|米|倍|圈|层|杯|碗|瓶"
 _NUM_ZH = rf"(?:\d+|[{_CN_NUM}]+)"
+_FACT, _KEEP = "\ue000", "\ue001"  # private-use marks: a fact's span; a span to keep as text
+# 五点五 before a unit is 5.5 (五点五公里, 五点五倍, 五点五%: its % or 元 already a fact's
+# mark), not 5:05 (五点五分, 下午五点五 are times)
+_DECIMAL_UNIT = (
+    "公里|千米|厘米|毫米|米|公斤|千克|克|斤|毫升|升|吨|英里|磅|亩|平方|立方|倍|度|折|成|级|"
+    f"万|亿|个|岁|年|天|周|小时|分钟|秒|元|块|{_FACT}"
+)
 # Common words that contain a numeral but state no number ("together", "always", "very" ...).
 _CN_NOT_NUMBERS = re.compile(
     "一起|一直|一下|一定|一样|一般|一些|一切|一致|一边|一旦|一向|一再|一律|一同|一贯|一会|"
@@ -142,7 +149,11 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "zh_time",
         re.compile(
-            rf"(?P<part>上午|早上|早晨|凌晨|中午|下午|傍晚|晚上|夜里|今晚)?\s*(?P<h>{_NUM_ZH})\s*[点點时]"
+            # linear on a hostile line (a run of spaces or of 一): starts only where the hour
+            # starts, and gives back no space or digit it took
+            rf"(?:(?P<part>上午|早上|早晨|凌晨|中午|下午|傍晚|晚上|夜里|今晚)\s*+)?"
+            rf"(?<![\d{_CN_NUM}])(?P<h>\d++|[{_CN_NUM}]++)\s*+"
+            rf"(?:[点點](?!\s*{_NUM_ZH}\s*(?:{_DECIMAL_UNIT}))|时)"
             rf"(?:(?P<half>半)|(?P<quarter>[一三])刻|(?P<mi>{_NUM_ZH})分?)?"
         ),
     ),
@@ -168,8 +179,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             # a sign (-5, 零下五, minus 5) is part of the value: -5 degrees is not 5 degrees
             rf"(?P<minus>(?<![A-Za-z0-9_.,:/\-−])[-−](?=\d)|零下\s*|\bminus\s+)?"
-            rf"(?:(?<![\d.,])(?P<digits>\d+(?:[.,]\d+)*)(?P<big>[万亿]|[kK](?![A-Za-z0-9]))?"
-            rf"|(?P<zh>[{_CN_NUM}]+)"
+            rf"(?:(?<![\d.,])(?P<digits>\d+(?:[.,]\d+)*(?:[点點]\d+)?)(?P<big>[万亿]|[kK](?![A-Za-z0-9]))?"
+            rf"|(?P<zh>[{_CN_NUM}]+(?:[点點][{_CN_NUM[:12]}]+[万亿]?)?)"  # 五点五: 5.5
             r"|\b(?P<en>(?:" + "|".join(sorted(_EN_NUMBERS, key=len, reverse=True)) + r")"
             r"(?:-(?:one|two|three|four|five|six|seven|eight|nine))?)\b)"
             rf"(?P<half>(?:{_MEASURE})半)?",  # 三岁半, 两个半小时, 一年半: and a half
@@ -186,7 +197,6 @@ _NEGATION = re.compile(
     r"|无(?!论|线|聊|数|比|疑|锡|奈|所谓|人机|限)|(?<![南除莫是])非(?!常|洲|凡|得)",
     re.IGNORECASE,
 )
-_FACT, _KEEP = "\ue000", "\ue001"  # private-use marks: a fact's span; a span to keep as text
 _CJK_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff"
 _CJK = re.compile(rf"[{_CJK_CHARS}]")
 _TOKEN = re.compile(rf"[{_CJK_CHARS}{_FACT}]|[^\W_{_CJK_CHARS}]+(?:['’][^\W_{_CJK_CHARS}]+)?")
@@ -253,7 +263,8 @@ def zh_number(run: str) -> int | None:
     if not run or any(c not in _CN_NUM for c in run):
         return None
     if not any(c in _CN_UNITS or c in _CN_BIG for c in run):
-        return int("".join(str(_CN_DIGITS[c]) for c in run))
+        digits = "".join(str(_CN_DIGITS[c]) for c in run)
+        return int(digits) if len(digits) <= 30 else None  # a run of 一 is no number
     total = section = digit = 0
     for char in run:
         if char in _CN_DIGITS:
@@ -268,6 +279,17 @@ def zh_number(run: str) -> int | None:
     if run[-1] in _CN_DIGITS and unit >= 100:
         digit *= unit // 10
     return total + section + digit
+
+
+def _zh_decimal(run: str) -> int | float | None:
+    """A Chinese numeral, with a decimal part after 点 (五点五 -> 5.5, 三点二五万 -> 32500)."""
+    whole, point, rest = run.replace("點", "点").partition("点")
+    big = _CN_BIG.get(rest[-1:], 1)
+    number = zh_number(whole)
+    if not point or number is None:
+        return number
+    value = float(f"{number}.{''.join(str(_CN_DIGITS[c]) for c in rest.rstrip('万亿'))}") * big
+    return int(value) if value.is_integer() else value
 
 
 def _num(text: str | None) -> int | None:
@@ -320,7 +342,7 @@ def _facts_of(kind: str, m: re.Match[str]) -> Found | None:
         return [("emoji", m.group(0).replace("\ufe0f", ""))]  # ❤️ and ❤ are one
     if (
         kind == "number"
-        and _VERSION_BEFORE.search(m.string, 0, m.start())
+        and _VERSION_BEFORE.search(m.string, _back(m.string, m.start()), m.start())
         and not _UNIT_AFTER.match(m.string, m.end())
     ):
         digits = m.group("digits")
@@ -338,6 +360,18 @@ def _facts_of(kind: str, m: re.Match[str]) -> Found | None:
 _VERSION_BEFORE = re.compile(
     r"(?:\b(?:[Vv]ersion|[Vv]er\.?)|版本|(?<=[A-Za-z,;]\s)[A-Z][a-z][A-Za-z]*)\s*$"
 )
+_VERSION_REACH = 40  # letters before a version's number: "version", a name (Python)
+
+
+def _back(text: str, at: int) -> int:
+    """Where to look back from ``at`` for what comes before it: past the spaces before it
+    and a word's length (looking back to the start would make a text of many numbers
+    quadratic)."""
+    while at > 0 and text[at - 1].isspace():
+        at -= 1
+    return max(0, at - _VERSION_REACH)
+
+
 _UNIT_AFTER = re.compile(
     r"\s*(?:%|°|(?:mg|g|kg|km|m|cm|mm|ml|l|lbs?|oz|degrees?|hours?|h|min|minutes?|s|"
     r"seconds?|percent)(?![A-Za-z]))",
@@ -420,7 +454,7 @@ def _half(g: Groups) -> float:
 
 def _number(g: Groups) -> Found:
     if g["digits"]:
-        digits = g["digits"]
+        digits = g["digits"].replace("点", ".").replace("點", ".")  # 5点5公里: not a time
         if re.fullmatch(r"\d{1,3}(?:,\d{3})+", digits):
             digits = digits.replace(",", "")
         value: str | int | float = digits
@@ -430,7 +464,7 @@ def _number(g: Groups) -> Found:
         kind = "year" if re.fullmatch(r"(?:19|20)\d\d", digits) and not g["big"] else "number"
         return [(kind, f"{'-' if g['minus'] else ''}{value}")]
     if g["zh"]:
-        zh = zh_number(g["zh"])
+        zh = _zh_decimal(g["zh"])
         if zh is None:
             return []
         value = zh + _half(g) if g["half"] else zh
@@ -510,7 +544,7 @@ def _names(text: str) -> frozenset[str]:
     """Capitalised words after a sentence's first word, calendar words and stop words aside."""
     out = set()
     for m in _NAME.finditer(text):
-        before = text[: m.start()].rstrip()
+        before = text[_back(text, m.start()) : m.start()].rstrip()
         if not before or (before[-1] in _SENTENCE_END and not before.endswith(_TITLES)):
             continue
         word = m.group(0).rstrip("'’-").lower().removesuffix("'s").removesuffix("’s")

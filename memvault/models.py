@@ -104,9 +104,11 @@ class Memory:
     @property
     def links(self) -> tuple[str, ...]:
         """What the links of the properties (wikilinks in text values, as Obsidian reads
-        them: ``author: "[[Ursula Le Guin]]"``) and of the body name (see
-        :func:`note.link_target`), each once, in order."""
-        texts = [t for v in self.meta.values() for t in (v if isinstance(v, list) else [v])]
+        them: ``author: "[[Ursula Le Guin]]"``; not in tags, aliases or CSS classes, which
+        Obsidian never reads as links) and of the body name (see :func:`note.link_target`),
+        each once, in order."""
+        values = [v for k, v in self.meta.items() if str(k).lower() not in NOT_LINKS]
+        texts = [t for v in values for t in (v if isinstance(v, list) else [v])]
         own = [x for t in texts if isinstance(t, str) for x in links(t) if x.wiki]
         found = (link_target(self.path, link) for link in [*own, *links(self.body)])
         return tuple(dict.fromkeys(t for t in found if t))
@@ -665,6 +667,8 @@ class Context:
 
 
 SPELLINGS = {"tags": ("tags", "tag"), "aliases": ("aliases", "alias")}
+# properties whose values are names, never links (``aliases: ["[[X]]"]`` is a name)
+NOT_LINKS = frozenset((*SPELLINGS["tags"], *SPELLINGS["aliases"], "cssclasses", "cssclass"))
 
 
 def spelling(meta: dict[str, Any], key: str) -> str:

@@ -6,26 +6,39 @@ Times are ISO text; newest-first ordering compares real instants, not strings.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import posixpath
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-_HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
+# Every pattern below stays linear on a hostile line (a megabyte of ``[``, `````, ``~``,
+# ``<!--``, spaces...): a match may start only where a run starts, and a run it cannot give
+# back is taken possessively (``*+``). benchmarks/hostile_parse.py measures them.
+_HEADING = re.compile(r"^#[ \t]+(\S[^\n]*)", re.MULTILINE)  # its closing #s: see heading()
 _INLINE_TAG = re.compile(r"(?:^|(?<=\s))#([\w/-]+)")
 # Where Obsidian sees no tags and no links: fenced code, inline code, comments, URLs.
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[`~]*[ \t]*$|\Z)", re.S | re.M)
-_CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)", re.S)
-_COMMENT = re.compile(r"%%.*?%%|<!--.*?-->", re.S)
-_URL = re.compile(r"\b[a-zA-Z][\w+.-]*://[^\s<>()\[\]]+")
-# ``[label](target "title")``: a target in angle brackets may hold spaces, a bare one
-# balanced brackets (``Note%20(draft).md``)
+# a fence may be indented (in a list item) or quoted (in a callout); a backtick fence's
+# info string holds no backtick (```x``` on a line is inline code)
+_FENCE = re.compile(
+    r"^[ \t>]*+(`{3,}+(?=[^`\n]*\n)|~{3,}+)[^\n]*\n.*?(?:^[ \t>]*+\1[`~]*+[ \t]*$|\Z)", re.S | re.M
+)
+_TICKS = re.compile(r"`+")
+_BLOCK_MARKS = ("```", "~~~", "%%", "<!--")  # where a code block or a comment may start
+_BLANK_LINE = re.compile(r"\n[ \t]*+(?=\n)")  # ends a paragraph (and an inline code span)
+_COMMENTS = (("%%", "%%"), ("<!--", "-->"))
+_SCHEME = re.compile(r"[\w+.-]")  # a URL's scheme (``https``, ``git+ssh``) of these
+_URL_REST = re.compile(r"[^\s<>()\[\]]+")
+# ``[label](target "title")``: a label may hold balanced brackets (``[see [1]](x.md)``, not
+# ``[[x]]``: a wikilink), a target in angle brackets spaces, a bare one balanced brackets
+# (``Note%20(draft).md``)
 _MD_LINK = re.compile(
-    r"(!?)\[([^\]\n]*)\]\(\s*(?:<([^<>\n]+)>|((?:[^()\s]|\([^()\s]*\))+))"
+    r"(!?)\[(?!\[)((?:[^\[\]\n]|\[[^\[\]\n]*\])*+)\]"
+    r"\(\s*(?:<([^<>\n]+)>|((?:[^()\s]|\([^()\s]*\))+))"
     r"(?:\s+\"[^\"]*\")?\s*\)"
 )
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n|#^]*)(?:[#^]([^\[\]\n|]*))?(?:\|([^\[\]\n]*))?\]\]")
@@ -46,13 +59,22 @@ _DRAWING_HEADINGS = re.compile(
     r"^#{1,3} (?:Excalidraw Data|Text Elements|Element Links|Embedded Files)[ \t]*$", re.M
 )
 _DRAWING_FILES = re.compile(r"^[0-9a-f]{40}: \[\[[^\]\n]*\]\][ \t]*$", re.M)
-_BLOCK_ID = re.compile(r"[ \t]+\^[A-Za-z0-9-]+[ \t]*$", re.M)
+_BLOCK_ID = re.compile(r"(?<![ \t])[ \t]++\^[A-Za-z0-9-]++[ \t]*$", re.M)
 
 
 def heading(body: str) -> str | None:
-    """The first Markdown heading's text, or None."""
+    """The first Markdown heading's text, or None: not a ``# comment`` in a code block or
+    a heading in an HTML or Obsidian comment."""
     match = _HEADING.search(body)
-    return match.group(1) if match else None
+    if match is not None and any(mark in body[: match.end()] for mark in _BLOCK_MARKS):
+        # a block may hold it: blank them (a "#" right before a blanked comment is no heading)
+        found = _HEADING.finditer(_without_blocks(body))
+        match = next((m for m in found if body[m.start() + 1] in " \t"), None)
+    if match is None:
+        return None
+    text = match.group(1).rstrip()  # a block blanked: the same text, it is on one line
+    closed = text.rstrip("#")  # ``# Title ##``: a closing run of #s, after a space
+    return closed.rstrip() if closed.endswith((" ", "\t")) else text
 
 
 def title_from(content: str, limit: int = TITLE_LIMIT) -> str:
@@ -175,9 +197,98 @@ class Link:
 
 def prose(body: str) -> str:
     """The body with code, comments and URLs blanked out: where tags and links live."""
-    for pattern in (_FENCE, _COMMENT, _CODE_SPAN):
-        body = pattern.sub(lambda m: " " * len(m.group(0)), body)
-    return body
+    body = _without_blocks(body)
+    return _blank(body, _code_spans(body))
+
+
+def _without_blocks(body: str) -> str:
+    """The body with fenced code and comments blanked out."""
+    if "```" in body or "~~~" in body:
+        body = _FENCE.sub(lambda m: " " * len(m.group(0)), body)
+    return _blank(body, _comments(body))
+
+
+def _blank(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    """``text`` with each (start, end) span, in order, overwritten by spaces."""
+    parts, at = [], 0
+    for start, end in spans:
+        parts += [text[at:start], " " * (end - start)]
+        at = end
+    return "".join(parts) + text[at:]
+
+
+def _comments(text: str) -> Iterator[tuple[int, int]]:
+    """The spans of ``%% comments %%`` and ``<!-- comments -->``, leftmost first; one never
+    closed hides nothing (found with ``str.find``, not a regex that would try every start
+    of a megabyte of ``<!--``)."""
+    at, ahead = 0, {kind: -1 for kind in _COMMENTS if kind[0] in text}  # its next opening
+    while ahead:
+        for (start, end), found in list(ahead.items()):
+            if found < at and (found := text.find(start, at)) < 0:
+                del ahead[start, end]  # none left
+            else:
+                ahead[start, end] = found
+        if not ahead:
+            return
+        (start, end), begin = min(ahead.items(), key=lambda kind: kind[1])
+        close = text.find(end, begin + len(start))
+        if close < 0:  # nothing after it closes one of its kind: stop looking for them
+            del ahead[start, end]
+            continue
+        yield begin, close + len(end)
+        at = close + len(end)
+
+
+def _urls(text: str) -> Iterator[tuple[int, int]]:
+    """The spans of URLs (``scheme://rest``), from each ``://`` back to its scheme's first
+    letter after a word's edge: each character is looked at about once (a regex would try
+    every letter of a megabyte of ``a-a-a-`` as a scheme's start)."""
+    at = 0
+    while (colon := text.find("://", at)) >= 0:
+        start = colon
+        while start > at and _SCHEME.match(text[start - 1]):
+            start -= 1
+        first = (i for i in range(start, colon) if _letter(text, i, start))
+        begin, rest = next(first, -1), _URL_REST.match(text, colon + 3)
+        if begin < 0 or rest is None:
+            at = colon + 1
+            continue
+        yield begin, rest.end()
+        at = rest.end()
+
+
+def _letter(text: str, i: int, start: int) -> bool:
+    """Whether a scheme may start at ``i``: an ASCII letter at a word's edge."""
+    return text[i].isascii() and text[i].isalpha() and (i == start or text[i - 1] in "+.-")
+
+
+def _code_spans(text: str) -> Iterator[tuple[int, int]]:
+    """The spans of inline code: a run of backticks up to the next run of the same length
+    in its paragraph (CommonMark); a run that none closes is text (a lone ` in one
+    paragraph and one three paragraphs later hide nothing between them)."""
+    if "`" not in text:
+        return
+    runs = [m.span() for m in _TICKS.finditer(text)]
+    breaks = [m.start() for m in _BLANK_LINE.finditer(text)]
+    by_length: dict[int, list[int]] = {}
+    for i, (start, end) in enumerate(runs):
+        by_length.setdefault(end - start, []).append(i)
+    i = 0
+    while i < len(runs):
+        same = by_length[runs[i][1] - runs[i][0]]
+        later = bisect.bisect_right(same, i)
+        if later == len(same) or _paragraph(breaks, runs[same[later]][0]) != _paragraph(
+            breaks, runs[i][0]
+        ):
+            i += 1
+            continue
+        yield runs[i][0], runs[same[later]][1]
+        i = same[later] + 1
+
+
+def _paragraph(breaks: list[int], at: int) -> int:
+    """The number of the paragraph ``at`` is in, given where blank lines are."""
+    return bisect.bisect_right(breaks, at)
 
 
 def links(body: str) -> list[Link]:
@@ -228,7 +339,8 @@ def inline_tags(body: str) -> list[str]:
 
     Not in code, comments, URLs or link targets; not headings (``# x``) and not ``#123``.
     """
-    text = _URL.sub(" ", prose(body))
+    text = prose(body)
+    text = _blank(text, _urls(text))
     text = _WIKILINK.sub(" ", _MD_LINK.sub(" ", text))
     return list(dict.fromkeys(t for t in _INLINE_TAG.findall(text) if not t.isdigit()))
 

@@ -218,6 +218,51 @@ def test_a_1_written_as_a_digit_is_a_number_not_an_article() -> None:
     assert number_extras("The user has one cat.", "The user has a cat.") == []
 
 
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        ("他每天跑五点五公里", {("number", "5.5")}),
+        ("他每天跑五點五公里", {("number", "5.5")}),
+        ("跑了5.5公里", {("number", "5.5")}),
+        ("跑了5点5公里", {("number", "5.5")}),
+        ("会议在5点5分", {("time", "5:05")}),
+        ("体重涨了五点五斤", {("number", "5.5")}),
+        ("价格是去年的五点五倍", {("number", "5.5")}),
+        ("利率是五点五%", {("number", "5.5"), ("unit", "%")}),
+        ("每杯五点五元", {("number", "5.5"), ("currency", "cny")}),
+        ("存款三点二五万", {("number", "32500")}),
+        ("五点开会", {("time", "5:00")}),
+        ("五点半开会", {("time", "5:30")}),
+        ("五点一刻出发", {("time", "5:15")}),
+        ("下午五点五分开会", {("time", "5:05"), ("daypart", "pm")}),
+    ],
+)
+def test_a_chinese_decimal_before_a_unit_is_a_number_not_a_time(
+    text: str, values: set[tuple[str, str]]
+) -> None:
+    assert facts.extract(text).values == values
+
+
+def test_a_changed_chinese_decimal_distance_is_a_correction_not_a_duplicate() -> None:
+    new, old = "用户每天跑五点八公里。", "用户每天跑五点五公里。"
+    assert facts.compare(new, old).conflicts
+    assert policy.relation(new, old, 0.99, same_type=True) == "possible_contradiction"
+    assert policy.relation("用户每天跑5.5公里。", old, 0.99, same_type=True) == "duplicate"
+
+
+def test_hostile_lines_give_their_facts_without_a_crash() -> None:
+    # a run of spaces or of 一 made the time pattern quadratic, a long run of 一 overflowed
+    # int() (benchmarks/hostile_parse.py measures the speed)
+    assert facts.extract("一" * 4500).values == frozenset()
+    spaced = facts.extract("3pm" + " " * 3000 + "五点").values
+    assert (
+        spaced
+        == facts.extract("3pm 五点").values
+        == {("time", "3:00"), ("daypart", "pm"), ("time", "5:00")}
+    )
+    assert facts.extract("we use Python 3.10 " * 300).values == {("number", "3.10")}
+
+
 def test_words_that_merely_contain_a_numeral_state_no_number() -> None:
     assert facts.extract("我们一起去，一直走").values == frozenset()
 

@@ -309,6 +309,28 @@ def test_markdown_link_targets_are_read_as_obsidian_writes_them(
     assert (link.target, link.heading, link.wiki) == (target, heading, False)
 
 
+def test_wikilinks_in_tags_and_aliases_are_names_not_links(
+    text_only: MemoryService, bob: str
+) -> None:
+    """Obsidian reads ``aliases`` and ``tags`` (any spelling) as names, never as links: no
+    backlink from them, and no broken link reported by doctor."""
+    path = text_only.vault.root / "notes" / "book.md"
+    path.parent.mkdir()
+    path.write_text(
+        '---\naliases: ["[[Bob Lee]]", "[[Gone Note]]"]\nTag: "[[Nowhere]]"\n'
+        'cssclasses: ["[[wide]]"]\nauthor: "[[Bob Lee]]"\n---\n# The Left Hand\nA novel.\n',
+        encoding="utf-8",
+    )
+    text_only.sync_index()
+    book = text_only.vault.read("notes/book.md")
+    assert book.links == ("Bob Lee",)
+    assert tool(text_only, "get_memory", {"id": book.id})["links"] == [
+        {"id": bob, "title": "Bob Lee"}
+    ]
+    problems = run_checks(text_only.vault, History(text_only.root), "none")
+    assert not [p for p in problems if p.kind == "broken_link"]
+
+
 def test_wikilinks_in_properties_are_links_as_in_obsidian(
     text_only: MemoryService, bob: str
 ) -> None:

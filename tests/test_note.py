@@ -86,3 +86,73 @@ def test_links_read_wikilinks_with_label_and_heading_embeds_and_markdown_links()
         ("docs/g.md", "intro", "doc", False, False),
         ("", "local", None, False, True),
     ]
+
+
+def test_hostile_lines_parse_as_obsidian_reads_them() -> None:
+    # A note may hold a megabyte of "[" or "`" (a pasted log, a hostile file): every parser
+    # must stay linear (benchmarks/hostile_parse.py) and still read what is around it.
+    def targets(body: str) -> list[str]:
+        return [link.target for link in note.links(body)]
+
+    assert targets("[" * 3000 + "[a](x.md)") == ["x.md"]
+    # a label may hold balanced brackets, as in CommonMark (it was no link at all)
+    assert [(x.target, x.label) for x in note.links("[see [1]](x.md)")] == [("x.md", "see [1]")]
+    assert [(x.target, x.label) for x in note.links("[x [y](z.md)")] == [("z.md", "y")]
+    assert targets("[[x]](y.md)") == ["x"]  # a wikilink, then text
+    assert targets("`" * 3000 + " [[y]]") == ["y"]
+    assert targets("~" * 3000 + " [[y]]") == ["y"]
+    assert targets("<!--" * 1000 + "[[z]]") == ["z"]  # a comment never closed hides nothing
+    assert targets("%%" + "a%" * 1000 + "[[z]]") == ["z"]
+    assert targets("%%[[hidden]]%% <!-- [[gone]] --> [[kept]]") == ["kept"]
+    # a run of backticks is closed only by a run of the same length (CommonMark): ``` with
+    # no ``` after it is text, and so is the lone ` after the link
+    assert targets("```[[a]]`") == ["a"]
+    assert targets("``code ` [[in code]]`` [[out]]") == ["out"]
+    assert note.inline_tags("a-" * 2000 + "://x.org/#frag #real") == ["real"]
+    assert note.heading("# a" + " " * 3000 + "b") == "a" + " " * 3000 + "b"
+
+
+def test_a_heading_drops_a_closing_run_of_hashes_but_not_a_hash_of_its_text() -> None:
+    assert note.heading("# Title ##\n") == "Title"
+    assert note.heading("# C#\nbody") == "C#"
+    assert note.heading("#   \n") is None  # an empty heading: the title falls back
+    assert note.heading("text\n#tag\n") is None
+    assert note.heading("#\n\nFoo\n") is None  # an empty heading, then a paragraph
+
+
+def test_a_comment_in_a_code_block_or_a_hidden_heading_is_no_title() -> None:
+    assert note.heading("```bash\n# install deps\npip install x\n```\n# Setup\n") == "Setup"
+    assert note.heading("<!--\n# Old title\n-->\n# New title\n") == "New title"
+    assert note.heading("%%\n# Draft\n%%\nno heading\n") is None
+    assert note.heading("# `npm install` notes\n") == "`npm install` notes"
+    assert note.heading("#%% a comment %% text\n") is None  # "#text" is no heading
+
+
+@given(st.text(alphabet="[]()<>!#%`~-|^:/\\ \nax", max_size=60))
+def test_prose_keeps_every_character_in_place(body: str) -> None:
+    assert len(note.prose(body)) == len(body)
+    for link in note.links(body):
+        assert "\n" not in link.target
+
+
+def test_inline_code_ends_with_its_paragraph() -> None:
+    # a lone backtick in one paragraph and one further down hid every link between them
+    body = "Press ` to open the console.\n\nSee [[kept]] and #tag.\n \nThen ` again.\n"
+    assert [link.target for link in note.links(body)] == ["kept"]
+    assert note.inline_tags(body) == ["tag"]
+    assert note.links("a `multi\nline [[code]]` b\n") == []
+
+
+def test_code_in_list_items_and_callouts_holds_no_links() -> None:
+    # bash's [[ -f x ]] and TOML's [[bin]] in an indented or quoted code block were links,
+    # and broken ones for doctor; ```x``` on one line is inline code, not a fence that
+    # hid the rest of the note
+    def targets(body: str) -> list[str]:
+        return [link.target for link in note.links(body)]
+
+    listed = "- step\n    ```bash\n    x=1\n\n    if [[ -f x ]]; then :; fi\n    ```\n- [[real]]\n"
+    assert targets(listed) == ["real"]
+    quoted = '> [!tip] Code\n> ```toml\n> [[bin]]\n>\n> name = "x"\n> ```\n\n[[real]]\n'
+    assert targets(quoted) == ["real"]
+    assert targets("```x``` [[real]]\n\nmore [[real2]]\n") == ["real", "real2"]
+    assert note.heading("- step\n    ```bash\n    # a comment\n    ```\n# Title\n") == "Title"
