@@ -46,6 +46,7 @@ _DECIMAL_UNIT = (
 _CN_NOT_NUMBERS = re.compile(
     "一起|一直|一下|一定|一样|一般|一些|一切|一致|一边|一旦|一向|一再|一律|一同|一贯|一会|"
     "一点点|有一点|统一|唯一|万一|十分|一方面|不一"
+    "|千万(?=[不别要记注小莫])|万万(?=[不没])"  # 千万不要: "by no means", no 10,000,000
 )
 
 _EN_UNITS = "zero one two three four five six seven eight nine ten eleven twelve thirteen"
@@ -265,20 +266,25 @@ def zh_number(run: str) -> int | None:
     if not any(c in _CN_UNITS or c in _CN_BIG for c in run):
         digits = "".join(str(_CN_DIGITS[c]) for c in run)
         return int(digits) if len(digits) <= 30 else None  # a run of 一 is no number
-    total = section = digit = 0
+    # yi: whole 亿 groups; wan: 万 groups within the current 亿 group (三万五千亿 is
+    # 35,000 亿, 一亿二千万 120,000,000); section: below 万
+    yi = wan = section = digit = 0
     for char in run:
         if char in _CN_DIGITS:
             digit = _CN_DIGITS[char]
         elif char in _CN_UNITS:
             section += (digit or 1) * _CN_UNITS[char]
             digit = 0
-        else:
-            total += (section + digit) * _CN_BIG[char]
+        elif char == "万":
+            wan += ((section + digit) or 1) * 10_000
             section = digit = 0
+        else:
+            yi += ((wan + section + digit) or 1) * 100_000_000
+            wan = section = digit = 0
     unit = _CN_UNITS.get(run[-2], _CN_BIG.get(run[-2], 0)) if len(run) > 1 else 0
     if run[-1] in _CN_DIGITS and unit >= 100:
         digit *= unit // 10
-    return total + section + digit
+    return yi + wan + section + digit
 
 
 def _zh_decimal(run: str) -> int | float | None:

@@ -152,10 +152,24 @@ def test_the_same_fact_in_other_notations_extracts_to_the_same_values() -> None:
         ("三千六百", 3600),
         ("二〇二七", 2027),
         ("一万零五", 10005),
+        ("万", 10_000),
+        ("一万亿", 1_000_000_000_000),
+        ("两万亿", 2_000_000_000_000),
+        ("三万五千亿", 3_500_000_000_000),
+        ("一亿二千万", 120_000_000),
+        ("十万五", 105_000),
+        ("一亿二", 120_000_000),
     ],
 )
 def test_chinese_numerals_have_their_value(numeral: str, value: int) -> None:
     assert facts.zh_number(numeral) == value
+
+
+def test_qianwan_as_by_all_means_is_no_number() -> None:
+    """千万不要 is "by no means", not 10,000,000: two warnings differing only in what not
+    to do stated a number each, the same one."""
+    assert facts.extract("千万不要吃花生").values == facts.extract("千万别喝酒").values == set()
+    assert ("number", "10000000") in facts.extract("预算一千万元").values
 
 
 def test_a_code_or_a_dash_joined_number_is_one_value_in_its_own_order() -> None:
