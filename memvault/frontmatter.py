@@ -353,7 +353,17 @@ def _represent_flow_list(dumper: yaml.SafeDumper, value: _FlowList) -> yaml.Node
     return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=True)
 
 
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    """Text with white space at an end that YAML takes for text (U+00A0, U+3000) quoted:
+    python-frontmatter strips what it dumps, so a last value ``会议　`` lost its space (and
+    one of white space only became null)."""
+    if value and any(c.isspace() and c not in " \t\r\n" for c in (value[0], value[-1])):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
+    return dumper.represent_str(value)
+
+
 _Dumper.add_representer(dt.datetime, _represent_datetime)
+_Dumper.add_representer(str, _represent_str)
 _Dumper.add_representer(_FlowList, _represent_flow_list)
 _HANDLER = _MemoryHandler()
 

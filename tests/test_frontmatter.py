@@ -235,3 +235,15 @@ def test_a_frontmatter_the_reader_would_refuse_is_never_written_and_the_big_fiel
         frontmatter.new_file({"id": "01ABCDEFGHJKMNPQ", "scope": scope}, "")
     near = "y" * (frontmatter.MAX_FRONTMATTER_BYTES - 100)  # still fits: written, reads back
     assert frontmatter.parse(frontmatter.render(doc, {"note": near})).meta["note"] == near
+
+
+@pytest.mark.parametrize("value", ["\xa0", "会议记录\u3000", "\u3000缩进", "x\u2003"])
+def test_text_ending_in_white_space_yaml_reads_as_text_is_written_whole(value: str) -> None:
+    """python-frontmatter strips what it dumps: a last value ending in a no-break or an
+    ideographic space lost it, and one of such a space only was read back as null."""
+    text = frontmatter.new_file({"type": "note", "title": value}, "Body.\n")
+    assert frontmatter.parse(text).meta["title"] == value
+    edited = frontmatter.render(
+        frontmatter.parse("---\ntype: note\n---\nBody.\n"), {"title": value}
+    )
+    assert frontmatter.parse(edited).meta["title"] == value
