@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -309,3 +310,39 @@ def test_a_damaged_full_text_index_is_rebuilt_without_embedding_everything_again
     finally:
         service.close()
         held.release()
+
+
+def open_deleted_index_files() -> list[str]:
+    """The index files this process holds open that were deleted (their bytes on disk)."""
+    found = []
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if "/.memvault/index/" in target and target.endswith(" (deleted)"):
+            found.append(target)
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to see open files")
+def test_a_purge_closes_the_files_of_an_index_replaced_under_a_running_server(
+    vault_path: Path,
+) -> None:
+    """An index folder deleted under a running server is opened anew, but the old files
+    stayed open for the process's life, and so did the full-text segments the purge itself
+    rewrote until the next search: a purged memory's vectors and words stayed on disk in
+    deleted files still open."""
+    service = MemoryService.open(vault_path, Settings(embedder="none"))
+    try:
+        secret = service.remember("The user's locker code is 4417.", type="fact").memory
+        assert secret is not None
+        assert service.recall("locker code")  # the old index's files are open
+        shutil.rmtree(vault_path / ".memvault" / "index")
+        assert service.recall("locker code")  # opened anew, filled from the files
+        assert open_deleted_index_files()  # the replaced ones, still held
+        assert service.forget(secret.id, mode="purge").action == "purged"
+        assert open_deleted_index_files() == []
+        assert service.recall("locker code") == []
+    finally:
+        service.close()

@@ -317,6 +317,15 @@ class Index:
         self.follow()
         self.store.refresh()
 
+    def _close_retired(self) -> None:
+        """Close the handles of index files deleted or replaced since they were opened
+        (kept for a search that may still read them): their bytes stay on disk while they
+        are open, memories a purge erases among them."""
+        for store, text in self._retired:
+            store.close()
+            text.close()
+        self._retired.clear()
+
     def close(self) -> None:
         for store, text in [*self._retired, (self.store, self.text)]:
             store.close()
@@ -413,6 +422,7 @@ class Index:
         self.follow()
         ids = list(ids)
         with self._write_lock:
+            self._close_retired()  # a replaced index's files, deleted but held open
             self.text.delete(ids, erase=True)
             self.store.delete(ids)
             if not self.store.erase_freed():

@@ -243,6 +243,10 @@ class FullText:
                 writer.cancel()
                 raise
             writer.commit(optimize=erase)
+        if erase:  # let go of the rewritten segments now: deleted, they stay on disk while open
+            with self._lock:
+                self._current()
+                self._last, self._postings = None, _Postings()
 
     def search(self, text: str, limit: int = 100) -> dict[str, float]:
         """BM25F scores of the best ``limit`` memories; terms are OR-ed (natural language).
