@@ -108,12 +108,13 @@ _INDEX_FILTER = (
 _DUBIOUS = "detected dubious ownership in repository"
 _DUBIOUS_AT = re.compile(r"dubious ownership in repository at '([^'\n]+)'")
 _UNDER_WAY = (("MERGE_HEAD", "merge"), ("rebase-merge", "rebase"), ("rebase-apply", "rebase"))
-_MSG_FILTER = (
+_MSG_FILTER = (  # a commit of another file at a purged name keeps its message
+    'if [ -e "$MEMVAULT_PURGE_DIR/msg-$GIT_COMMIT" ]; then cat; else '
     'awk \'BEGIN { n = split(ENVIRON["MEMVAULT_PURGED"], names, "\\n") }'
     ' { for (i = 1; i <= n; i++) if (names[i] != "")'
     " while ((k = index($0, names[i])) > 0)"
     ' $0 = substr($0, 1, k - 1) ENVIRON["MEMVAULT_PURGED_AS"] substr($0, k + length(names[i]));'
-    " print }'"
+    " print }'; fi"
 )
 
 
@@ -1157,22 +1158,31 @@ class History:
         """Every path the file at ``path`` had, following renames (see :meth:`lineage`)."""
         return self.lineage(path)[0]
 
-    def lineage(self, path: str) -> tuple[list[str], set[str]]:
-        """Every path the file at ``path`` had, following renames, and the commits that
-        changed it under them.
+    def lineage(
+        self, path: str, rev: str | None = None, memory_id: str | None = None
+    ) -> tuple[list[str], set[str]]:
+        """Every path the file at ``path`` (in ``rev``, else HEAD) had, following renames,
+        and the commits that changed it under them.
 
         ``git log --follow`` also follows a *copy* of a similar file (a memory that
         supersedes another is written in the same commit as the other's change): a source
-        still in that commit and still in the work tree is another file, and the walk
-        stops there (its older commits are that file's history, not this one's).
+        still in that commit and still in the work tree (in ``rev``) is another file, and
+        the walk stops there (its older commits are that file's history, not this one's).
+        With ``memory_id``, it also stops at a commit that deleted a file at that name
+        which was not that memory: what stood there before is another note.
         """
-        names, commits = [path], set()
-        for commit in self.log(path):
+        names, commits = [path], set[str]()
+        for commit in self.log(path, rev=rev):
+            if memory_id and commit.path in commit.deleted:
+                gone = self.texts_at([(f"{commit.sha}^", commit.path)])[0]
+                if _front_id(gone) != memory_id:  # not the memory deleted, then restored
+                    return names, commits
             commits.add(commit.sha)
             if commit.path and commit.path not in names:
                 names.append(commit.path)
             for old, _new in commit.renames:
-                if (self.root / old).exists() and self._in_commit(commit.sha, old):
+                there = self._in_commit(rev, old) if rev else (self.root / old).exists()
+                if there and self._in_commit(commit.sha, old):
                     return names, commits
                 if old not in names:
                     names.append(old)
@@ -1200,6 +1210,21 @@ class History:
         out = self.run("log", "-1", "--no-renames", "--format=", "--name-only", "-z", "-E",
                        f"-G{pattern}", "HEAD")  # fmt: skip
         return next((p for p in out.split("\0") if p.strip()), None)
+
+    def last_held(self, memory_id: str) -> tuple[str, str] | None:
+        """``(commit, path)``: the newest version of a memory whose file is gone, the
+        parent of the commit that took its ``id:`` line away (HEAD's history first, then
+        any ref's), else None."""
+        pattern = f"^id:[[:space:]]*[\"']?{memory_id}([\"'[:space:]]|$)"
+        for refs in (["HEAD"], ["--all"]):
+            out = self.run("log", "-1", "--no-renames", "--format=%H", "--name-only", "-z",
+                           "-E", f"-G{pattern}", *refs, check=False)  # fmt: skip
+            sha, *paths = [field.strip() for field in out.split("\0") if field.strip()] or [""]
+            for path in paths:
+                for rev in (sha, f"{sha}^"):
+                    if _front_id(self.texts_at([(rev, path)])[0]) == memory_id:
+                        return rev, path
+        return None
 
     def first_holders(self, groups: dict[str, dict[str, str]]) -> dict[str, str]:
         """For each id, of its ``paths`` (path -> the path it was first committed at), the
@@ -1275,13 +1300,16 @@ class History:
         versions: Iterable[tuple[str, str]],
         names: Iterable[str],
         keep: Iterable[str] = (),
+        others: Iterable[str] = (),
     ) -> None:
         """Take each ``(blob, path)`` version out of every commit of every ref that holds
         that blob at that path (another file, even at a path a purged version once had or
-        with the same bytes elsewhere, stays), replace ``names`` in commit messages, then
-        drop old objects. An annotated tag is written anew on its rewritten commit (a
-        signed one loses its signature). The commits of ``keep`` stay even when left with
-        their parent's tree (the parts of a stash entry set aside: see stashes.py)."""
+        with the same bytes elsewhere, stays), replace ``names`` in commit messages but
+        those of ``others`` (commits of another file at one of those names, which name
+        that file), then drop old objects. An annotated tag is written anew on its
+        rewritten commit (a signed one loses its signature). The commits of ``keep`` stay
+        even when left with their parent's tree (the parts of a stash entry set aside: see
+        stashes.py)."""
         names = list(dict.fromkeys(names))
         wanted: dict[str, set[str]] = {}
         for blob, path in versions:
@@ -1292,8 +1320,8 @@ class History:
             shutil.rmtree(left, ignore_errors=True)  # (the caller holds the write lock)
         folder = Path(tempfile.mkdtemp(prefix=_PURGE_PREFIX, dir=self.git_dir()))
         try:
-            for sha in keep:
-                (folder / f"keep-{sha}").touch()
+            for mark in [*(f"keep-{sha}" for sha in keep), *(f"msg-{sha}" for sha in others)]:
+                (folder / mark).touch()
             for commit, paths in self._holding(wanted).items():
                 (folder / commit).write_bytes(b"".join(os.fsencode(p) + b"\0" for p in paths))
             self.run(
