@@ -1214,16 +1214,22 @@ class History:
     def last_held(self, memory_id: str) -> tuple[str, str] | None:
         """``(commit, path)``: the newest version of a memory whose file is gone, the
         parent of the commit that took its ``id:`` line away (HEAD's history first, then
-        any ref's), else None."""
+        any ref's), else None. When that commit kept the file, without the line (a person
+        removed it), the file is the memory's until a later commit of HEAD deleted it."""
         pattern = f"^id:[[:space:]]*[\"']?{memory_id}([\"'[:space:]]|$)"
         for refs in (["HEAD"], ["--all"]):
             out = self.run("log", "-1", "--no-renames", "--format=%H", "--name-only", "-z",
                            "-E", f"-G{pattern}", *refs, check=False)  # fmt: skip
             sha, *paths = [field.strip() for field in out.split("\0") if field.strip()] or [""]
             for path in paths:
-                for rev in (sha, f"{sha}^"):
-                    if _front_id(self.texts_at([(rev, path)])[0]) == memory_id:
-                        return rev, path
+                now, before = self.texts_at([(sha, path), (f"{sha}^", path)])
+                if _front_id(now) == memory_id:
+                    return sha, path
+                if _front_id(before) != memory_id:
+                    continue
+                gone = self.run("log", "--reverse", "--no-renames", "--diff-filter=D",
+                                "--format=%H", f"{sha}..HEAD", "--", path).split()  # fmt: skip
+                return (f"{gone[0]}^" if now is not None and gone else f"{sha}^"), path
         return None
 
     def first_holders(self, groups: dict[str, dict[str, str]]) -> dict[str, str]:

@@ -196,3 +196,20 @@ def test_purging_a_memory_deleted_and_restored_erases_its_versions_before_the_ga
     assert not (vault / path).exists()
     assert git(vault, "log", "--all", "--format=%h", "--", path) == ""
     assert_erased(vault)
+
+
+def test_purging_a_memory_whose_id_line_a_person_removed_before_deleting_it_erases_all(
+    person_vault: MemoryService,
+) -> None:
+    vault = person_vault.root
+    memory = person_vault.remember(f"The hint is {SECRET}.", title="db hint").memory
+    assert memory is not None
+    text = (vault / memory.path).read_text(encoding="utf-8")
+    kept = "\n".join(line for line in text.splitlines() if not line.startswith("id:"))
+    person_commits(vault, memory.path, "no id", kept + f"\nAlso {SECRET} again.\n")
+    person_commits(vault, memory.path, "deleted by hand", None)
+    person_commits(vault, memory.path, "a new note", "# db hint\n\nCall Alice.\n")
+    before = persons_history(vault, memory.path)[0]
+    person_vault.forget(memory.id, mode="purge")
+    assert persons_history(vault, memory.path) == [before]
+    assert_erased(vault)
