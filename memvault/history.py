@@ -1265,9 +1265,12 @@ class History:
                 break
         return found
 
-    def _holding(self, wanted: dict[str, set[str]]) -> dict[str, list[str]]:
+    def _holding(
+        self, wanted: dict[str, set[str]], spare: frozenset[tuple[str, str]] = frozenset()
+    ) -> dict[str, list[str]]:
         """For every commit of every ref: which of ``wanted``'s paths hold one of the blobs
-        wanted there (one ``cat-file --batch-check`` for all commit:path pairs)."""
+        wanted there, but the ``(commit, path)`` of ``spare`` (one ``cat-file
+        --batch-check`` for all commit:path pairs)."""
         commits = self.run("rev-list", "--all").split()
         pairs = [(c, p) for c in commits for p in wanted]
         if not pairs:
@@ -1276,9 +1279,19 @@ class History:
         found = self.run("cat-file", "--batch-check=%(objectname)", input_text=listing)
         out: dict[str, list[str]] = {}
         for (commit, path), line in zip(pairs, found.splitlines(), strict=True):
-            if line.split(" ", 1)[0] in wanted[path]:
+            if line.split(" ", 1)[0] in wanted[path] and (commit, path) not in spare:
                 out.setdefault(commit, []).append(path)
         return out
+
+    def other_lives(self, blob: str, path: str, lineage: set[str]) -> set[str]:
+        """The commits of any ref holding ``blob`` at ``path`` whose last change there is
+        none of ``lineage`` (a file's commits): another file with the same bytes."""
+        found = set()
+        for commit in self._holding({path: {blob}}):
+            last = self.run("log", "-1", "--format=%H", commit, "--", path).strip()
+            if last not in lineage:
+                found.add(commit)
+        return found
 
     def blobs_at(self, paths: Sequence[str]) -> dict[str, set[str]]:
         """Every blob any commit of any ref (merges too) put at or took from ``paths``:
@@ -1307,15 +1320,15 @@ class History:
         names: Iterable[str],
         keep: Iterable[str] = (),
         others: Iterable[str] = (),
+        spare: Iterable[tuple[str, str]] = (),
     ) -> None:
         """Take each ``(blob, path)`` version out of every commit of every ref that holds
-        that blob at that path (another file, even at a path a purged version once had or
-        with the same bytes elsewhere, stays), replace ``names`` in commit messages but
-        those of ``others`` (commits of another file at one of those names, which name
-        that file), then drop old objects. An annotated tag is written anew on its
+        that blob at that path but the ``(commit, path)`` of ``spare`` (another file, even
+        at a path a purged version once had or with the same bytes, stays), replace
+        ``names`` in commit messages but those of ``others`` (commits of another file at
+        one of those names), then drop old objects. An annotated tag is written anew on its
         rewritten commit (a signed one loses its signature). The commits of ``keep`` stay
-        even when left with their parent's tree (the parts of a stash entry set aside: see
-        stashes.py)."""
+        even when left with their parent's tree (a stash entry's parts: see stashes.py)."""
         names = list(dict.fromkeys(names))
         wanted: dict[str, set[str]] = {}
         for blob, path in versions:
@@ -1328,7 +1341,7 @@ class History:
         try:
             for mark in [*(f"keep-{sha}" for sha in keep), *(f"msg-{sha}" for sha in others)]:
                 (folder / mark).touch()
-            for commit, paths in self._holding(wanted).items():
+            for commit, paths in self._holding(wanted, frozenset(spare)).items():
                 (folder / commit).write_bytes(b"".join(os.fsencode(p) + b"\0" for p in paths))
             self.run(
                 "filter-branch",

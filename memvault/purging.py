@@ -100,8 +100,9 @@ def _erase(
     # first: a worktree's index refers to the memories' blobs, and gc keeps what it refers to
     drop_worktrees(service)
     with stashes.aside(service.history) as parts:  # the person's stash: purged, and kept
-        versions, rewritten, others = _versions(service.history, names)
-        service.history.purge(versions, {path for _blob, path in versions}, parts, others)
+        versions, rewritten, others, spare = _versions(service.history, names)
+        paths = {path for _blob, path in versions}
+        service.history.purge(versions, paths, parts, others, spare)
     trailers = service._trailers("purge", memory_id)
     # which commits held them: a sync refuses a side that still reaches one of these
     trailers[REWROTE] = " ".join(sorted(rewritten))
@@ -154,18 +155,20 @@ def _refuse_tags_holding(history: History, names: dict[str, tuple[list[str], set
 
 def _versions(
     history: History, names: dict[str, tuple[list[str], set[str]]]
-) -> tuple[set[tuple[str, str]], set[str], set[str]]:
+) -> tuple[set[tuple[str, str]], set[str], set[str], set[tuple[str, str]]]:
     """Every version of these memories in any commit of any ref, as ``(blob, path)``, the
-    commits that changed them, and the commits that changed only other notes at their
-    paths (whose messages name those notes, not the memories). A version is a blob whose
-    ``id:`` is the memory's, wherever it lies (a person may move and rewrite a note in one
-    commit), or one without an ``id:`` that a commit of the memory's own history put at
-    one of its paths (a person's note). A blob with another id, or an id-less one saved at
-    a path the memory has left (or before it came), is another note; so are the same bytes
-    at another path."""
+    commits that changed them, the commits that changed only other notes at their paths
+    (whose messages name those notes, not the memories), and the ``(commit, path)`` where
+    another note holds the bytes of an id-less version (a later note begun from the same
+    template): those stay. A version is a blob whose ``id:`` is the memory's, wherever it
+    lies (a person may move and rewrite a note in one commit), or one without an ``id:``
+    that a commit of the memory's own history put at one of its paths (a person's note).
+    A blob with another id, or an id-less one saved at a path the memory has left (or
+    before it came), is another note; so are the same bytes at another path."""
     versions: set[tuple[str, str]] = set()
     commits: set[str] = set()
     others: set[str] = set()
+    spare: set[tuple[str, str]] = set()
     for memory_id, (own, lineage) in names.items():
         where = own + history.paths_holding(f"^id:[[:space:]]*[\"']?{memory_id}")
         for path in dict.fromkeys(where):
@@ -173,11 +176,16 @@ def _versions(
             for sha, data in history.blob_bytes(changed).items():
                 found = _ID_LINE.findall(frontmatter.block(data.decode("utf-8", "replace")) or "")
                 if (found[-1] == memory_id) if found else bool(changed[sha] & lineage):
+                    elsewhere = set()  # the same bytes there in another note's commits
+                    if not found and changed[sha] - lineage:
+                        elsewhere = history.other_lives(sha, path, lineage)
+                        spare |= {(commit, path) for commit in elsewhere}
                     versions.add((sha, path))
-                    commits |= changed[sha]
+                    commits |= changed[sha] - elsewhere
+                    others |= changed[sha] & elsewhere
                 else:
                     others |= changed[sha]
-    return versions, commits, others - commits
+    return versions, commits, others - commits, spare
 
 
 def _forget_derived(service: MemoryService, memories: list[Memory], rewritten: int) -> list[str]:

@@ -213,3 +213,21 @@ def test_purging_a_memory_whose_id_line_a_person_removed_before_deleting_it_eras
     person_vault.forget(memory.id, mode="purge")
     assert persons_history(vault, memory.path) == [before]
     assert_erased(vault)
+
+
+def test_purging_a_deleted_memory_keeps_a_later_note_at_its_path_with_its_first_bytes(
+    person_vault: MemoryService,
+) -> None:
+    """A person's note that later got an id began as the template's bytes; after the
+    memory's deletion, a new note there begins as those bytes again: that one stays."""
+    vault = person_vault.root
+    path, start = "inbox/meeting.md", "# Meeting\n\nAgenda:\n"
+    person_commits(vault, path, "from the template", start)
+    person_commits(vault, path, "given an id", f"---\nid: 01HANDMADE000001\n---\n{SECRET}\n")
+    person_vault.forget("01HANDMADE000001", mode="delete")
+    person_commits(vault, path, "a new meeting", start)
+    before = persons_history(vault, path)[0]
+    person_vault.forget("01HANDMADE000001", mode="purge")
+    assert (vault / path).read_text(encoding="utf-8") == start
+    assert persons_history(vault, path) == [before]
+    assert_erased(vault)
