@@ -1283,11 +1283,16 @@ class History:
                 out.setdefault(commit, []).append(path)
         return out
 
-    def other_lives(self, blob: str, path: str, lineage: set[str]) -> set[str]:
+    def other_lives(self, blob: str, path: str, lineage: set[str], rest: set[str]) -> set[str]:
         """The commits of any ref holding ``blob`` at ``path`` whose last change there is
-        none of ``lineage`` (a file's commits): another file with the same bytes."""
+        none of ``lineage`` (a file's commits) but one of ``rest`` (the others that put it
+        there or took it away): another file with the same bytes. None unless one of
+        ``rest`` holds it (a deletion or an edit of the file: one call, not one a commit)."""
+        holders = self._holding({path: {blob}})
+        if not rest & holders.keys():
+            return set()
         found = set()
-        for commit in self._holding({path: {blob}}):
+        for commit in holders:
             last = self.run("log", "-1", "--format=%H", commit, "--", path).strip()
             if last not in lineage:
                 found.add(commit)

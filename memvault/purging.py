@@ -177,8 +177,8 @@ def _versions(
                 found = _ID_LINE.findall(frontmatter.block(data.decode("utf-8", "replace")) or "")
                 if (found[-1] == memory_id) if found else bool(changed[sha] & lineage):
                     elsewhere = set()  # the same bytes there in another note's commits
-                    if not found and changed[sha] - lineage:
-                        elsewhere = history.other_lives(sha, path, lineage)
+                    if not found and (rest := changed[sha] - lineage):
+                        elsewhere = history.other_lives(sha, path, lineage, rest)
                         spare |= {(commit, path) for commit in elsewhere}
                     versions.add((sha, path))
                     commits |= changed[sha] - elsewhere
