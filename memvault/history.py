@@ -110,12 +110,13 @@ _INDEX_FILTER = (
 _DUBIOUS = "detected dubious ownership in repository"
 _DUBIOUS_AT = re.compile(r"dubious ownership in repository at '([^'\n]+)'")
 _UNDER_WAY = (("MERGE_HEAD", "merge"), ("rebase-merge", "rebase"), ("rebase-apply", "rebase"))
-_MSG_FILTER = (
+_MSG_FILTER = (  # a commit of another file at a purged name keeps its message
+    'if [ -e "$MEMVAULT_PURGE_DIR/msg-$GIT_COMMIT" ]; then cat; else '
     'awk \'BEGIN { n = split(ENVIRON["MEMVAULT_PURGED"], names, "\\n") }'
     ' { for (i = 1; i <= n; i++) if (names[i] != "")'
     " while ((k = index($0, names[i])) > 0)"
     ' $0 = substr($0, 1, k - 1) ENVIRON["MEMVAULT_PURGED_AS"] substr($0, k + length(names[i]));'
-    " print }'"
+    " print }'; fi"
 )
 
 
@@ -1168,22 +1169,31 @@ class History:
         """Every path the file at ``path`` had, following renames (see :meth:`lineage`)."""
         return self.lineage(path)[0]
 
-    def lineage(self, path: str) -> tuple[list[str], set[str]]:
-        """Every path the file at ``path`` had, following renames, and the commits that
-        changed it under them.
+    def lineage(
+        self, path: str, rev: str | None = None, memory_id: str | None = None
+    ) -> tuple[list[str], set[str]]:
+        """Every path the file at ``path`` (in ``rev``, else HEAD) had, following renames,
+        and the commits that changed it under them.
 
         ``git log --follow`` also follows a *copy* of a similar file (a memory that
         supersedes another is written in the same commit as the other's change): a source
-        still in that commit and still in the work tree is another file, and the walk
-        stops there (its older commits are that file's history, not this one's).
+        still in that commit and still in the work tree (in ``rev``) is another file, and
+        the walk stops there (its older commits are that file's history, not this one's).
+        With ``memory_id``, it also stops at a commit that deleted a file at that name
+        which was not that memory: what stood there before is another note.
         """
-        names, commits = [path], set()
-        for commit in self.log(path):
+        names, commits = [path], set[str]()
+        for commit in self.log(path, rev=rev):
+            if memory_id and commit.path in commit.deleted:
+                gone = self.texts_at([(f"{commit.sha}^", commit.path)])[0]
+                if _front_id(gone) != memory_id:  # not the memory deleted, then restored
+                    return names, commits
             commits.add(commit.sha)
             if commit.path and commit.path not in names:
                 names.append(commit.path)
             for old, _new in commit.renames:
-                if (self.root / old).exists() and self._in_commit(commit.sha, old):
+                there = self._in_commit(rev, old) if rev else (self.root / old).exists()
+                if there and self._in_commit(commit.sha, old):
                     return names, commits
                 if old not in names:
                     names.append(old)
@@ -1211,6 +1221,27 @@ class History:
         out = self.run("log", "-1", "--no-renames", "--format=", "--name-only", "-z", "-E",
                        f"-G{pattern}", "HEAD")  # fmt: skip
         return next((p for p in out.split("\0") if p.strip()), None)
+
+    def last_held(self, memory_id: str) -> tuple[str, str] | None:
+        """``(commit, path)``: the newest version of a memory whose file is gone, the
+        parent of the commit that took its ``id:`` line away (HEAD's history first, then
+        any ref's), else None. When that commit kept the file, without the line (a person
+        removed it), the file is the memory's until a later commit of HEAD deleted it."""
+        pattern = f"^id:[[:space:]]*[\"']?{memory_id}([\"'[:space:]]|$)"
+        for refs in (["HEAD"], ["--all"]):
+            out = self.run("log", "-1", "--no-renames", "--format=%H", "--name-only", "-z",
+                           "-E", f"-G{pattern}", *refs, check=False)  # fmt: skip
+            sha, *paths = [field.strip() for field in out.split("\0") if field.strip()] or [""]
+            for path in paths:
+                now, before = self.texts_at([(sha, path), (f"{sha}^", path)])
+                if _front_id(now) == memory_id:
+                    return sha, path
+                if _front_id(before) != memory_id:
+                    continue
+                gone = self.run("log", "--reverse", "--no-renames", "--diff-filter=D",
+                                "--format=%H", f"{sha}..HEAD", "--", path).split()  # fmt: skip
+                return (f"{gone[0]}^" if now is not None and gone else f"{sha}^"), path
+        return None
 
     def first_holders(self, groups: dict[str, dict[str, str]]) -> dict[str, str]:
         """For each id, of its ``paths`` (path -> the path it was first committed at), the
@@ -1245,9 +1276,12 @@ class History:
                 break
         return found
 
-    def _holding(self, wanted: dict[str, set[str]]) -> dict[str, list[str]]:
+    def _holding(
+        self, wanted: dict[str, set[str]], spare: frozenset[tuple[str, str]] = frozenset()
+    ) -> dict[str, list[str]]:
         """For every commit of every ref: which of ``wanted``'s paths hold one of the blobs
-        wanted there (one ``cat-file --batch-check`` for all commit:path pairs)."""
+        wanted there, but the ``(commit, path)`` of ``spare`` (one ``cat-file
+        --batch-check`` for all commit:path pairs)."""
         commits = self.run("rev-list", "--all").split()
         pairs = [(c, p) for c in commits for p in wanted]
         if not pairs:
@@ -1256,9 +1290,24 @@ class History:
         found = self.run("cat-file", "--batch-check=%(objectname)", input_text=listing)
         out: dict[str, list[str]] = {}
         for (commit, path), line in zip(pairs, found.splitlines(), strict=True):
-            if line.split(" ", 1)[0] in wanted[path]:
+            if line.split(" ", 1)[0] in wanted[path] and (commit, path) not in spare:
                 out.setdefault(commit, []).append(path)
         return out
+
+    def other_lives(self, blob: str, path: str, lineage: set[str], rest: set[str]) -> set[str]:
+        """The commits of any ref holding ``blob`` at ``path`` whose last change there is
+        none of ``lineage`` (a file's commits) but one of ``rest`` (the others that put it
+        there or took it away): another file with the same bytes. None unless one of
+        ``rest`` holds it (a deletion or an edit of the file: one call, not one a commit)."""
+        holders = self._holding({path: {blob}})
+        if not rest & holders.keys():
+            return set()
+        found = set()
+        for commit in holders:
+            last = self.run("log", "-1", "--format=%H", commit, "--", path).strip()
+            if last not in lineage:
+                found.add(commit)
+        return found
 
     def blobs_at(self, paths: Sequence[str]) -> dict[str, set[str]]:
         """Every blob any commit of any ref (merges too) put at or took from ``paths``:
@@ -1286,13 +1335,16 @@ class History:
         versions: Iterable[tuple[str, str]],
         names: Iterable[str],
         keep: Iterable[str] = (),
+        others: Iterable[str] = (),
+        spare: Iterable[tuple[str, str]] = (),
     ) -> None:
         """Take each ``(blob, path)`` version out of every commit of every ref that holds
-        that blob at that path (another file, even at a path a purged version once had or
-        with the same bytes elsewhere, stays), replace ``names`` in commit messages, then
-        drop old objects. An annotated tag is written anew on its rewritten commit (a
-        signed one loses its signature). The commits of ``keep`` stay even when left with
-        their parent's tree (the parts of a stash entry set aside: see stashes.py)."""
+        that blob at that path but the ``(commit, path)`` of ``spare`` (another file, even
+        at a path a purged version once had or with the same bytes, stays), replace
+        ``names`` in commit messages but those of ``others`` (commits of another file at
+        one of those names), then drop old objects. An annotated tag is written anew on its
+        rewritten commit (a signed one loses its signature). The commits of ``keep`` stay
+        even when left with their parent's tree (a stash entry's parts: see stashes.py)."""
         names = list(dict.fromkeys(names))
         wanted: dict[str, set[str]] = {}
         for blob, path in versions:
@@ -1303,9 +1355,9 @@ class History:
             shutil.rmtree(left, ignore_errors=True)  # (the caller holds the write lock)
         folder = Path(tempfile.mkdtemp(prefix=_PURGE_PREFIX, dir=self.git_dir()))
         try:
-            for sha in keep:
-                (folder / f"keep-{sha}").touch()
-            for commit, paths in self._holding(wanted).items():
+            for mark in [*(f"keep-{sha}" for sha in keep), *(f"msg-{sha}" for sha in others)]:
+                (folder / mark).touch()
+            for commit, paths in self._holding(wanted, frozenset(spare)).items():
                 (folder / commit).write_bytes(b"".join(os.fsencode(p) + b"\0" for p in paths))
             self.run(
                 "filter-branch",

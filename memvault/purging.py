@@ -85,7 +85,7 @@ def _erase(
     """Under the write lock: delete the files, commit, rewrite history without every name
     they ever had, and record the purge in an empty commit. The new commit and how many
     commits were rewritten."""
-    names = {m.id: service.history.lineage(m.path) for m in memories}
+    names = {m.id: _lineage(service.history, m, present) for m in memories}
     if odd := [n for own, _ in names.values() for n in own if "\n" in n]:
         raise InvalidInputError(f"{odd[0]!r}: a file name holding a newline cannot be purged")
     _refuse_tags_holding(service.history, names)
@@ -106,8 +106,9 @@ def _erase(
     # first: a worktree's index refers to the memories' blobs, and gc keeps what it refers to
     drop_worktrees(service)
     with stashes.aside(service.history) as parts:  # the person's stash: purged, and kept
-        versions, rewritten = _versions(service.history, names)
-        service.history.purge(versions, {path for _blob, path in versions}, parts)
+        versions, rewritten, others, spare = _versions(service.history, names)
+        paths = {path for _blob, path in versions}
+        service.history.purge(versions, paths, parts, others, spare)
     trailers = service._trailers("purge", memory_id)
     # which commits held them: a sync refuses a side that still reaches one of these
     trailers[REWROTE] = " ".join(sorted(rewritten))
@@ -152,6 +153,18 @@ def _refuse_changes_left(service: MemoryService) -> None:
         )
 
 
+def _lineage(history: History, memory: Memory, present: bool) -> tuple[list[str], set[str]]:
+    """The names the memory's file had and the commits of its own history. A memory whose
+    file is gone is followed back from its last version, never from what stands at its
+    path now (a person's note saved there since, another memory given the same name)."""
+    if present:
+        return history.lineage(memory.path, memory_id=memory.id)
+    rev, path = history.last_held(memory.id) or (None, memory.path)
+    if rev is None:
+        return [path], set()  # no version of it in any history: nothing id-less is its own
+    return history.lineage(path, rev=rev, memory_id=memory.id)
+
+
 REWROTE = "Memvault-Rewrote"  # trailer of a purge commit: the original commits that held it
 _ID_LINE = re.compile(r"^id:[ \t]*[\"']?([^\"'\s#]+)", re.MULTILINE)
 
@@ -183,15 +196,20 @@ def _refuse_tags_holding(history: History, names: dict[str, tuple[list[str], set
 
 def _versions(
     history: History, names: dict[str, tuple[list[str], set[str]]]
-) -> tuple[set[tuple[str, str]], set[str]]:
-    """Every version of these memories in any commit of any ref, as ``(blob, path)``, and
-    the commits that changed them. A version is a blob whose ``id:`` is the memory's,
-    wherever it lies (a person may move and rewrite a note in one commit), or one without
-    an ``id:`` that a commit of the memory's own history put at one of its paths (a
-    person's note). A blob with another id, or an id-less one saved later at a path the
-    memory has left, is another note; so are the same bytes at another path."""
+) -> tuple[set[tuple[str, str]], set[str], set[str], set[tuple[str, str]]]:
+    """Every version of these memories in any commit of any ref, as ``(blob, path)``, the
+    commits that changed them, the commits that changed only other notes at their paths
+    (whose messages name those notes, not the memories), and the ``(commit, path)`` where
+    another note holds the bytes of an id-less version (a later note begun from the same
+    template): those stay. A version is a blob whose ``id:`` is the memory's, wherever it
+    lies (a person may move and rewrite a note in one commit), or one without an ``id:``
+    that a commit of the memory's own history put at one of its paths (a person's note).
+    A blob with another id, or an id-less one saved at a path the memory has left (or
+    before it came), is another note; so are the same bytes at another path."""
     versions: set[tuple[str, str]] = set()
     commits: set[str] = set()
+    others: set[str] = set()
+    spare: set[tuple[str, str]] = set()
     for memory_id, (own, lineage) in names.items():
         where = own + history.paths_holding(f"^id:[[:space:]]*[\"']?{memory_id}")
         for path in dict.fromkeys(where):
@@ -199,9 +217,16 @@ def _versions(
             for sha, data in history.blob_bytes(changed).items():
                 found = _ID_LINE.findall(frontmatter.block(data.decode("utf-8", "replace")) or "")
                 if (found[-1] == memory_id) if found else bool(changed[sha] & lineage):
+                    elsewhere = set()  # the same bytes there in another note's commits
+                    if not found and (rest := changed[sha] - lineage):
+                        elsewhere = history.other_lives(sha, path, lineage, rest)
+                        spare |= {(commit, path) for commit in elsewhere}
                     versions.add((sha, path))
-                    commits |= changed[sha]
-    return versions, commits
+                    commits |= changed[sha] - elsewhere
+                    others |= changed[sha] & elsewhere
+                else:
+                    others |= changed[sha]
+    return versions, commits, others - commits, spare
 
 
 def _forget_derived(service: MemoryService, memories: list[Memory], rewritten: int) -> list[str]:
