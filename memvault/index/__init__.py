@@ -682,6 +682,14 @@ class Index:
         best = self.store.nearest(vector, k, lambda i: i in self.store.docs)
         return [(self.store.docs[i], score) for i, score in best.items()]
 
+    def worded(self, text: str, k: int = 20) -> list[MemoryInfo]:
+        """Memories sharing the most words with ``text`` (BM25), best first: the candidates
+        of a duplicate check that needs no vector (a text-only vault, a memory whose
+        vector is not yet made)."""
+        self._fresh()
+        best = self.text.search(text, k)
+        return [self.store.docs[i] for i in best if i in self.store.docs]
+
     def cosines(
         self, title: str, tags: Sequence[str], body: str, others: Sequence[Memory]
     ) -> list[float]:

@@ -1,0 +1,70 @@
+"""Hunted bugs of fields and texts as people and agents really type them: the same text
+remembered twice in a vault without vectors (text-only, or a memory not embedded yet), a
+status or a key typed by hand with a capital. Real vaults, real git, real Whoosh and
+embeddings."""
+
+from __future__ import annotations
+
+import pytest
+
+from memvault.service import MemoryService
+from memvault.sync import EMBED_NOW
+
+from .helpers import commit_count
+
+SEATS = "The user prefers aisle seats on flights."
+
+
+def memory_files(service: MemoryService) -> list[str]:
+    root = service.vault.root
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*.md") if ".git" not in p.parts)
+
+
+@pytest.mark.parametrize(
+    "again",
+    [SEATS, "the user prefers  aisle seats on flights", "The user prefers aisle seats on flights!"],
+)
+def test_a_text_only_vault_refuses_the_same_text_twice_writing_nothing(
+    text_only: MemoryService, again: str
+) -> None:
+    first = text_only.remember(SEATS, type="preference").memory
+    assert first is not None
+    files, commits = memory_files(text_only), commit_count(text_only.vault.root)
+    second = text_only.remember(again, type="preference")
+    assert second.action == "duplicate"
+    assert second.reason == f"already remembered as {first.path} (id {first.id})"
+    assert [(s.id, s.relation, s.cosine) for s in second.similar] == [(first.id, "duplicate", 1.0)]
+    assert memory_files(text_only) == files
+    assert commit_count(text_only.vault.root) == commits
+
+
+@pytest.mark.parametrize(
+    "correction",
+    [
+        "The user prefers window seats on flights.",
+        "The user does not prefer aisle seats on flights.",
+        "The user prefers aisle seats on flights over 3 hours.",
+        "The user prefers aisle seats on flights.\n\nOnly on Lufthansa.",
+    ],
+)
+def test_a_text_only_vault_still_writes_a_correction_of_one_word_or_number(
+    text_only: MemoryService, correction: str
+) -> None:
+    text_only.remember(SEATS, type="preference")
+    assert text_only.remember(correction, type="preference").action == "created"
+
+
+def test_a_memory_whose_vector_is_not_made_yet_is_still_a_duplicate(
+    service: MemoryService,
+) -> None:
+    # a person's folder of notes, synced at once: their vectors are left to the filler
+    notes = service.vault.root / "notes"
+    notes.mkdir()
+    for n in range(EMBED_NOW + 1):
+        (notes / f"{n}.md").write_text(f"---\ntype: fact\n---\nTrip {n} went to city {n}.\n")
+    (notes / "seats.md").write_text(f"---\ntype: preference\n---\n{SEATS}\n", "utf-8")
+    service.sync_index()
+    assert service.index_status()["with_vectors"] == 0
+    again = service.remember(SEATS, type="preference")
+    assert again.action == "duplicate"
+    assert [s.path for s in again.similar] == ["notes/seats.md"]
