@@ -9,7 +9,7 @@ from typing import Any
 
 from . import frontmatter, ids, validate
 from .errors import InvalidInputError
-from .models import LIFECYCLE, LIFECYCLE_KEY, canonical_type
+from .models import LIFECYCLE_KEY, canonical_type, lifecycle_value
 from .note import clean_tags
 
 TYPE_FOLDERS = {
@@ -104,7 +104,7 @@ def place_status(meta: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any
     out = dict(changes)
     value = out.pop("status")
     own = meta.get("status")
-    if own is None or own == "" or str(own) in LIFECYCLE:
+    if own is None or own == "" or lifecycle_value(own):  # `Archived` by hand is ours
         out["status"] = value
         if LIFECYCLE_KEY in meta:
             out[LIFECYCLE_KEY] = frontmatter.DELETE

@@ -75,10 +75,10 @@ class Memory:
     @property
     def status(self) -> str:
         """memvault's lifecycle state: ``lifecycle:``, else ``status:`` when it holds one of
-        memvault's values, else active (a person's ``status: draft`` is theirs, not ours)."""
+        memvault's values (whatever its case: ``status: Archived`` typed by hand is archived),
+        else active (a person's ``status: draft`` is theirs, not ours)."""
         for key in (LIFECYCLE_KEY, "status"):
-            value = str(self.meta.get(key) or "")
-            if value in LIFECYCLE:
+            if value := lifecycle_value(self.meta.get(key)):
                 return value
         return "active"
 
@@ -243,6 +243,16 @@ def canonical_type(value: Any) -> str:
     written = str(value or "").strip() or "note"
     key = type_key(written)
     return key if key in MEMORY_TYPES else written
+
+
+def lifecycle_value(value: Any) -> str | None:
+    """The one of memvault's lifecycle states (LIFECYCLE) a ``status:`` value names, case
+    and Unicode form aside (``Archived``: ``archived``), or None for a person's own value
+    (``draft``) or none. Read, never written back: the file keeps the person's spelling."""
+    if not isinstance(value, str):
+        return None
+    key = type_key(value)
+    return key if key in LIFECYCLE else None
 
 
 def same_type(a: str, b: str) -> bool:

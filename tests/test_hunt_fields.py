@@ -68,3 +68,42 @@ def test_a_memory_whose_vector_is_not_made_yet_is_still_a_duplicate(
     again = service.remember(SEATS, type="preference")
     assert again.action == "duplicate"
     assert [s.path for s in again.similar] == ["notes/seats.md"]
+
+
+def by_hand(service: MemoryService, rel: str, front: str, text: str) -> bytes:
+    """A note a person wrote in Obsidian (frontmatter lines ``front``), indexed; its bytes."""
+    path = service.vault.root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(f"---\n{front}\n---\n{text}\n".encode())
+    service.sync_index([rel])
+    return path.read_bytes()
+
+
+def listed(service: MemoryService) -> set[str]:
+    return {m.path for m in service.list_memories().memories}
+
+
+@pytest.mark.parametrize(
+    ("written", "status"),
+    [("Archived", "archived"), ("ARCHIVED", "archived"), ("Superseded", "superseded")],
+)
+def test_a_status_typed_by_hand_in_capitals_is_memvault_s_and_the_file_is_kept(
+    svc: MemoryService, written: str, status: str
+) -> None:
+    kept = by_hand(svc, "notes/old.md", f"type: fact\nstatus: {written}", "Ana lived in Lyon.")
+    by_hand(svc, "notes/own.md", "type: fact\nstatus: Draft", "Ana lives in Porto.")
+    assert svc.get("notes/old.md").status == status
+    assert svc.get("notes/own.md").status == "active"  # the person's own status
+    assert listed(svc) == {"notes/own.md"}
+    assert [h.path for h in svc.recall("where did Ana live Lyon")] == ["notes/own.md"]
+    assert (svc.vault.root / "notes/old.md").read_bytes() == kept
+
+
+def test_restoring_a_memory_archived_by_hand_in_capitals_rewrites_that_status(
+    svc: MemoryService,
+) -> None:
+    by_hand(svc, "notes/old.md", "type: fact\nstatus: Archived", "Ana lived in Lyon.")
+    svc.update("notes/old.md", fields={"status": "active"})
+    text = (svc.vault.root / "notes/old.md").read_text("utf-8")
+    assert "status: active\n" in text and "lifecycle" not in text and "Archived" not in text
+    assert listed(svc) == {"notes/old.md"}

@@ -44,7 +44,7 @@ from .vectors import Embedder, EmbedderLoader
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = 9  # 2: aliases, link targets; 3: records carry problems; 4: and `expires`;
+INDEX_VERSION = 10  # 2: aliases, link targets; 3: records carry problems; 4: and `expires`;
 # 5: tags and aliases under `Tags:`, `tag:`, `alias:` (records of such files were wrong);
 # 6: a Markdown link's target marked as one (note.MARKDOWN); 7: Markdown link targets in
 # angle brackets, with brackets, with an encoded %23, and wikilinks in properties (their
@@ -52,6 +52,8 @@ INDEX_VERSION = 9  # 2: aliases, link targets; 3: records carry problems; 4: and
 # characters dropped, katakana words whole, hiragana and Korean by pairs (text.tokens);
 # 9: records carry the canonical type (models.canonical_type: a hand-typed `type: Episode`
 # is `episode`), which ranking, counts and duplicate checks compare with
+# 10: records carry the status a hand-typed `status: Archived` names (models.lifecycle_value:
+# such a memory was indexed as active, listed and recalled)
 KEYWORD_CANDIDATES = 100
 VECTOR_CANDIDATES = 100
 # a name held by this share of the memories (and at least MIN of them) is left out of
