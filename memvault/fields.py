@@ -9,7 +9,7 @@ from typing import Any
 
 from . import frontmatter, ids, validate
 from .errors import InvalidInputError
-from .models import LIFECYCLE_KEY, canonical_type, lifecycle_value
+from .models import LIFECYCLE_KEY, canonical_type, lifecycle_value, spelling
 from .note import clean_tags
 
 TYPE_FOLDERS = {
@@ -103,7 +103,7 @@ def place_status(meta: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any
         return changes
     out = dict(changes)
     value = out.pop("status")
-    own = meta.get("status")
+    own = meta.get(spelling(meta, "status"))  # or `Status:` (vault.rewrite keeps its key)
     if own is None or own == "" or lifecycle_value(own):  # `Archived` by hand is ours
         out["status"] = value
         if LIFECYCLE_KEY in meta:

@@ -69,15 +69,16 @@ class Memory:
     @property
     def type(self) -> str:
         """The memory's type, decided here once (see :func:`canonical_type`): ``type:
-        Episode`` typed by hand is an ``episode``. The file keeps the person's spelling."""
-        return canonical_type(self.meta.get("type"))
+        Episode`` (or ``Type: Episode``) typed by hand is an ``episode``. The file keeps the
+        person's spelling."""
+        return canonical_type(self.meta.get(spelling(self.meta, "type")))
 
     @property
     def status(self) -> str:
         """memvault's lifecycle state: ``lifecycle:``, else ``status:`` when it holds one of
         memvault's values (whatever its case: ``status: Archived`` typed by hand is archived),
         else active (a person's ``status: draft`` is theirs, not ours)."""
-        for key in (LIFECYCLE_KEY, "status"):
+        for key in (LIFECYCLE_KEY, spelling(self.meta, "status")):  # or `Status:`
             if value := lifecycle_value(self.meta.get(key)):
                 return value
         return "active"
@@ -674,13 +675,21 @@ class Context:
         return tuple(item for section in self.sections for item in section.left_out)
 
 
-SPELLINGS = {"tags": ("tags", "tag"), "aliases": ("aliases", "alias")}
+# keys read in any case (and tags, aliases singular too); a person typing `Type: Episode`
+# means the type, though Obsidian's property keys are case-sensitive
+SPELLINGS = {
+    "tags": ("tags", "tag"),
+    "aliases": ("aliases", "alias"),
+    "type": ("type",),
+    "status": ("status",),
+}
 
 
 def spelling(meta: dict[str, Any], key: str) -> str:
-    """The key a file writes ``tags`` or ``aliases`` under: Obsidian reads them in any
-    case and singular too (``Tags:``, ``tag:``, ``ALIAS:``); ``key`` when the file has
-    none of them."""
+    """The key a file writes ``key`` under: Obsidian reads ``tags`` and ``aliases`` in any
+    case and singular too (``Tags:``, ``tag:``, ``ALIAS:``), memvault ``type`` and
+    ``status`` in any case (``Type:``); ``key`` itself when the file has it or none of
+    them."""
     names = SPELLINGS.get(key, (key,))
     found = [k for k in meta if isinstance(k, str) and k.lower() in names]
     return key if key in found or not found else found[0]

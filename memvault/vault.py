@@ -495,8 +495,9 @@ class Vault:
             )
         doc = frontmatter.parse(self.read_bytes(memory.path).decode("utf-8"))
         changes = fields.place_status(memory.meta, changes)
-        tags = spelling(memory.meta, "tags")  # where the person's file keeps them: `Tags:`
-        changes = {tags if key == "tags" else key: value for key, value in changes.items()}
+        # under the person's own key (`Tags:`, `Type:`, `Status:`), never a second one
+        spelled = {key: spelling(memory.meta, key) for key in ("tags", "type", "status")}
+        changes = {spelled.get(key, key): value for key, value in changes.items()}
         if memory.id_derived:
             changes = {"id": memory.id, **changes}
         changes.setdefault("updated", now)

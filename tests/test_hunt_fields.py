@@ -107,3 +107,53 @@ def test_restoring_a_memory_archived_by_hand_in_capitals_rewrites_that_status(
     text = (svc.vault.root / "notes/old.md").read_text("utf-8")
     assert "status: active\n" in text and "lifecycle" not in text and "Archived" not in text
     assert listed(svc) == {"notes/old.md"}
+
+
+def test_a_capitalised_type_and_status_key_are_read_as_type_and_status(svc: MemoryService) -> None:
+    kept = by_hand(
+        svc, "notes/trip.md", "Type: Episode\nStatus: archived", "Night train to Vienna."
+    )
+    by_hand(
+        svc, "notes/own.md", "TYPE: Preference\nStatus: Draft", "The user likes sleeper trains."
+    )
+    by_hand(svc, "notes/both.md", "type: fact\nType: Episode", "Vienna has a night train.")
+    assert (svc.get("notes/trip.md").type, svc.get("notes/trip.md").status) == (
+        "episode",
+        "archived",
+    )
+    assert (svc.get("notes/own.md").type, svc.get("notes/own.md").status) == (
+        "preference",
+        "active",
+    )
+    assert svc.get("notes/both.md").type == "fact"  # the lower-case key, when there is one
+    assert listed(svc) == {"notes/own.md", "notes/both.md"}
+    assert (svc.vault.root / "notes/trip.md").read_bytes() == kept
+
+
+def test_an_update_of_a_file_with_capitalised_keys_keeps_one_key_in_the_person_s_spelling(
+    svc: MemoryService,
+) -> None:
+    by_hand(svc, "notes/trip.md", "id: trip\nType: Episode\nStatus: Draft", "Night train.")
+    path = svc.vault.root / "notes/trip.md"
+    svc.update("trip", fields={"importance": 0.9})
+    assert path.read_text("utf-8").splitlines()[:5] == [
+        "---",
+        "id: trip",
+        "Type: Episode",
+        "Status: Draft",
+        "importance: 0.9",
+    ]
+    svc.update("trip", fields={"type": "fact"})
+    text = path.read_text("utf-8")
+    assert "Type: fact\n" in text and "\ntype:" not in text and "Episode" not in text
+    assert svc.get("trip").type == "fact"
+
+
+def test_restoring_a_memory_archived_under_a_capitalised_status_key_leaves_one_key(
+    svc: MemoryService,
+) -> None:
+    by_hand(svc, "notes/old.md", "type: fact\nStatus: Archived", "Ana lived in Lyon.")
+    svc.update("notes/old.md", fields={"status": "active"})
+    text = (svc.vault.root / "notes/old.md").read_text("utf-8")
+    assert "Status: active\n" in text and "\nstatus:" not in text and "lifecycle" not in text
+    assert listed(svc) == {"notes/old.md"}

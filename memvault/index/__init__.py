@@ -53,7 +53,8 @@ INDEX_VERSION = 10  # 2: aliases, link targets; 3: records carry problems; 4: an
 # 9: records carry the canonical type (models.canonical_type: a hand-typed `type: Episode`
 # is `episode`), which ranking, counts and duplicate checks compare with
 # 10: records carry the status a hand-typed `status: Archived` names (models.lifecycle_value:
-# such a memory was indexed as active, listed and recalled)
+# such a memory was indexed as active, listed and recalled), and the type and status of a
+# `Type:` or `Status:` key (models.SPELLINGS: such a file was indexed as an active note)
 KEYWORD_CANDIDATES = 100
 VECTOR_CANDIDATES = 100
 # a name held by this share of the memories (and at least MIN of them) is left out of
