@@ -105,9 +105,9 @@ class Memory:
     @property
     def links(self) -> tuple[str, ...]:
         """What the links of the properties (wikilinks in text values, as Obsidian reads
-        them: ``author: "[[Ursula Le Guin]]"``) and of the body name (see
+        them: ``author: "[[Ursula Le Guin]]"``, unquoted too) and of the body name (see
         :func:`note.link_target`), each once, in order."""
-        texts = [t for v in self.meta.values() for t in (v if isinstance(v, list) else [v])]
+        texts = [t for v in self.meta.values() for t in _link_texts(v)]
         own = [x for t in texts if isinstance(t, str) for x in links(t) if x.wiki]
         found = (link_target(self.path, link) for link in [*own, *links(self.body)])
         return tuple(dict.fromkeys(t for t in found if t))
@@ -240,8 +240,13 @@ def type_key(memory_type: str) -> str:
 def canonical_type(value: Any) -> str:
     """The type a frontmatter's ``type:`` value names: one of MEMORY_TYPES whatever its
     case or Unicode form (``Episode``: ``episode``); any other type as the person wrote it
-    (compared by :func:`type_key`); ``note`` when there is none."""
-    written = str(value or "").strip() or "note"
+    (compared by :func:`type_key`); ``note`` when there is none. A link alone (Obsidian's
+    ``type: "[[Book]]"``, quoted or not) names the type of the note it links to's name:
+    ``Book`` (the link counts as a link too: :attr:`Memory.links`)."""
+    written = str(yaml_link(value) or "").strip() or "note"
+    found = links(written) if written.startswith("[[") and written.endswith("]]") else []
+    if len(found) == 1 and found[0].target.strip():
+        written = PurePosixPath(found[0].target.strip()).name.removesuffix(".md") or written
     key = type_key(written)
     return key if key in MEMORY_TYPES else written
 
@@ -254,6 +259,21 @@ def lifecycle_value(value: Any) -> str | None:
         return None
     key = type_key(value)
     return key if key in LIFECYCLE else None
+
+
+def yaml_link(value: Any) -> Any:
+    """An unquoted wikilink as YAML reads it (``type: [[Book]]``: a list in a list,
+    ``[['Book']]``) as the link a person typed (``[[Book]]``); any other value as it is."""
+    inner = value[0] if isinstance(value, list) and len(value) == 1 else None
+    if isinstance(inner, list) and len(inner) == 1 and isinstance(inner[0], str):
+        return f"[[{inner[0]}]]"
+    return value
+
+
+def _link_texts(value: Any) -> list[Any]:
+    """A property's values that may hold links: its items (each maybe an unquoted link)."""
+    value = yaml_link(value)
+    return [yaml_link(v) for v in value] if isinstance(value, list) else [value]
 
 
 def same_type(a: str, b: str) -> bool:

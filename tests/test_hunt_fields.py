@@ -157,3 +157,21 @@ def test_restoring_a_memory_archived_under_a_capitalised_status_key_leaves_one_k
     text = (svc.vault.root / "notes/old.md").read_text("utf-8")
     assert "Status: active\n" in text and "\nstatus:" not in text and "lifecycle" not in text
     assert listed(svc) == {"notes/old.md"}
+
+
+@pytest.mark.parametrize("written", ['"[[Book]]"', "[[Book]]", "'[[Notes/Book|Books]]'"])
+def test_a_type_that_is_a_link_is_the_linked_note_s_name_and_still_a_link(
+    svc: MemoryService, written: str
+) -> None:
+    by_hand(svc, "Notes/Book.md", "type: note", "What a book is.")
+    kept = by_hand(svc, "notes/dune.md", f"type: {written}", "Dune, by Frank Herbert.")
+    memory = svc.get("notes/dune.md")
+    assert memory.type == "Book"
+    assert memory.links[0] in ("Book", "Notes/Book")
+    assert {r.path: r.type for r in svc.records()}["notes/dune.md"] == "Book"
+    assert (svc.vault.root / "notes/dune.md").read_bytes() == kept
+
+
+def test_an_episode_typed_as_a_link_is_an_episode(svc: MemoryService) -> None:
+    by_hand(svc, "notes/trip.md", 'type: "[[Episode]]"', "Night train to Vienna.")
+    assert svc.get("notes/trip.md").type == "episode"

@@ -54,7 +54,8 @@ INDEX_VERSION = 10  # 2: aliases, link targets; 3: records carry problems; 4: an
 # is `episode`), which ranking, counts and duplicate checks compare with
 # 10: records carry the status a hand-typed `status: Archived` names (models.lifecycle_value:
 # such a memory was indexed as active, listed and recalled), and the type and status of a
-# `Type:` or `Status:` key (models.SPELLINGS: such a file was indexed as an active note)
+# `Type:` or `Status:` key (models.SPELLINGS: such a file was indexed as an active note),
+# the type `Book` of `type: "[[Book]]"` and unquoted links in properties (models.yaml_link)
 KEYWORD_CANDIDATES = 100
 VECTOR_CANDIDATES = 100
 # a name held by this share of the memories (and at least MIN of them) is left out of
