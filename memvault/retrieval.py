@@ -36,6 +36,15 @@ WORDED_CANDIDATES = 20
 CATCHING_UP = "the index is still catching up with the vault's files (memvault has just started)"
 
 
+def judged(new: str, old: str, cosine: float | None, same_type: bool) -> tuple[str | None, float]:
+    """The relation of an existing text to a new one (:func:`policy.relation`) and the
+    cosine to report. Without a ``cosine`` (no vectors) only the same text counts: a
+    duplicate, reported at cosine 1.0; a differing word, number or name is not one."""
+    if cosine is not None:
+        return policy.relation(new, old, cosine, same_type), cosine
+    return ("duplicate" if policy.same_text(new, old) else None), 1.0
+
+
 def no_match_note(
     floor: float, catching_up: bool = False, none_selected: bool = False, empty: bool = False
 ) -> str:
@@ -178,21 +187,17 @@ class Retrieval:
     def _judged(
         self, doc: MemoryInfo, cosine: float | None, content: str, type: str
     ) -> Similar | None:
-        """How the memory of ``doc`` relates to a new text, or None when unrelated or not a
-        candidate. Without a ``cosine`` only the same text counts: a duplicate (cosine
-        reported as 1.0), of which any differing number, name or word is not."""
+        """How the memory of ``doc`` relates to a new text (see :func:`judged`), or None
+        when unrelated or not a candidate."""
         if doc.status not in ("active", "superseded") or lapsed(doc.expires, self.clock()):
             return None  # an expired memory is no reason to refuse a new one
         try:
             other = self.vault.read(doc.path)
         except (MemoryNotFoundError, MalformedMemoryError, UnsafePathError):
             return None
-        old = strip_title(other.body)
-        if cosine is None:
-            relation = "duplicate" if policy.same_text(content, old) else None
-            cosine = 1.0
-        else:
-            relation = policy.relation(content, old, cosine, same_type(doc.type, type))
+        relation, cosine = judged(
+            content, strip_title(other.body), cosine, same_type(doc.type, type)
+        )
         if doc.status == "superseded":
             relation = "superseded" if relation == "duplicate" else None
         return (

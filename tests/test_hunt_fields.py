@@ -5,12 +5,17 @@ embeddings."""
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
+import pytest
+from mcp.types import Implementation
+
+from memvault import proposals
+from memvault.config import Settings
 from memvault.service import MemoryService
 from memvault.sync import EMBED_NOW
 
-from .helpers import commit_count
+from .helpers import commit_count, tool
 
 SEATS = "The user prefers aisle seats on flights."
 
@@ -68,6 +73,29 @@ def test_a_memory_whose_vector_is_not_made_yet_is_still_a_duplicate(
     again = service.remember(SEATS, type="preference")
     assert again.action == "duplicate"
     assert [s.path for s in again.similar] == ["notes/seats.md"]
+
+
+def test_a_client_proposing_the_same_text_twice_in_a_text_only_vault_is_told(
+    vault_path: Path,
+) -> None:
+    """Proposal mode (agent_writes = "propose"): the duplicate check of a client's own
+    waiting proposals compared vectors only, so without them each repeat was one more
+    proposal for the person to review."""
+    service = MemoryService.open(vault_path, Settings(embedder="none", agent_writes="propose"))
+    client = {"client_info": Implementation(name="cursor", version="2.0")}
+    try:
+        args = {"content": SEATS, "type": "preference"}
+        made = tool(service, "remember", args, **client)
+        again = tool(service, "remember", args | {"content": SEATS.upper()}, **client)
+        assert (made["action"], again["action"]) == ("proposed", "duplicate")
+        assert [(s["id"], s["proposed"]) for s in again["similar"]] == [(made["id"], True)]
+        assert len(proposals.pending(service)) == 1
+        fixed = tool(
+            service, "remember", args | {"content": SEATS.replace("aisle", "window")}, **client
+        )
+        assert fixed["action"] == "proposed"
+    finally:
+        service.close()
 
 
 def by_hand(service: MemoryService, rel: str, front: str, text: str) -> bytes:
