@@ -78,10 +78,7 @@ class Memory:
         """memvault's lifecycle state: ``lifecycle:``, else ``status:`` when it holds one of
         memvault's values (whatever its case: ``status: Archived`` typed by hand is archived),
         else active (a person's ``status: draft`` is theirs, not ours)."""
-        for key in (LIFECYCLE_KEY, spelling(self.meta, "status")):  # or `Status:`
-            if value := lifecycle_value(self.meta.get(key)):
-                return value
-        return "active"
+        return lifecycle_of(self.meta)
 
     @property
     def tags(self) -> tuple[str, ...]:
@@ -249,6 +246,14 @@ def canonical_type(value: Any) -> str:
         written = PurePosixPath(found[0].target.strip()).name.removesuffix(".md") or written
     key = type_key(written)
     return key if key in MEMORY_TYPES else written
+
+
+def lifecycle_of(meta: dict[str, Any]) -> str:
+    """memvault's lifecycle state in a frontmatter (see :attr:`Memory.status`)."""
+    for key in (LIFECYCLE_KEY, spelling(meta, "status")):  # or `Status:`
+        if value := lifecycle_value(meta.get(key)):
+            return value
+    return "active"
 
 
 def lifecycle_value(value: Any) -> str | None:

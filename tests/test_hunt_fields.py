@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 from mcp.types import Implementation
 
-from memvault import proposals
+from memvault import changes, merging, proposals
 from memvault.config import Settings
 from memvault.service import MemoryService
 from memvault.sync import EMBED_NOW
+from memvault.syncing import sync
 
-from .helpers import commit_count, tool
+from .helpers import commit_count, git, synced_pair, tool
 
 SEATS = "The user prefers aisle seats on flights."
 
@@ -203,3 +204,33 @@ def test_a_type_that_is_a_link_is_the_linked_note_s_name_and_still_a_link(
 def test_an_episode_typed_as_a_link_is_an_episode(svc: MemoryService) -> None:
     by_hand(svc, "notes/trip.md", 'type: "[[Episode]]"', "Night train to Vienna.")
     assert svc.get("notes/trip.md").type == "episode"
+
+
+def test_a_sync_conflict_in_a_file_with_a_capitalised_status_key_leaves_one_key() -> None:
+    base = "---\nStatus: active\nType: Fact\n---\n# T\n\nbase\n"
+    ours, theirs = base.replace("base", "ours"), base.replace("base", "theirs")
+    merged = merging.merge_memory(base, ours, theirs, "laptop", "2026-11-02 09:00")
+    assert merged.conflict
+    assert merged.text.startswith("---\nStatus: conflict\nType: Fact\n---\n# T\n\nours\n")
+
+
+def test_the_changes_feed_names_a_conflict_kept_under_a_capitalised_status_key(
+    tmp_path: Path,
+) -> None:
+    with synced_pair(tmp_path) as pair:
+        made = pair.a.remember("Reports are written in British English", type="preference")
+        assert made.memory is not None
+        path = pair.a.root / made.memory.path
+        path.write_text(path.read_text("utf-8").replace("---\n", "---\nStatus: active\n", 1))
+        git(pair.a.root, "commit", "-qam", "my own key spelling")
+        sync(pair.a)
+        sync(pair.b)
+        pair.a.update(made.memory.id, content="Reports are written in British English, always")
+        pair.b.update(made.memory.id, content="Reports are written in American English now")
+        sync(pair.a)
+        before = git(pair.b.root, "rev-parse", "HEAD")
+        assert sync(pair.b).conflicts
+        text = (pair.b.root / made.memory.path).read_text("utf-8")
+        assert "Status: conflict\n" in text and "\nstatus:" not in text
+        found = changes.feed(pair.b, before).changes
+        assert [c.id for c in found if c.op == "conflict"] == [made.memory.id]
