@@ -111,11 +111,11 @@ class Memory:
 
     @property
     def importance(self) -> float:
-        return as_unit(self.meta.get("importance"), 0.5)
+        return as_unit(self.meta.get(spelling(self.meta, "importance")), 0.5)
 
     @property
     def confidence(self) -> float:
-        return as_unit(self.meta.get("confidence"), 0.8)
+        return as_unit(self.meta.get(spelling(self.meta, "confidence")), 0.8)
 
     @property
     def created(self) -> str | None:
@@ -701,20 +701,23 @@ class Context:
 
 
 # keys read in any case (and tags, aliases singular too); a person typing `Type: Episode`
-# means the type, though Obsidian's property keys are case-sensitive
+# or `Importance: 0.9` means the type or the importance, though Obsidian's property keys
+# are case-sensitive
 SPELLINGS = {
     "tags": ("tags", "tag"),
     "aliases": ("aliases", "alias"),
     "type": ("type",),
     "status": ("status",),
+    "importance": ("importance",),
+    "confidence": ("confidence",),
 }
 
 
 def spelling(meta: dict[str, Any], key: str) -> str:
     """The key a file writes ``key`` under: Obsidian reads ``tags`` and ``aliases`` in any
-    case and singular too (``Tags:``, ``tag:``, ``ALIAS:``), memvault ``type`` and
-    ``status`` in any case (``Type:``); ``key`` itself when the file has it or none of
-    them."""
+    case and singular too (``Tags:``, ``tag:``, ``ALIAS:``), memvault ``type``,
+    ``status``, ``importance`` and ``confidence`` in any case (``Type:``); ``key`` itself
+    when the file has it or none of them."""
     names = SPELLINGS.get(key, (key,))
     found = [k for k in meta if isinstance(k, str) and k.lower() in names]
     return key if key in found or not found else found[0]

@@ -234,3 +234,12 @@ def test_the_changes_feed_names_a_conflict_kept_under_a_capitalised_status_key(
         assert "Status: conflict\n" in text and "\nstatus:" not in text
         found = changes.feed(pair.b, before).changes
         assert [c.id for c in found if c.op == "conflict"] == [made.memory.id]
+
+
+def test_a_capitalised_importance_is_read_and_an_update_keeps_its_key(svc: MemoryService) -> None:
+    by_hand(svc, "notes/core.md", "id: core1\nImportance: 0.95\nConfidence: 0.3", "Ana's birthday.")
+    memory = svc.get("core1")
+    assert (memory.importance, memory.confidence) == (0.95, 0.3)
+    svc.update("core1", fields={"importance": 0.7})
+    text = (svc.vault.root / "notes/core.md").read_text("utf-8")
+    assert "Importance: 0.7\n" in text and "\nimportance:" not in text

@@ -53,8 +53,9 @@ INDEX_VERSION = 10  # 2: aliases, link targets; 3: records carry problems; 4: an
 # 9: records carry the canonical type (models.canonical_type: a hand-typed `type: Episode`
 # is `episode`), which ranking, counts and duplicate checks compare with
 # 10: records carry the status a hand-typed `status: Archived` names (models.lifecycle_value:
-# such a memory was indexed as active, listed and recalled), and the type and status of a
-# `Type:` or `Status:` key (models.SPELLINGS: such a file was indexed as an active note),
+# such a memory was indexed as active, listed and recalled), and the type, status,
+# importance and confidence of a `Type:`, `Status:`, `Importance:` or `Confidence:` key
+# (models.SPELLINGS: such a file was indexed as an active note of default importance),
 # the type `Book` of `type: "[[Book]]"` and unquoted links in properties (models.yaml_link)
 KEYWORD_CANDIDATES = 100
 VECTOR_CANDIDATES = 100
