@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from . import frontmatter, validate
 from .errors import InvalidInputError, MemvaultError
 from .history import PURGED_NAME, Delta, Deltas, History
-from .models import Change, ChangeFeed
+from .models import Change, ChangeFeed, lifecycle_of
 from .note import parse_time
 from .vault import Vault
 
@@ -193,7 +193,7 @@ def _settled(history: History, vault: Vault, merge: Deltas) -> list[Change]:
     out = []
     for path, blob in found.items():
         meta = _meta(texts, blob) or {}
-        both = "conflict" in (meta.get("lifecycle"), meta.get("status"))
+        both = lifecycle_of(meta) == "conflict"  # `Status: conflict` too
         op, diff = ("conflict", "both versions kept") if both else ("merged", "both sides merged")
         out.append(_change(merge, _meta_id(meta) or path, op, path, diff))
     return out

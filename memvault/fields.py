@@ -9,7 +9,7 @@ from typing import Any
 
 from . import frontmatter, ids, validate
 from .errors import InvalidInputError
-from .models import LIFECYCLE, LIFECYCLE_KEY, canonical_type
+from .models import LIFECYCLE_KEY, canonical_type, lifecycle_value, spelling
 from .note import clean_tags
 
 TYPE_FOLDERS = {
@@ -98,14 +98,16 @@ def clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
 def place_status(meta: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     """Where memvault's lifecycle state goes in a file: ``status`` when that key is free or
     already memvault's; otherwise ``lifecycle``, so a person's own ``status: draft`` is kept
-    (archiving and restoring never lose it)."""
+    (archiving and restoring never lose it). Under the file's own key: a person's
+    ``Status: active`` becomes ``Status: conflict``, never a second ``status:``."""
     if "status" not in changes:
         return changes
     out = dict(changes)
     value = out.pop("status")
-    own = meta.get("status")
-    if own is None or own == "" or str(own) in LIFECYCLE:
-        out["status"] = value
+    key = spelling(meta, "status")
+    own = meta.get(key)
+    if own is None or own == "" or lifecycle_value(own):  # `Archived` by hand is ours
+        out[key] = value
         if LIFECYCLE_KEY in meta:
             out[LIFECYCLE_KEY] = frontmatter.DELETE
     else:

@@ -69,18 +69,16 @@ class Memory:
     @property
     def type(self) -> str:
         """The memory's type, decided here once (see :func:`canonical_type`): ``type:
-        Episode`` typed by hand is an ``episode``. The file keeps the person's spelling."""
-        return canonical_type(self.meta.get("type"))
+        Episode`` (or ``Type: Episode``) typed by hand is an ``episode``. The file keeps the
+        person's spelling."""
+        return canonical_type(self.meta.get(spelling(self.meta, "type")))
 
     @property
     def status(self) -> str:
         """memvault's lifecycle state: ``lifecycle:``, else ``status:`` when it holds one of
-        memvault's values, else active (a person's ``status: draft`` is theirs, not ours)."""
-        for key in (LIFECYCLE_KEY, "status"):
-            value = str(self.meta.get(key) or "")
-            if value in LIFECYCLE:
-                return value
-        return "active"
+        memvault's values (whatever its case: ``status: Archived`` typed by hand is archived),
+        else active (a person's ``status: draft`` is theirs, not ours)."""
+        return lifecycle_of(self.meta)
 
     @property
     def tags(self) -> tuple[str, ...]:
@@ -104,22 +102,22 @@ class Memory:
     @property
     def links(self) -> tuple[str, ...]:
         """What the links of the properties (wikilinks in text values, as Obsidian reads
-        them: ``author: "[[Ursula Le Guin]]"``; not in tags, aliases or CSS classes, which
-        Obsidian never reads as links) and of the body name (see :func:`note.link_target`),
-        each once, in order."""
+        them: ``author: "[[Ursula Le Guin]]"``, unquoted too; not in tags, aliases or CSS
+        classes, which Obsidian never reads as links) and of the body name (see
+        :func:`note.link_target`), each once, in order."""
         values = [v for k, v in self.meta.items() if str(k).lower() not in NOT_LINKS]
-        texts = [t for v in values for t in (v if isinstance(v, list) else [v])]
+        texts = [t for v in values for t in _link_texts(v)]
         own = [x for t in texts if isinstance(t, str) for x in links(t) if x.wiki]
         found = (link_target(self.path, link) for link in [*own, *links(self.body)])
         return tuple(dict.fromkeys(t for t in found if t))
 
     @property
     def importance(self) -> float:
-        return as_unit(self.meta.get("importance"), 0.5)
+        return as_unit(self.meta.get(spelling(self.meta, "importance")), 0.5)
 
     @property
     def confidence(self) -> float:
-        return as_unit(self.meta.get("confidence"), 0.8)
+        return as_unit(self.meta.get(spelling(self.meta, "confidence")), 0.8)
 
     @property
     def created(self) -> str | None:
@@ -241,10 +239,48 @@ def type_key(memory_type: str) -> str:
 def canonical_type(value: Any) -> str:
     """The type a frontmatter's ``type:`` value names: one of MEMORY_TYPES whatever its
     case or Unicode form (``Episode``: ``episode``); any other type as the person wrote it
-    (compared by :func:`type_key`); ``note`` when there is none."""
-    written = str(value or "").strip() or "note"
+    (compared by :func:`type_key`); ``note`` when there is none. A link alone (Obsidian's
+    ``type: "[[Book]]"``, quoted or not) names the type of the note it links to's name:
+    ``Book`` (the link counts as a link too: :attr:`Memory.links`)."""
+    written = str(yaml_link(value) or "").strip() or "note"
+    found = links(written) if written.startswith("[[") and written.endswith("]]") else []
+    if len(found) == 1 and found[0].target.strip():
+        written = PurePosixPath(found[0].target.strip()).name.removesuffix(".md") or written
     key = type_key(written)
     return key if key in MEMORY_TYPES else written
+
+
+def lifecycle_of(meta: dict[str, Any]) -> str:
+    """memvault's lifecycle state in a frontmatter (see :attr:`Memory.status`)."""
+    for key in (LIFECYCLE_KEY, spelling(meta, "status")):  # or `Status:`
+        if value := lifecycle_value(meta.get(key)):
+            return value
+    return "active"
+
+
+def lifecycle_value(value: Any) -> str | None:
+    """The one of memvault's lifecycle states (LIFECYCLE) a ``status:`` value names, case
+    and Unicode form aside (``Archived``: ``archived``), or None for a person's own value
+    (``draft``) or none. Read, never written back: the file keeps the person's spelling."""
+    if not isinstance(value, str):
+        return None
+    key = type_key(value)
+    return key if key in LIFECYCLE else None
+
+
+def yaml_link(value: Any) -> Any:
+    """An unquoted wikilink as YAML reads it (``type: [[Book]]``: a list in a list,
+    ``[['Book']]``) as the link a person typed (``[[Book]]``); any other value as it is."""
+    inner = value[0] if isinstance(value, list) and len(value) == 1 else None
+    if isinstance(inner, list) and len(inner) == 1 and isinstance(inner[0], str):
+        return f"[[{inner[0]}]]"
+    return value
+
+
+def _link_texts(value: Any) -> list[Any]:
+    """A property's values that may hold links: its items (each maybe an unquoted link)."""
+    value = yaml_link(value)
+    return [yaml_link(v) for v in value] if isinstance(value, list) else [value]
 
 
 def same_type(a: str, b: str) -> bool:
@@ -666,15 +702,26 @@ class Context:
         return tuple(item for section in self.sections for item in section.left_out)
 
 
-SPELLINGS = {"tags": ("tags", "tag"), "aliases": ("aliases", "alias")}
+# keys read in any case (and tags, aliases singular too); a person typing `Type: Episode`
+# or `Importance: 0.9` means the type or the importance, though Obsidian's property keys
+# are case-sensitive
+SPELLINGS = {
+    "tags": ("tags", "tag"),
+    "aliases": ("aliases", "alias"),
+    "type": ("type",),
+    "status": ("status",),
+    "importance": ("importance",),
+    "confidence": ("confidence",),
+}
 # properties whose values are names, never links (``aliases: ["[[X]]"]`` is a name)
 NOT_LINKS = frozenset((*SPELLINGS["tags"], *SPELLINGS["aliases"], "cssclasses", "cssclass"))
 
 
 def spelling(meta: dict[str, Any], key: str) -> str:
-    """The key a file writes ``tags`` or ``aliases`` under: Obsidian reads them in any
-    case and singular too (``Tags:``, ``tag:``, ``ALIAS:``); ``key`` when the file has
-    none of them."""
+    """The key a file writes ``key`` under: Obsidian reads ``tags`` and ``aliases`` in any
+    case and singular too (``Tags:``, ``tag:``, ``ALIAS:``), memvault ``type``,
+    ``status``, ``importance`` and ``confidence`` in any case (``Type:``); ``key`` itself
+    when the file has it or none of them."""
     names = SPELLINGS.get(key, (key,))
     found = [k for k in meta if isinstance(k, str) and k.lower() in names]
     return key if key in found or not found else found[0]

@@ -31,7 +31,15 @@ from .errors import (
     UnsafePathError,
 )
 from .fields import new_meta
-from .models import LIFECYCLE_KEY, ChangeEvent, Memory, Problem, WriteResult
+from .models import (
+    LIFECYCLE_KEY,
+    ChangeEvent,
+    Memory,
+    Problem,
+    WriteResult,
+    lifecycle_value,
+    spelling,
+)
 from .template import template_dir
 
 if TYPE_CHECKING:
@@ -719,7 +727,7 @@ def _write(
     changes = {"field": spec.name, "value": value, "source": source}
     if existing is not None:
         for key in (LIFECYCLE_KEY, "status"):  # archived by hand in place: set again, active
-            if existing.meta.get(key) in UNSET_STATUSES:
+            if lifecycle_value(existing.meta.get(spelling(existing.meta, key))) in UNSET_STATUSES:
                 changes[key] = "active"
         old = plain(existing.meta.get("value"))
         shown, text = body_of(spec, old).split("\n\n", 1)[-1], existing.body

@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from . import asof, ids, policy, purging
+from . import asof, ids, purging
 from .config import Settings
 from .errors import (
     GitError,
@@ -62,7 +62,7 @@ from .models import (
 )
 from .note import clean_tags, strip_title, title_from
 from .profile import SCHEMA_PATH, is_field_path, refusal
-from .retrieval import Retrieval
+from .retrieval import Retrieval, judged
 from .service import MemoryService, current_client
 from .sync import IndexSync
 from .syncing import unmerged_files
@@ -201,10 +201,12 @@ class _Judging(Retrieval):
             m for m in view.memories.values() if m.status == "active" and not lapsed(m.expires, now)
         ]
         title = title or title_from(content)
-        cosines = self.indexing.index.cosines(title, clean_tags(tags), content, pending)
-        for memory, cosine in zip(pending, cosines, strict=False):  # none without vectors
+        cosines: list[float | None] = [
+            *self.indexing.index.cosines(title, clean_tags(tags), content, pending)
+        ]  # none without vectors: then the same text only
+        for memory, measured in zip(pending, cosines or [None] * len(pending), strict=True):
             old = strip_title(memory.body)
-            relation = policy.relation(content, old, cosine, same_type(memory.type, type))
+            relation, cosine = judged(content, old, measured, same_type(memory.type, type))
             if relation:
                 near = (memory.id, memory.path, memory.title, round(cosine, 4), relation)
                 found.append(Similar(*near, proposed=True))

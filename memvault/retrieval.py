@@ -12,15 +12,37 @@ from .access import AccessStats
 from .errors import InvalidInputError, MalformedMemoryError, MemoryNotFoundError, UnsafePathError
 from .index import DamagedIndexError, SearchHit, SearchQuery
 from .links import Records
-from .models import EVERY, Filters, Hit, Memory, Similar, lapsed, same_type, validity
+from .models import (
+    EVERY,
+    Filters,
+    Hit,
+    Memory,
+    MemoryInfo,
+    Similar,
+    lapsed,
+    same_type,
+    validity,
+)
 from .note import clean_tags, snippet, strip_title, title_from
 from .sync import IndexSync
 from .vault import Vault
 
 SEARCH_MODES = ("hybrid", "bm25", "vector")
+# keyword candidates a new text is compared with word for word (its duplicate check without
+# vectors): the same text ranks first but for a crowd of much shorter memories
+WORDED_CANDIDATES = 20
 
 
 CATCHING_UP = "the index is still catching up with the vault's files (memvault has just started)"
+
+
+def judged(new: str, old: str, cosine: float | None, same_type: bool) -> tuple[str | None, float]:
+    """The relation of an existing text to a new one (:func:`policy.relation`) and the
+    cosine to report. Without a ``cosine`` (no vectors) only the same text counts: a
+    duplicate, reported at cosine 1.0; a differing word, number or name is not one."""
+    if cosine is not None:
+        return policy.relation(new, old, cosine, same_type), cosine
+    return ("duplicate" if policy.same_text(new, old) else None), 1.0
 
 
 def no_match_note(
@@ -148,22 +170,36 @@ class Retrieval:
         superseded ones it says again (``superseded``: a fact corrected since).
 
         The text is embedded exactly as the index will store it, so a memory that is
-        then written reuses the vector.
+        then written reuses the vector. Memories sharing its words (BM25) are compared
+        too, word for word: the same text, case, spacing and punctuation aside, is a
+        duplicate without vectors (a text-only vault, a memory not yet embedded).
         """
-        out = []
         title = title or title_from(content)
-        for doc, cosine in self.indexing.index.nearest(title, clean_tags(tags), content, k):
-            if doc.status not in ("active", "superseded") or lapsed(doc.expires, self.clock()):
-                continue  # an expired memory is no reason to refuse a new one
-            try:
-                other = self.vault.read(doc.path)
-            except (MemoryNotFoundError, MalformedMemoryError, UnsafePathError):
-                continue
-            relation = policy.relation(
-                content, strip_title(other.body), cosine, same_type(doc.type, type)
-            )
-            if doc.status == "superseded":
-                relation = "superseded" if relation == "duplicate" else None
-            if relation:
-                out.append(Similar(doc.id, doc.path, doc.title, round(cosine, 4), relation))
+        index = self.indexing.index
+        near = index.nearest(title, clean_tags(tags), content, k)
+        out = [s for doc, cosine in near if (s := self._judged(doc, cosine, content, type))]
+        seen = {doc.id for doc, _ in near}
+        for doc in index.worded(content, max(k, WORDED_CANDIDATES)):
+            if doc.id not in seen and (same := self._judged(doc, None, content, type)):
+                out.append(same)  # no vector (text-only vault, or not yet made): same text
         return out
+
+    def _judged(
+        self, doc: MemoryInfo, cosine: float | None, content: str, type: str
+    ) -> Similar | None:
+        """How the memory of ``doc`` relates to a new text (see :func:`judged`), or None
+        when unrelated or not a candidate."""
+        if doc.status not in ("active", "superseded") or lapsed(doc.expires, self.clock()):
+            return None  # an expired memory is no reason to refuse a new one
+        try:
+            other = self.vault.read(doc.path)
+        except (MemoryNotFoundError, MalformedMemoryError, UnsafePathError):
+            return None
+        relation, cosine = judged(
+            content, strip_title(other.body), cosine, same_type(doc.type, type)
+        )
+        if doc.status == "superseded":
+            relation = "superseded" if relation == "duplicate" else None
+        return (
+            Similar(doc.id, doc.path, doc.title, round(cosine, 4), relation) if relation else None
+        )

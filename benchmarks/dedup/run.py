@@ -1,6 +1,6 @@
 """Duplicate or correction? memvault's verdict on labelled pairs of memories.
 
-Usage: python benchmarks/dedup/run.py [--pairs FILE] [--details]
+Usage: python benchmarks/dedup/run.py [--pairs FILE] [--embedder NAME] [--details]
 
 Each line of pairs.jsonl (or of --pairs FILE, such as holdout.jsonl) holds two memories
 ``a`` and ``b`` of one type and a label: duplicate (a paraphrase, same facts), correction
@@ -8,10 +8,11 @@ Each line of pairs.jsonl (or of --pairs FILE, such as holdout.jsonl) holds two m
 topic, other facts) or unrelated.
 
 Every ``a`` is imported into one temporary vault (default settings, so the default
-embedder); then, for each pair, ``MemoryService.similar(b, type)`` (the check ``remember``
-runs before writing) gives the relation of ``a`` to ``b`` without writing ``b``:
-duplicate, possible_contradiction, related, or none when ``a`` is not reported. The
-relation is pairwise, so the other memories of the vault do not change it.
+embedder; --embedder none: a text-only vault); then, for each pair,
+``Retrieval.similar(b, type)`` (the check ``remember`` runs before writing) gives the
+relation of ``a`` to ``b`` without writing ``b``: duplicate, possible_contradiction,
+related, or none when ``a`` is not reported. The relation is pairwise, so the other
+memories of the vault do not change it.
 
 Prints the confusion matrix (label x verdict), precision and recall of the duplicate
 verdict, the corrections judged duplicates (a correction that ``remember`` would drop),
@@ -51,10 +52,12 @@ def load(path: Path = HERE / "pairs.jsonl") -> list[dict[str, Any]]:
     return pairs
 
 
-def build(root: Path, pairs: list[dict[str, Any]]) -> tuple[MemoryService, list[str]]:
+def build(
+    root: Path, pairs: list[dict[str, Any]], settings: Settings
+) -> tuple[MemoryService, list[str]]:
     """A vault with every pair's ``a``; the vault path of each, in pair order."""
     create_vault(root)
-    service = MemoryService.open(root, Settings())
+    service = MemoryService.open(root, settings)
     source = root.parent / "a-side.jsonl"
     with source.open("w", encoding="utf-8") as handle:
         for p in pairs:
@@ -140,10 +143,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--pairs", type=Path, default=HERE / "pairs.jsonl", help="labelled pairs (JSON lines)"
     )
+    parser.add_argument("--embedder", help="embedder setting (none: a text-only vault)")
     args = parser.parse_args(argv)
     pairs = load(args.pairs)
+    settings = Settings(embedder=args.embedder) if args.embedder else Settings()
     with tempfile.TemporaryDirectory() as tmp:
-        service, paths = build(Path(tmp) / "vault", pairs)
+        service, paths = build(Path(tmp) / "vault", pairs, settings)
         try:
             results = verdicts(service, pairs, paths)
         finally:

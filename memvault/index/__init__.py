@@ -44,7 +44,7 @@ from .vectors import Embedder, EmbedderLoader
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = 10  # 2: aliases, link targets; 3: records carry problems; 4: and `expires`;
+INDEX_VERSION = 11  # 2: aliases, link targets; 3: records carry problems; 4: and `expires`;
 # 5: tags and aliases under `Tags:`, `tag:`, `alias:` (records of such files were wrong);
 # 6: a Markdown link's target marked as one (note.MARKDOWN); 7: Markdown link targets in
 # angle brackets, with brackets, with an encoded %23, and wikilinks in properties (their
@@ -56,6 +56,11 @@ INDEX_VERSION = 10  # 2: aliases, link targets; 3: records carry problems; 4: an
 # backticks closed only by a run of their length, "# C#" titled C#, no title from a code
 # block's "# comment", inline code ends with its paragraph, fences in list items and
 # callouts hide their text (records were wrong)
+# 11: records carry the status a hand-typed `status: Archived` names (models.lifecycle_value:
+# such a memory was indexed as active, listed and recalled), and the type, status,
+# importance and confidence of a `Type:`, `Status:`, `Importance:` or `Confidence:` key
+# (models.SPELLINGS: such a file was indexed as an active note of default importance),
+# the type `Book` of `type: "[[Book]]"` and unquoted links in properties (models.yaml_link)
 KEYWORD_CANDIDATES = 100
 VECTOR_CANDIDATES = 100
 # a name held by this share of the memories (and at least MIN of them) is left out of
@@ -751,6 +756,14 @@ class Index:
         self._fresh()
         best = self.store.nearest(vector, k, lambda i: i in self.store.docs)
         return [(self.store.docs[i], score) for i, score in best.items()]
+
+    def worded(self, text: str, k: int = 20) -> list[MemoryInfo]:
+        """Memories sharing the most words with ``text`` (BM25), best first: the candidates
+        of a duplicate check that needs no vector (a text-only vault, a memory whose
+        vector is not yet made)."""
+        self._fresh()
+        best = self.text.search(text, k)
+        return [self.store.docs[i] for i in best if i in self.store.docs]
 
     def cosines(
         self, title: str, tags: Sequence[str], body: str, others: Sequence[Memory]
