@@ -46,7 +46,8 @@ _DECIMAL_UNIT = (
 _CN_NOT_NUMBERS = re.compile(
     "一起|一直|一下|一定|一样|一般|一些|一切|一致|一边|一旦|一向|一再|一律|一同|一贯|一会|"
     "一点点|有一点|统一|唯一|万一|十分|一方面|不一"
-    "|千万(?=[不别要记注小莫])|万万(?=[不没])"  # 千万不要: "by no means", no 10,000,000
+    # 千万不要: "by no means", no 10,000,000 (but 三千万不到 is 30,000,000 "not reached")
+    "|(?<![零〇一二两三四五六七八九十百])千万(?=[不别要记注小莫])|(?<![零〇一二两三四五六七八九十百千])万万(?=[不没])"
 )
 
 _EN_UNITS = "zero one two three four five six seven eight nine ten eleven twelve thirteen"

@@ -137,8 +137,10 @@ def snippet(body: str, query: str, width: int = SNIPPET_WIDTH) -> str:
     best = max(lines, key=lambda ln: sum(w in ln.lower() for w in wanted))
     if len(best) <= width:
         return best
-    # found in the line itself: a lower-cased line may be longer (Turkish İ is two letters)
-    at = min((m.start() for w in wanted if (m := re.search(re.escape(w), best, re.I))), default=0)
+    # found in the line itself: a lower-cased line may be longer (Turkish İ is two letters),
+    # by the query's words as written too (lower-cased, İstanbul is no longer İstanbul)
+    words = wanted | {w for w in query.split() if w.lower() in wanted}
+    at = min((m.start() for w in words if (m := re.search(re.escape(w), best, re.I))), default=0)
     start = 0 if at < width // 2 else _grapheme_start(best, at - width // 4)
     head = "..." if start else ""
     return head + _clip(best[start:], width - len(head), "...")

@@ -170,6 +170,8 @@ def test_qianwan_as_by_all_means_is_no_number() -> None:
     to do stated a number each, the same one."""
     assert facts.extract("千万不要吃花生").values == facts.extract("千万别喝酒").values == set()
     assert ("number", "10000000") in facts.extract("预算一千万元").values
+    assert ("number", "30000000") in facts.extract("项目预算三千万不到").values
+    assert facts.extract("项目预算三千万不到").values == facts.extract("项目预算不到三千万").values
 
 
 def test_a_code_or_a_dash_joined_number_is_one_value_in_its_own_order() -> None:

@@ -134,6 +134,8 @@ def test_a_snippet_of_a_line_in_turkish_capitals_shows_the_match() -> None:
     assert "zebra notu" in note.snippet(line, "zebra")
     shorter = "İŞ İÇİN İZİN " * 12 + "ve toplantı zebra notu ve " + "İKİ İDARİ " * 12
     assert "toplantı zebra notu" in note.snippet(shorter, "zebra")
+    city = "Toplantı notları " * 30 + "ve İstanbul ofisi " + "kapalı " * 40
+    assert "İstanbul ofisi" in note.snippet(city, "İstanbul")
 
 
 @pytest.mark.parametrize(
