@@ -681,8 +681,9 @@ def test_an_index_of_a_newer_memvault_is_never_rebuilt_by_an_older_one(vault_pat
             svc.recall("ferns")
     finally:
         svc.close()
-    with pytest.raises(MemvaultError, match="stop this older one"):
+    with pytest.raises(MemvaultError, match="stop this older one") as refused:
         MemoryService.open(vault_path, Settings(embedder="none"))
+    assert f"delete {folder}" in str(refused.value)  # the way back after a downgrade
     assert (folder / "store.sqlite").read_bytes() == b"the newer memvault's"
     assert json.loads((folder / "version.json").read_text()) == {"version": INDEX_VERSION + 1}
 

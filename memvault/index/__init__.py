@@ -227,7 +227,9 @@ class Index:
                 f"the index at {self.folder} was made by a newer memvault (index version "
                 f"{version}; this one reads {INDEX_VERSION}): an upgraded memvault uses this "
                 "vault; stop this older one (a server started before the upgrade) and start "
-                "it again"
+                "it again. If you went back to an older memvault on purpose, stop every "
+                f"memvault process and delete {self.folder} (the index is rebuilt from the "
+                "files)"
             )
         if version != INDEX_VERSION:
             raise IndexVersionError(f"index version {version} != {INDEX_VERSION}")
