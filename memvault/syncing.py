@@ -593,36 +593,45 @@ def _after(service: MemoryService, before: str | None) -> ChangeEvent:
     out = history.run("diff", "--name-status", "--no-renames", "-z", before, after)
     tokens = [t for t in out.split("\0") if t]
     pairs = [_typed(service, s, p) for s, p in zip(tokens[::2], tokens[1::2], strict=False)]
-    pulled = {p for _, p in pairs}
-    hidden, shown = _pulled_rule(service, pulled) if IGNORE_FILE in pulled else ([], [])
-    hides = service.vault.hidden()
-    pairs = [(s, p) for s, p in pairs if not hides(p)]  # a hidden path: never told
-    event = ChangeEvent(
-        changed=tuple(p for s, p in pairs if s.startswith("M")),
-        added=tuple(p for s, p in pairs if s.startswith("A")) + tuple(shown),
-        removed=tuple(p for s, p in pairs if s.startswith("D")) + tuple(hidden),
-    )
-    rule = IGNORE_FILE in pulled  # every file's place in the index may change
-    service.sync_index(None if rule else [p for _, p in pairs])
+    if IGNORE_FILE in {p for _, p in pairs}:  # every file's place in the index may change
+        event = _under_pulled_rule(service, pairs)
+        service.sync_index()
+    else:
+        hides = service.vault.hidden()
+        pairs = [(s, p) for s, p in pairs if not hides(p)]  # a hidden path: never told
+        event = ChangeEvent(
+            changed=tuple(p for s, p in pairs if s.startswith("M")),
+            added=tuple(p for s, p in pairs if s.startswith("A")),
+            removed=tuple(p for s, p in pairs if s.startswith("D")),
+        )
+        service.sync_index([p for _, p in pairs])
     service.refresh_provenance()
     if event.added or event.changed or event.removed:
         service.publish(event)
     return event
 
 
-def _pulled_rule(service: MemoryService, pulled: set[str]) -> tuple[list[str], list[str]]:
-    """Apply a pulled ``.memvaultignore`` at once (notes pulled with it are hidden by it):
-    the notes it hides that were shown, and those it shows that were hidden, of the ones
-    the pull left unchanged (a pulled note it hides is never named to subscribers)."""
-    before = set(service.memory_paths())
+def _under_pulled_rule(service: MemoryService, pairs: list[tuple[str, str]]) -> ChangeEvent:
+    """Apply a pulled ``.memvaultignore`` at once (the notes pulled with it are hidden by
+    it), and tell subscribers what changed for them: against the notes shown before the
+    pull (what they were told of), a note now hidden or gone is removed, one now shown that
+    was not is added, and a pulled edit of one shown before and after is changed. A note
+    hidden before and after is never named."""
+    # the notes shown before the pull, by the rule in force until now
+    known = set(service.memory_paths()) - {p for s, p in pairs if s.startswith("A")}
+    known |= {p for s, p in pairs if s.startswith("D") and service.is_memory_path(p)}
     try:
         service.reload_ignore(True)
     except OSError as exc:
         log.warning("could not read the pulled %s (%s): its rule applies at the next start",
                     IGNORE_FILE, exc)  # fmt: skip
-        return [], []
-    after = set(service.memory_paths())
-    return sorted(before - after - pulled), sorted(after - before - pulled)
+    shown = set(service.memory_paths())
+    edited = {p for s, p in pairs if s.startswith("M")}
+    return ChangeEvent(
+        changed=tuple(sorted(edited & known & shown)),
+        added=tuple(sorted(shown - known)),
+        removed=tuple(sorted(known - shown)),
+    )
 
 
 def _typed(service: MemoryService, status: str, path: str) -> tuple[str, str]:

@@ -104,7 +104,8 @@ def test_a_pulled_ignore_rule_hides_the_notes_pulled_with_it_at_once(pair: Pair)
     root = pair.a.vault.root
     (root / "private").mkdir()
     (root / "private" / "diary.md").write_text("# Diary\n\nWorried about the ankle surgery.\n")
-    (root / ".memvaultignore").write_text(f"private/\n{shown.path}\n")
+    rule = root / ".memvaultignore"  # the template's lines kept
+    rule.write_text(rule.read_text() + f"private/\n{shown.path}\n")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "hide private/ and the bike, with a diary")
     assert sync(pair.a).error is None
@@ -798,3 +799,31 @@ def test_sync_uses_the_persons_own_ssh_command(
         service.close()
     assert result.action == "offline" and called.exists()
     assert "example.invalid" in called.read_text(encoding="utf-8")
+
+
+def test_a_pulled_ignore_rule_that_hides_notes_the_pull_edits_or_deletes_says_removed(
+    pair: Pair,
+) -> None:
+    """A pull that edits the bike note and deletes the car note, hiding both: the index
+    dropped them, but subscribers were told nothing (the pulled paths were left out)."""
+    bike = pair.b.remember("The user's bike is a blue Brompton.", type="fact").memory
+    car = pair.b.remember("The user's car is a red Fiat.", type="fact").memory
+    assert bike is not None and car is not None
+    sync(pair.b)
+    sync(pair.a)
+    root = pair.a.vault.root
+    note = root / bike.path
+    note.write_text(note.read_text().replace("blue", "green"))
+    (root / car.path).unlink()
+    rule = root / ".memvaultignore"  # the template's lines kept
+    rule.write_text(rule.read_text() + f"{bike.path}\n{car.path}\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "edit and delete, and hide both")
+    assert sync(pair.a).error is None
+    events: list[ChangeEvent] = []
+    pair.b.listeners.append(events.append)
+    assert sync(pair.b).error is None
+    assert [(e.added, e.changed, e.removed) for e in events] == [
+        ((), (), tuple(sorted([bike.path, car.path])))
+    ]
+    assert pair.b.recall("Brompton") == [] and pair.b.recall("Fiat") == []
