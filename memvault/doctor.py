@@ -205,7 +205,8 @@ _PENDING = (
 )
 _HIDDEN = (
     "has changes not committed: .memvaultignore hides it, so memvault never commits it; "
-    "commit it yourself with git if you want it in the history, or leave it"
+    "commit it yourself with git if you want it in the history (a sync then sends it to your "
+    "remote), or leave it"
 )
 _HALFWAY = (
     "has changes not committed yet: memvault commits nothing while the git merge or rebase "

@@ -148,8 +148,8 @@ def _refuse_changes_left(service: MemoryService) -> None:
     if left:
         raise MemvaultError(
             f"cannot purge: git rewrites no history over uncommitted changes, and memvault "
-            f"never commits these: {'; '.join(left[:3])}. Commit them yourself with git, or "
-            "undo them, then purge again; nothing was changed"
+            f"never commits these: {'; '.join(left[:3])}. Replace or remove a link or FIFO; "
+            f"{recovery.HIDDEN_EDIT_HINT}. Then purge again; nothing was changed"
         )
 
 

@@ -192,6 +192,13 @@ def unhidden(vault: Vault, paths: Iterable[str]) -> list[str]:
     return out
 
 
+HIDDEN_EDIT_HINT = (
+    "undo your edit of a hidden file git already tracks, or stop tracking it (`git rm "
+    "--cached PATH`, then commit: at the next sync the remote drops its copy too); a `git "
+    "commit` of the edit would send it to your remote at the next sync"
+)
+
+
 def never_committed(vault: Vault, paths: Iterable[str]) -> list[str]:
     """Why memvault never commits each of ``paths`` that it leaves alone: a symlink, a FIFO,
     a path leading outside (:func:`refusal`), or a file ``.memvaultignore`` hides."""

@@ -396,8 +396,8 @@ def _not_started(service: MemoryService, exc: GitError, what: str = "rebase") ->
     if refused:
         return MemvaultError(
             f"cannot sync: git will not {what} over uncommitted changes, and memvault never "
-            f"commits these: {'; '.join(refused[:3])}. Replace or remove them (or commit "
-            "them yourself with git), then sync; nothing was changed"
+            f"commits these: {'; '.join(refused[:3])}. Replace or remove a link or FIFO; "
+            f"{recovery.HIDDEN_EDIT_HINT}. Then sync; nothing was changed"
         )
     return MemvaultError(
         f"cannot sync: git would not start the {what} ({exc.reason}); nothing was changed: "

@@ -92,8 +92,9 @@ def test_a_purge_over_a_hidden_edit_is_refused_before_writing_and_keeps_the_edit
     assert made.memory is not None
     head = git(vault, "rev-parse", "HEAD")
 
-    with pytest.raises(MemvaultError, match=r"cannot purge.*private/diary.md is hidden"):
+    with pytest.raises(MemvaultError, match=r"cannot purge.*private/diary.md is hidden") as no:
         text_only.forget(made.memory.id, mode="purge")
+    assert "git rm --cached" in str(no.value)  # never "commit it": that sends it out
 
     assert git(vault, "rev-parse", "HEAD") == head
     assert (vault / made.memory.path).exists()
@@ -116,3 +117,29 @@ def test_init_of_a_folder_with_its_own_memvaultignore_commits_none_of_what_it_hi
     assert "kites.md" in _committed(folder)
     assert not [p for p in _committed(folder) if p.startswith("private/")]
     assert (folder / "private" / "diary.md").exists()
+
+
+def test_a_sync_over_an_edit_of_a_hidden_tracked_note_says_how_to_keep_it_private(
+    tmp_path: Path,
+) -> None:
+    """B hides a note git tracks and edits it; A's change makes B rebase: the refusal
+    advised committing the edit with git, which would push the private text."""
+    with synced_pair(tmp_path) as pair:
+        bike = pair.b.remember("The user's bike is a blue Brompton.", type="fact").memory
+        car = pair.b.remember("The user's car is a red Fiat.", type="fact").memory
+        assert bike is not None and car is not None
+        sync(pair.b)
+        sync(pair.a)
+        root = pair.b.vault.root
+        rule = root / ".memvaultignore"
+        rule.write_text(rule.read_text() + f"{bike.path}\n")
+        pair.b.reload_ignore(True)
+        note = root / bike.path
+        note.write_text(note.read_text() + "\nPrivate: bought it for 900 EUR.\n")
+        pair.a.update(car.id, content="The user's car is a green Fiat.")
+        assert sync(pair.a).error is None
+        with pytest.raises(MemvaultError, match="git rm --cached") as refused:
+            sync(pair.b)
+        assert "would send it to your remote" in str(refused.value)
+        assert "900 EUR" not in git(pair.remote, "log", "--all", "-p")
+        assert note.read_text().endswith("900 EUR.\n")
