@@ -423,7 +423,9 @@ def memory_files(service: MemoryService, opened: list[str]) -> set[str]:
 def test_the_write_path_does_not_read_other_memory_files(text_only: MemoryService) -> None:
     """remember over MCP, with a client subscribed to every aggregate view and to the
     changes, opens no memory file but its own: which views changed is decided from the
-    write itself, nothing is re-rendered (text only: no duplicate check reads neighbours)."""
+    write itself, nothing is re-rendered. (The duplicate check reads the memories sharing
+    the new text's words, at most retrieval.WORDED_CANDIDATES: the texts written here share
+    none with the others, so any read is the notification path's.)"""
     from memvault import changes, reports
 
     sys.addaudithook(_record_opens)  # stays for the process; records only into _RECORDERS
@@ -440,8 +442,8 @@ def test_the_write_path_does_not_read_other_memory_files(text_only: MemoryServic
         _RECORDERS.append(during)
         try:
             for content, kind in [
-                ("The user prefers green tea.", "preference"),
-                ("The user lives in Lisbon.", "fact"),
+                ("Ana grows basil on her balcony.", "preference"),
+                ("Rio lives in Lisbon.", "fact"),
             ]:
                 announced.clear()
                 args = {"content": content, "type": kind, "importance": 0.9}
