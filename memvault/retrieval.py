@@ -178,6 +178,8 @@ class Retrieval:
         index = self.indexing.index
         near = index.nearest(title, clean_tags(tags), content, k)
         out = [s for doc, cosine in near if (s := self._judged(doc, cosine, content, type))]
+        if near and index.all_embedded():
+            return out  # the vectors judged every memory: no file read for the word check
         seen = {doc.id for doc, _ in near}
         for doc in index.worded(content, max(k, WORDED_CANDIDATES)):
             if doc.id not in seen and (same := self._judged(doc, None, content, type)):

@@ -759,6 +759,11 @@ class Index:
         best = self.store.nearest(vector, k, lambda i: i in self.store.docs)
         return [(self.store.docs[i], score) for i, score in best.items()]
 
+    def all_embedded(self) -> bool:
+        """Whether every indexed memory has a vector of the embedder in use (as of the last
+        look; False before one was loaded): a duplicate check by vectors then saw them all."""
+        return self.store.vector_count() >= len(self.store.docs)
+
     def worded(self, text: str, k: int = 20) -> list[MemoryInfo]:
         """Memories sharing the most words with ``text`` (BM25), best first: the candidates
         of a duplicate check that needs no vector (a text-only vault, a memory whose
