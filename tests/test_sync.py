@@ -94,6 +94,21 @@ def test_sync_tells_subscribers_what_the_remote_changed(pair: Pair) -> None:
     assert [e.added for e in events] == [(written.path,)]
 
 
+def pull_a_rule(pair: Pair, lines: str, message: str) -> list[ChangeEvent]:
+    """A adds ``lines`` to its `.memvaultignore` (the template's kept) and commits them
+    with its other changes; B pulls them. What B's subscribers were told."""
+    root = pair.a.vault.root
+    rule = root / ".memvaultignore"
+    rule.write_text(rule.read_text() + lines)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", message)
+    assert sync(pair.a).error is None
+    events: list[ChangeEvent] = []
+    pair.b.listeners.append(events.append)
+    assert sync(pair.b).error is None
+    return events
+
+
 def test_a_pulled_ignore_rule_hides_the_notes_pulled_with_it_at_once(pair: Pair) -> None:
     """A's `.memvaultignore` hides `private/`, pushed with a diary there: B indexed the
     diary with its old rule, found it by recall and told its subscribers it was added."""
@@ -104,14 +119,7 @@ def test_a_pulled_ignore_rule_hides_the_notes_pulled_with_it_at_once(pair: Pair)
     root = pair.a.vault.root
     (root / "private").mkdir()
     (root / "private" / "diary.md").write_text("# Diary\n\nWorried about the ankle surgery.\n")
-    rule = root / ".memvaultignore"  # the template's lines kept
-    rule.write_text(rule.read_text() + f"private/\n{shown.path}\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "hide private/ and the bike, with a diary")
-    assert sync(pair.a).error is None
-    events: list[ChangeEvent] = []
-    pair.b.listeners.append(events.append)
-    assert sync(pair.b).error is None
+    events = pull_a_rule(pair, f"private/\n{shown.path}\n", "hide private/ and the bike")
     assert pair.b.recall("ankle surgery") == [] and pair.b.recall("Brompton") == []
     assert {r.path for r in pair.b.index.records()}.isdisjoint({"private/diary.md", shown.path})
     told = [p for e in events for p in (*e.added, *e.changed, *e.removed)]
@@ -815,14 +823,7 @@ def test_a_pulled_ignore_rule_that_hides_notes_the_pull_edits_or_deletes_says_re
     note = root / bike.path
     note.write_text(note.read_text().replace("blue", "green"))
     (root / car.path).unlink()
-    rule = root / ".memvaultignore"  # the template's lines kept
-    rule.write_text(rule.read_text() + f"{bike.path}\n{car.path}\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "edit and delete, and hide both")
-    assert sync(pair.a).error is None
-    events: list[ChangeEvent] = []
-    pair.b.listeners.append(events.append)
-    assert sync(pair.b).error is None
+    events = pull_a_rule(pair, f"{bike.path}\n{car.path}\n", "edit and delete, hide both")
     assert [(e.added, e.changed, e.removed) for e in events] == [
         ((), (), tuple(sorted([bike.path, car.path])))
     ]
