@@ -61,6 +61,7 @@ class IndexSync:
         to :func:`embedding.embed_missing` (the filler of ``serve``/``watch``, ``reindex``):
         nothing waits for the model on a bulk sync.
         """
+        self.index.let_go()  # a purge elsewhere (its deletion is why we sync) rewrote files
         if paths is None:
             read, drop = self.index.plan_sync(self.vault.stats())
             self.index.remove(drop)

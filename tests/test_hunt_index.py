@@ -346,3 +346,28 @@ def test_a_purge_closes_the_files_of_an_index_replaced_under_a_running_server(
         assert service.recall("locker code") == []
     finally:
         service.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to see open files")
+def test_a_purge_in_another_process_is_let_go_of_at_the_servers_next_look(
+    vault_path: Path,
+) -> None:
+    """A server that searched holds the full-text segments; another process (the command
+    line) purges a memory, rewriting them: the server kept the deleted files, purged words
+    and all, open until its next search, days on an idle server. Its next look at the
+    index of any kind (its watcher syncing the purge's deletion, a listing) lets go."""
+    server = MemoryService.open(vault_path, Settings(embedder="none"))
+    try:
+        secret = server.remember("The user's locker code is 4417.", type="fact").memory
+        assert secret is not None
+        assert server.recall("locker code")  # the server's searcher holds the segments
+        command_line = MemoryService.open(vault_path, Settings(embedder="none"))
+        try:
+            assert command_line.forget(secret.id, mode="purge").action == "purged"
+        finally:
+            command_line.close()
+        assert open_deleted_index_files()  # the server's, still held
+        server.sync_index([secret.path])  # what its watcher does on the file's deletion
+        assert open_deleted_index_files() == []
+    finally:
+        server.close()

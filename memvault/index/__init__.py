@@ -324,6 +324,12 @@ class Index:
         self.follow()
         self.store.refresh()
 
+    def let_go(self) -> None:
+        """Close full-text files another process's commit replaced (its purge rewrote
+        them): deleted, they stay on disk while this process's searcher holds them."""
+        self.follow()
+        self.text.release()
+
     def _close_retired(self) -> None:
         """Close the handles of index files deleted or replaced since they were opened
         (kept for a search that may still read them): their bytes stay on disk while they

@@ -171,6 +171,16 @@ class FullText:
         with self._lock, _damage(self.folder):
             return int(self._current().doc_count())
 
+    def release(self) -> None:
+        """Let go of segments another process's commit replaced (its purge rewrote them):
+        deleted, their bytes stay on disk while a searcher holds them. Best effort: damage
+        is for the next search to find."""
+        with self._lock:
+            try:
+                self._current()
+            except Exception:  # damage: the next search finds it and says so
+                return
+
     def _current(self) -> Any:
         """A searcher that sees the latest commit (by any process).
 
