@@ -171,13 +171,11 @@ class Vault:
         save of it still settling, see reload_ignore): memvault never commits such a path
         (it stays uncommitted, the person's to keep)."""
         try:
-            lines = self.ignore_lines()
-            now = ignore_rule(list(lines)) if lines else None
+            rule = _any_of(tuple(dict.fromkeys((self.ignore_lines(), *self._ignores))))
         except OSError as exc:  # unreadable now: the rules in force
             log.warning("cannot read %s (%s): using the rules read before", IGNORE_FILE, exc)
-            now = None
-        rules = [r for r in (now, self._ignore) if r is not None]
-        return lambda rel: any(rule(rel) for rule in rules)
+            rule = self._ignore
+        return rule or (lambda rel: False)
 
     def is_memory_path(self, rel: str) -> bool:
         name = rel.rsplit("/", 1)[-1]

@@ -301,10 +301,8 @@ class Index:
         is made."""
         if self.folder.is_dir():
             for entry in self.folder.iterdir():
-                if entry.is_dir() and not entry.is_symlink():
-                    shutil.rmtree(entry, ignore_errors=True)
-                elif not entry.name.endswith(".lock"):
-                    entry.unlink(missing_ok=True)
+                if not entry.name.endswith(".lock"):
+                    _delete(entry)
         elif self.folder.is_symlink() or self.folder.exists():
             self.folder.unlink()
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -313,11 +311,7 @@ class Index:
         """Delete the full-text index only: the next sync finds its count short of the
         records and reads every file again, keeping the vectors of unchanged text (a full
         wipe would embed every memory again: hours for 10k on a laptop)."""
-        text = self.folder / "text"
-        if text.is_dir() and not text.is_symlink():
-            shutil.rmtree(text, ignore_errors=True)
-        else:
-            text.unlink(missing_ok=True)
+        _delete(self.folder / "text")
 
     def _fresh(self) -> None:
         """Rows other processes wrote since our last look, in the index folder there is now."""
@@ -327,7 +321,6 @@ class Index:
     def let_go(self) -> None:
         """Close full-text files another process's commit replaced (its purge rewrote
         them): deleted, they stay on disk while this process's searcher holds them."""
-        self.follow()
         self.text.release()
 
     def _close_retired(self) -> None:
@@ -340,9 +333,9 @@ class Index:
         self._retired.clear()
 
     def close(self) -> None:
-        for store, text in [*self._retired, (self.store, self.text)]:
-            store.close()
-            text.close()
+        self._close_retired()
+        self.store.close()
+        self.text.close()
 
     # -- writing ---------------------------------------------------------------
     def upsert(
@@ -826,6 +819,14 @@ class Index:
         if self.rebuilt_reason:
             state["rebuilt"] = self.rebuilt_reason
         return state
+
+
+def _delete(path: Path) -> None:
+    """Delete a file, or a folder and what it holds; a link goes, never what it points to."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def _identity(folder: Path) -> tuple[tuple[int, int], ...] | None:
