@@ -281,3 +281,23 @@ def synced_pair(tmp_path: Path) -> Iterator[Pair]:
     finally:
         a.close()
         b.close()
+
+
+def start_git(cwd: Path, *options: str) -> subprocess.Popen[str]:
+    """A real git process, answering once (so it has started) then waiting for input."""
+    proc = subprocess.Popen(
+        ["git", *options, "cat-file", "--batch-check"],
+        cwd=cwd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("HEAD\n")
+    proc.stdin.flush()
+    assert proc.stdout.readline()
+    return proc
+
+
+def stop_git(proc: subprocess.Popen[str]) -> None:
+    proc.communicate(timeout=30)  # closes its input: it ends

@@ -19,7 +19,7 @@ from memvault.config import Settings
 from memvault.history import History
 from memvault.service import MemoryService
 
-from .helpers import PERSON, git, git_objects, run_memvault
+from .helpers import PERSON, git, git_objects, run_memvault, start_git, stop_git
 
 HOUR = 3600.0
 TEXT_ONLY = {"MEMVAULT_EMBEDDER": "none"}
@@ -28,19 +28,9 @@ TEXT_ONLY = {"MEMVAULT_EMBEDDER": "none"}
 @pytest.fixture
 def persons_git(vault_path: Path) -> Iterator[subprocess.Popen[str]]:
     """A person's long-running git in the vault, as `git log` in a pager: it holds no lock."""
-    proc = subprocess.Popen(
-        ["git", "cat-file", "--batch-check"],
-        cwd=vault_path,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write("HEAD\n")
-    proc.stdin.flush()
-    assert proc.stdout.readline()  # it runs
+    proc = start_git(vault_path)
     yield proc
-    proc.communicate(timeout=30)
+    stop_git(proc)
 
 
 def killed_gits_lock(vault: Path, age: float = HOUR) -> Path:

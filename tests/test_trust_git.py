@@ -24,7 +24,7 @@ from memvault.server import build_server
 from memvault.service import MemoryService
 from memvault.text import tokens
 
-from .helpers import commit_count, git, git_objects, run_memvault, watching
+from .helpers import commit_count, git, git_objects, run_memvault, start_git, stop_git, watching
 
 HOUR = 3600.0
 MARKER = "zebra-quartz-7731"
@@ -38,26 +38,6 @@ def leave_lock(vault: Path, rel: str, age: float = HOUR) -> Path:
     then = time.time() - age
     os.utime(path, (then, then))
     return path
-
-
-def start_git(cwd: Path, *options: str) -> subprocess.Popen[str]:
-    """A real git process, answering once (so it has started) then waiting for input."""
-    proc = subprocess.Popen(
-        ["git", *options, "cat-file", "--batch-check"],
-        cwd=cwd,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write("HEAD\n")
-    proc.stdin.flush()
-    assert proc.stdout.readline()
-    return proc
-
-
-def stop_git(proc: subprocess.Popen[str]) -> None:
-    proc.communicate(timeout=30)  # closes its input: it ends
 
 
 @pytest.fixture
